@@ -1,0 +1,1 @@
+"""aeron_compat: the Aeron programming model, carried by Aqueduct channels."""

@@ -1,0 +1,1 @@
+"""The sans-I/O Aqueduct protocol engine (no asyncio, aioquic or sockets here)."""

@@ -1,0 +1,44 @@
+"""Engine configuration: every limit and timing in one place, with defaults.
+
+Limits bound what a peer can make us hold; exceeding one closes the
+connection with CloseCode.LIMIT_EXCEEDED (peer-driven) or raises
+LimitExceeded to the application (locally driven). Times are seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..wire.reader import DEFAULT_MAX_FRAME_SIZE
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Limits and timings of one connection engine."""
+
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    """Largest frame (and so message payload) accepted or sent."""
+    max_channels: int = 100_000
+    """Senders plus receivers alive at once on this connection."""
+    max_pending_receivers: int = 10_000
+    """Auto-created receivers still waiting for the message that creates their channel."""
+    max_receiver_queue_messages: int = 10_000
+    """Messages queued in one receiver, not yet taken by the application."""
+    max_receiver_queue_bytes: int = 16 * 1024 * 1024
+    """Payload bytes queued in one receiver, not yet taken by the application."""
+    max_buffered_bytes: int = 64 * 1024 * 1024
+    """Bytes held across the connection: partial frames, early frames held before headers or handshake."""
+    max_datagram_payload: int = 1100
+    """Largest encoded datagram the transport can carry; bigger unreliable sends are refused."""
+    sent_unreliable_delay: float = 0.1
+    """SentUnreliable goes out within min(this, RTT/2) of sending."""
+    ack_delay: float = 0.05
+    """Acks are batched for at most this long (spec: within 1 s)."""
+    nack_timeout: float = 1.0
+    """Unreliable messages missing this long after their SentUnreliable (or 2*RTT, whichever is larger) are nacked."""
+    discarded_filter_size: int = 4096
+    """Remembered recently-discarded receiver channel IDs (drop late messages, no ghosts)."""
+    initial_rtt: float = 0.1
+    """RTT estimate before the transport reports one."""
+    replay_safe_0rtt: bool = False
+    """Server only: 0-RTT data may be processed before the handshake completes (replay proven impossible)."""

@@ -1,0 +1,114 @@
+"""Errors an application sees, one type per way a channel or connection ends.
+
+Each maps to a spec reset code or close code: CANCELLED (stream reset 1),
+LOST (stream reset 2), a receiver's CloseReceiver before the sender finished
+(ReceiverDropped), and the QUIC connection going away (ConnectionLost).
+"""
+
+from __future__ import annotations
+
+from enum import Enum, IntEnum
+
+from .wire.errors import CloseCode, ProtocolError
+
+
+class ResetCode(IntEnum):
+    """Aqueduct stream reset codes."""
+
+    CANCELLED = 1
+    LOST = 2
+
+
+class EndReason(Enum):
+    """Why a sender or receiver ended."""
+
+    FINISHED = "finished"
+    """Receiver: the sender finished and every message was delivered. Sender: finish completed."""
+    CANCELLED = "cancelled"
+    """Receiver: the sender cancelled the channel."""
+    LOST = "lost"
+    """Either: the channel was lost in transit."""
+    RECEIVER_DROPPED = "receiver dropped"
+    """Sender: the remote receiver was closed or dropped."""
+    CLOSED = "closed"
+    """Either: the local application closed or dropped this half."""
+    CONNECTION_LOST = "connection lost"
+    """Either: the connection went away."""
+
+
+class AqueductError(Exception):
+    """Base of every error aqueduct raises to applications."""
+
+
+class ChannelError(AqueductError):
+    """A channel ended in a way other than a graceful finish."""
+
+    reason = EndReason.CLOSED
+
+
+class ChannelClosed(ChannelError):
+    """This half was closed or dropped locally, or finished; it can no longer be used."""
+
+    reason = EndReason.CLOSED
+
+
+class ChannelCancelled(ChannelError):
+    """The sender cancelled the channel."""
+
+    reason = EndReason.CANCELLED
+
+
+class ChannelLost(ChannelError):
+    """The channel was lost in transit (its creating message never arrived)."""
+
+    reason = EndReason.LOST
+
+
+class ReceiverDropped(ChannelError):
+    """The remote receiver was closed or dropped."""
+
+    reason = EndReason.RECEIVER_DROPPED
+
+
+class ConnectionLost(ChannelError):
+    """The connection went away."""
+
+    reason = EndReason.CONNECTION_LOST
+
+    def __init__(self, message: str = "connection lost", code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class WouldBlock(AqueductError):
+    """A non-blocking send found the peer's window full."""
+
+
+class LimitExceeded(AqueductError):
+    """A configured limit would be exceeded (message too large, too many channels, ...)."""
+
+
+ERROR_FOR_REASON: dict[EndReason, type[ChannelError]] = {
+    EndReason.CLOSED: ChannelClosed,
+    EndReason.CANCELLED: ChannelCancelled,
+    EndReason.LOST: ChannelLost,
+    EndReason.RECEIVER_DROPPED: ReceiverDropped,
+    EndReason.CONNECTION_LOST: ConnectionLost,
+}
+
+__all__ = [
+    "ERROR_FOR_REASON",
+    "AqueductError",
+    "ChannelCancelled",
+    "ChannelClosed",
+    "ChannelError",
+    "ChannelLost",
+    "CloseCode",
+    "ConnectionLost",
+    "EndReason",
+    "LimitExceeded",
+    "ProtocolError",
+    "ReceiverDropped",
+    "ResetCode",
+    "WouldBlock",
+]

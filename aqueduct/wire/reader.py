@@ -1,0 +1,85 @@
+"""Whole-buffer and incremental frame decoding.
+
+`decode_frames` takes a complete datagram or finished stream. `FrameReader`
+takes stream bytes in arbitrary chunks: `feed(chunk)` returns every frame
+completed so far and keeps the partial rest. When a partial frame tells how
+long it will be, the reader does not parse it again until that many bytes
+are there, so a large message arriving in small chunks costs one parse.
+A declared length beyond `max_frame_size` is rejected before buffering.
+"""
+
+from __future__ import annotations
+
+from .errors import encoding_error
+from .frames import Frame, read_frame
+from .varint import Incomplete
+
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+
+def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> list[Frame]:
+    """Decode a complete buffer of one or more frames."""
+    buf = bytes(data)
+    if not buf:
+        raise encoding_error("no frame in an empty buffer")
+    frames: list[Frame] = []
+    pos = 0
+    end = len(buf)
+    try:
+        while pos < end:
+            frame, pos = read_frame(buf, pos, max_frame_size)
+            frames.append(frame)
+    except Incomplete:
+        raise encoding_error(f"frame at offset {pos} is truncated") from None
+    return frames
+
+
+class FrameReader:
+    """Incremental decoder for one stream's bytes."""
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._needed = 0
+        self.frames_read = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for a frame not yet complete."""
+        return self._size
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        """Add stream bytes; return the frames they complete."""
+        if not chunk:
+            return []
+        self._parts.append(bytes(chunk))
+        self._size += len(chunk)
+        if self._size < self._needed:
+            return []
+        buf = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+        frames: list[Frame] = []
+        pos = 0
+        end = len(buf)
+        try:
+            while pos < end:
+                frame, pos = read_frame(buf, pos, self.max_frame_size)
+                frames.append(frame)
+        except Incomplete as inc:
+            self._needed = inc.needed - pos
+            rest = buf[pos:]
+            self._parts = [rest]
+            self._size = len(rest)
+        else:
+            self._needed = 0
+            self._parts = []
+            self._size = 0
+        self.frames_read += len(frames)
+        return frames
+
+    def finish(self) -> None:
+        """The stream ended: raise ProtocolError if a frame was cut off or none came at all."""
+        if self._size:
+            raise encoding_error(f"stream finished inside a frame ({self._size} bytes left over)")
+        if self.frames_read == 0:
+            raise encoding_error("stream finished without a complete frame")

@@ -1,0 +1,104 @@
+"""Var len ints (LEB128, minimal, at most 64 bits) and var len byte arrays.
+
+Readers take `(buf, pos)` and return `(value, new_pos)`. Running out of
+bytes raises `Incomplete` (an incremental reader waits for more; a whole
+buffer decoder turns it into a ProtocolError); malformed bytes raise
+ProtocolError at once. Byte arrays declaring more than `limit` bytes are
+rejected before any of their bytes are awaited, so a hostile length never
+makes us buffer.
+"""
+
+from __future__ import annotations
+
+from .errors import ProtocolError, encoding_error
+
+MAX_VARINT = (1 << 64) - 1
+
+_SMALL = [bytes([i]) for i in range(128)]
+
+
+class Incomplete(Exception):
+    """Internal: the buffer ends before the item does; `needed` is a lower bound on its total size."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
+
+
+def encode_varint(value: int) -> bytes:
+    """Encode `value` (0 to 2^64-1) as a minimal var len int."""
+    if 0 <= value < 128:
+        return _SMALL[value]
+    if value < 0 or value > MAX_VARINT:
+        raise ValueError(f"var len int out of range: {value}")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Read one var len int at `pos`; return (value, position after it)."""
+    try:
+        byte = buf[pos]
+    except IndexError:
+        raise Incomplete(pos + 1) from None
+    if byte < 0x80:
+        return byte, pos + 1
+    value = byte & 0x7F
+    shift = 7
+    start = pos
+    pos += 1
+    end = len(buf)
+    while True:
+        if pos >= end:
+            raise Incomplete(pos + 1)
+        byte = buf[pos]
+        pos += 1
+        if shift == 63:
+            # Tenth byte: only the 64th bit may remain, and it must be set.
+            if byte != 0x01:
+                raise encoding_error(
+                    f"var len int at offset {start} has more than 64 bits"
+                    if byte > 1
+                    else f"var len int at offset {start} is not minimally encoded"
+                )
+            return value | (1 << 63), pos
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            if byte == 0:
+                raise encoding_error(f"var len int at offset {start} is not minimally encoded")
+            return value, pos
+        shift += 7
+
+
+def decode_varint(data: bytes) -> int:
+    """Decode a buffer holding exactly one var len int."""
+    try:
+        value, pos = read_varint(data, 0)
+    except Incomplete:
+        raise encoding_error("var len int is truncated") from None
+    if pos != len(data):
+        raise encoding_error(f"{len(data) - pos} trailing bytes after var len int")
+    return value
+
+
+def encode_bytes(data: bytes) -> bytes:
+    """Encode a var len byte array."""
+    return encode_varint(len(data)) + data
+
+
+def read_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes, int]:
+    """Read a var len byte array of at most `limit` bytes; `what` names it in errors."""
+    length, pos = read_varint(buf, pos)
+    if length > limit:
+        raise ProtocolError(
+            f"{what} declares {length} bytes, more than the limit of {limit}",
+            encoding_error("").code,
+        )
+    end = pos + length
+    if end > len(buf):
+        raise Incomplete(end)
+    return buf[pos:end], end

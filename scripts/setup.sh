@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create (or reuse) the project's virtual environment and install the project
+# with everything its tests, demo and Spark pipeline need. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${AQUEDUCT_VENV:-.venv}"
+PY="${PYTHON:-python3}"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating virtual environment in $VENV" >&2
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+fi
+stamp="$VENV/.aqueduct-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "setup: installing aqueduct-py with its dev and spark extras (first time: a few minutes)" >&2
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark]"
+  touch "$stamp"
+fi
