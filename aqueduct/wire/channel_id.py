@@ -38,12 +38,12 @@ class ChannelId(int):
         """Build an ID from its fields; `to` is the side holding the receiver."""
         if not 0 <= index <= MAX_INDEX:
             raise ValueError(f"channel index out of range: {index}")
-        return cls(index << 3 | int(oneshot) << 2 | minted_by.value << 1 | to.value)
+        return cls(index << 3 | int(oneshot) << 2 | minted_by.value << 1 | _DIRECTION_BIT[to])
 
     @property
     def to(self) -> Side:
         """The side that holds the receiver."""
-        return Side(self & 1)
+        return Side.CLIENT if self & 1 else Side.SERVER
 
     @property
     def direction(self) -> str:
@@ -78,6 +78,7 @@ class ChannelId(int):
 
 
 ENTRYPOINT = ChannelId(0)
+_DIRECTION_BIT = {Side.SERVER: 0, Side.CLIENT: 1}  # bit 0 tells where the receiver is: 0 on the server
 
 
 class ChannelIdMinter:
@@ -91,7 +92,7 @@ class ChannelIdMinter:
 
     def mint(self, *, to: Side, oneshot: bool = False) -> ChannelId:
         """Mint the next ID for a channel whose receiver will be on side `to`."""
-        space = int(oneshot) << 2 | self.side.value << 1 | to.value
+        space = int(oneshot) << 2 | self.side.value << 1 | _DIRECTION_BIT[to]
         index = self._next[space]
         if index > MAX_INDEX:
             raise ProtocolError("channel index space exhausted")
