@@ -232,15 +232,17 @@ def _read_message(buf: bytes, pos: int, limit: int) -> tuple[Frame, int]:
         attachments: tuple[int, ...] = ()
         pos += 1
     else:
+        start = pos
         raw, pos = read_bytes(buf, pos, limit, "message attachments")
+        base = pos - len(raw)
         ids = []
         apos = 0
         try:
             while apos < len(raw):
-                cid, apos = read_varint(raw, apos)
+                cid, apos = read_varint(raw, apos, base)
                 ids.append(cid)
         except Incomplete:
-            raise encoding_error("message attachments end inside a channel ID") from None
+            raise encoding_error(f"message attachments at offset {start} end inside a channel ID") from None
         attachments = tuple(ids)
     payload, pos = read_bytes(buf, pos, limit, "message payload")
     return Message(channel, number, attachments, payload), pos

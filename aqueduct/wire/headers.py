@@ -35,23 +35,25 @@ def encode_headers(headers: Iterable[tuple[str, bytes]]) -> bytes:
 
 def read_headers(buf: bytes, pos: int, limit: int) -> tuple[Headers, int]:
     """Read header data at `pos`; return (headers, position after it)."""
+    start = pos
     inner, pos = read_bytes(buf, pos, limit, "header data")
+    base = pos - len(inner)
     items: list[bytes] = []
     ipos = 0
     try:
         while ipos < len(inner):
-            item, ipos = read_bytes(inner, ipos, limit, "header item")
+            item, ipos = read_bytes(inner, ipos, limit, "header item", base)
             items.append(item)
     except Incomplete:
-        raise encoding_error("header data ends inside an item") from None
+        raise encoding_error(f"header data at offset {start} ends inside an item") from None
     if len(items) % 2:
-        raise encoding_error(f"header data holds an odd number ({len(items)}) of byte arrays")
+        raise encoding_error(f"header data at offset {start} holds an odd number ({len(items)}) of byte arrays")
     out = []
     for i in range(0, len(items), 2):
         key = items[i]
         if not key:
-            raise encoding_error(f"header key {i // 2} is empty")
+            raise encoding_error(f"header key {i // 2} of the header data at offset {start} is empty")
         if not key.isascii():
-            raise encoding_error(f"header key {i // 2} is not ASCII")
+            raise encoding_error(f"header key {i // 2} of the header data at offset {start} is not ASCII")
         out.append((key.decode("ascii"), items[i + 1]))
     return tuple(out), pos

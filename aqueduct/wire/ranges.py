@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from .errors import encoding_error
+from .errors import ProtocolError, encoding_error
 from .varint import Incomplete, encode_varint, read_bytes, read_varint
 
 
@@ -33,17 +33,22 @@ def encode_ranges(ranges: Sequence[int]) -> bytes:
 
 def read_ranges(buf: bytes, pos: int, limit: int) -> tuple[tuple[int, ...], int]:
     """Read range data at `pos`; return (ints, position after it)."""
+    start = pos
     inner, pos = read_bytes(buf, pos, limit, "range data")
+    base = pos - len(inner)
     out: list[int] = []
     ipos = 0
     n = len(inner)
     try:
         while ipos < n:
-            value, ipos = read_varint(inner, ipos)
+            value, ipos = read_varint(inner, ipos, base)
             out.append(value)
     except Incomplete:  # the array is complete, so a cut int is malformed
-        raise encoding_error("range data ends inside a var len int") from None
-    validate_ranges(out)
+        raise encoding_error(f"range data at offset {start} ends inside a var len int") from None
+    try:
+        validate_ranges(out)
+    except ProtocolError as exc:
+        raise encoding_error(f"{exc} (range data at offset {start})") from None
     return tuple(out), pos
 
 

@@ -11,10 +11,16 @@ A declared length beyond `max_frame_size` is rejected before buffering.
 from __future__ import annotations
 
 from .errors import encoding_error
-from .frames import Frame, read_frame
+from .frames import FRAME_TYPES, Frame, read_frame
 from .varint import Incomplete
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+
+_NAMES: dict[int, str] = {int(code): cls.__name__ for cls, code in FRAME_TYPES.items()}
+
+
+def _truncated(buf: bytes, pos: int) -> str:
+    return f"{_NAMES.get(buf[pos], 'frame')} frame at offset {pos} is truncated"
 
 
 def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> list[Frame]:
@@ -30,7 +36,7 @@ def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DE
             frame, pos = read_frame(buf, pos, max_frame_size)
             frames.append(frame)
     except Incomplete:
-        raise encoding_error(f"frame at offset {pos} is truncated") from None
+        raise encoding_error(_truncated(buf, pos)) from None
     return frames
 
 
@@ -80,6 +86,7 @@ class FrameReader:
     def finish(self) -> None:
         """The stream ended: raise ProtocolError if a frame was cut off or none came at all."""
         if self._size:
-            raise encoding_error(f"stream finished inside a frame ({self._size} bytes left over)")
+            buf = b"".join(self._parts)
+            raise encoding_error(f"stream finished inside a {_truncated(buf, 0)} ({self._size} bytes left over)")
         if self.frames_read == 0:
             raise encoding_error("stream finished without a complete frame")

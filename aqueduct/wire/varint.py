@@ -4,13 +4,13 @@ Readers take `(buf, pos)` and return `(value, new_pos)`. Running out of
 bytes raises `Incomplete` (an incremental reader waits for more; a whole
 buffer decoder turns it into a ProtocolError); malformed bytes raise
 ProtocolError at once. Byte arrays declaring more than `limit` bytes are
-rejected before any of their bytes are awaited, so a hostile length never
-makes us buffer.
+rejected (LIMIT_EXCEEDED) before any of their bytes are awaited, so a
+hostile length never makes us buffer.
 """
 
 from __future__ import annotations
 
-from .errors import ProtocolError, encoding_error
+from .errors import CloseCode, ProtocolError, encoding_error
 
 MAX_VARINT = (1 << 64) - 1
 
@@ -39,8 +39,11 @@ def encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Read one var len int at `pos`; return (value, position after it)."""
+def read_varint(buf: bytes, pos: int, base: int = 0) -> tuple[int, int]:
+    """Read one var len int at `pos`; return (value, position after it).
+
+    `base` is added to offsets named in errors (for ints inside an array that was sliced out of a larger buffer).
+    """
     try:
         byte = buf[pos]
     except IndexError:
@@ -61,15 +64,15 @@ def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             # Tenth byte: only the 64th bit may remain, and it must be set.
             if byte != 0x01:
                 raise encoding_error(
-                    f"var len int at offset {start} has more than 64 bits"
+                    f"var len int at offset {base + start} has more than 64 bits"
                     if byte > 1
-                    else f"var len int at offset {start} is not minimally encoded"
+                    else f"var len int at offset {base + start} is not minimally encoded"
                 )
             return value | (1 << 63), pos
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
             if byte == 0:
-                raise encoding_error(f"var len int at offset {start} is not minimally encoded")
+                raise encoding_error(f"var len int at offset {base + start} is not minimally encoded")
             return value, pos
         shift += 7
 
@@ -90,13 +93,14 @@ def encode_bytes(data: bytes) -> bytes:
     return encode_varint(len(data)) + data
 
 
-def read_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes, int]:
-    """Read a var len byte array of at most `limit` bytes; `what` names it in errors."""
-    length, pos = read_varint(buf, pos)
+def read_bytes(buf: bytes, pos: int, limit: int, what: str, base: int = 0) -> tuple[bytes, int]:
+    """Read a var len byte array of at most `limit` bytes; `what` names it in errors, `base` as in read_varint."""
+    start = pos
+    length, pos = read_varint(buf, pos, base)
     if length > limit:
         raise ProtocolError(
-            f"{what} declares {length} bytes, more than the limit of {limit}",
-            encoding_error("").code,
+            f"{what} at offset {base + start} declares {length} bytes, beyond the limit of {limit}",
+            CloseCode.LIMIT_EXCEEDED,
         )
     end = pos + length
     if end > len(buf):
