@@ -1,0 +1,478 @@
+"""Aeron UDP wire codec: every frame type as a frozen dataclass, little-endian.
+
+Theory: a datagram carries one or more frames, each starting with an 8-byte
+header (length, version, flags, type) and aligned to 32 bytes; the last frame
+may omit its alignment padding. `decode_datagram` walks the frames and returns
+dataclasses; `encode_datagram` does the reverse. DATA frames with length 0 are
+heartbeats; PAD frames carry only their 32-byte header on the wire while their
+length field says how much of the term they fill. Unknown frame types come back
+as `UnknownFrame` so callers can ignore them; anything malformed raises
+`AeronWireError` and nothing else. Layouts follow what real Aeron drivers send
+(36/44-byte SM, 40-byte ERR with error code); see specs/DECISIONS.md.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+FRAME_ALIGNMENT = 32
+VERSION = 0
+
+
+class FrameType(IntEnum):
+    """Aeron frame types (the type field, read unsigned)."""
+
+    PAD = 0x00
+    DATA = 0x01
+    NAK = 0x02
+    SM = 0x03
+    ERR = 0x04
+    SETUP = 0x05
+    RTTM = 0x06
+    RES = 0x07
+    ATS_DATA = 0x08
+    ATS_SETUP = 0x09
+    ATS_SM = 0x0A
+    RSP_SETUP = 0x0B
+    EXT = 0xFFFF
+
+
+class Flags:
+    """Flag bits per frame type."""
+
+    BEGIN = 0x80
+    END = 0x40
+    EOS = 0x20
+    REVOKED = 0x10
+    UNFRAGMENTED = 0xC0
+    SM_SETUP = 0x80
+    SM_EOS = 0x40
+    SETUP_SEND_RESPONSE = 0x80
+    SETUP_GROUP = 0x40
+    RTTM_REPLY = 0x80
+    ERR_HAS_GROUP_TAG = 0x08
+    RES_SELF = 0x80
+
+
+class AeronWireError(ValueError):
+    """A datagram or frame that is not valid Aeron; the datagram must be dropped."""
+
+
+HEADER = struct.Struct("<iBBH")
+DATA_HEADER = struct.Struct("<iBBHiiiiq")
+SETUP_HEADER = struct.Struct("<iBBHiiiiiiii")
+NAK_HEADER = struct.Struct("<iBBHiiiii")
+SM_HEADER = struct.Struct("<iBBHiiiii")
+SM_RECEIVER_ID = struct.Struct("<q")
+ERR_HEADER = struct.Struct("<iBBHiiqqii")
+RTTM_HEADER = struct.Struct("<iBBHiiqqq")
+RSP_SETUP_HEADER = struct.Struct("<iBBHiii")
+RES_ENTRY = struct.Struct("<BBHi")
+RES_NAME_LENGTH = struct.Struct("<h")
+
+DATA_HEADER_LENGTH = DATA_HEADER.size
+SM_LENGTHS = (SM_HEADER.size, SM_HEADER.size + 8, SM_HEADER.size + 16)
+RES_ADDRESS_LENGTHS = {0x01: 4, 0x02: 16}
+
+
+def align(length: int, alignment: int = FRAME_ALIGNMENT) -> int:
+    """Round `length` up to a multiple of `alignment` (a power of two)."""
+    return (length + alignment - 1) & ~(alignment - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class DataFrame:
+    """DATA: one fragment (B/E flags) of a message at a term offset."""
+
+    term_offset: int
+    session_id: int
+    stream_id: int
+    term_id: int
+    payload: bytes = b""
+    flags: int = Flags.UNFRAGMENTED
+    reserved_value: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """DATA with length 0: the highest sent position; EOS flag at end of stream."""
+
+    term_offset: int
+    session_id: int
+    stream_id: int
+    term_id: int
+    flags: int = Flags.UNFRAGMENTED
+    reserved_value: int = 0
+
+    @property
+    def end_of_stream(self) -> bool:
+        """Whether this heartbeat announces end of stream."""
+        return bool(self.flags & Flags.EOS)
+
+
+@dataclass(frozen=True, slots=True)
+class PadFrame:
+    """PAD: fills `length` bytes of the term from `term_offset`; only the header travels."""
+
+    term_offset: int
+    session_id: int
+    stream_id: int
+    term_id: int
+    length: int = DATA_HEADER_LENGTH
+    flags: int = Flags.UNFRAGMENTED
+    reserved_value: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Nak:
+    """NAK: the receiver asks for `length` bytes from (term_id, term_offset) again."""
+
+    session_id: int
+    stream_id: int
+    term_id: int
+    term_offset: int
+    length: int
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StatusMessage:
+    """SM: consumption position and receiver window; 28, 36 (receiver id) or 44 (group tag) bytes."""
+
+    session_id: int
+    stream_id: int
+    consumption_term_id: int
+    consumption_term_offset: int
+    receiver_window: int
+    receiver_id: int | None = 0
+    group_tag: int | None = None
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFrame:
+    """ERR as real drivers send it: session, stream, receiver id, group tag, code and text."""
+
+    session_id: int
+    stream_id: int
+    receiver_id: int
+    group_tag: int
+    error_code: int
+    message: bytes = b""
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """SETUP: stream parameters the receiver needs to build an image."""
+
+    term_offset: int
+    session_id: int
+    stream_id: int
+    initial_term_id: int
+    active_term_id: int
+    term_length: int
+    mtu: int
+    ttl: int = 0
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rttm:
+    """RTTM: an RTT probe (REPLY flag asks for an echo) or its echo."""
+
+    session_id: int
+    stream_id: int
+    echo_timestamp: int
+    reception_delta: int
+    receiver_id: int
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResEntry:
+    """One resolved name in a RES frame."""
+
+    res_type: int
+    flags: int
+    udp_port: int
+    age_ms: int
+    address: bytes
+    name: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """RES: name resolution entries exchanged between drivers."""
+
+    entries: tuple[ResEntry, ...] = ()
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseSetup:
+    """RSP_SETUP (0x0B, real drivers only): response channel set-up."""
+
+    session_id: int
+    stream_id: int
+    response_session_id: int
+    flags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownFrame:
+    """A frame of a type this codec does not interpret (ATS, EXT, future types): ignore it."""
+
+    frame_type: int
+    flags: int
+    body: bytes = field(default=b"")
+
+
+Frame = (
+    DataFrame
+    | Heartbeat
+    | PadFrame
+    | Nak
+    | StatusMessage
+    | ErrorFrame
+    | Setup
+    | Rttm
+    | Resolution
+    | ResponseSetup
+    | UnknownFrame
+)
+
+
+# ----------------------------------------------------------------------------- encoding
+
+
+def _encode_res_entry(entry: ResEntry) -> bytes:
+    expected = RES_ADDRESS_LENGTHS.get(entry.res_type)
+    if expected is None or len(entry.address) != expected:
+        raise AeronWireError(f"RES entry type {entry.res_type} with a {len(entry.address)}-byte address")
+    raw = (
+        RES_ENTRY.pack(entry.res_type, entry.flags, entry.udp_port, entry.age_ms)
+        + entry.address
+        + RES_NAME_LENGTH.pack(len(entry.name))
+        + entry.name
+    )
+    return raw + bytes(align(len(raw), 8) - len(raw))
+
+
+def encode_frame(frame: Frame) -> bytes:
+    """The wire bytes of one frame, without trailing alignment padding."""
+    match frame:
+        case DataFrame():
+            return (
+                DATA_HEADER.pack(
+                    DATA_HEADER_LENGTH + len(frame.payload), VERSION, frame.flags, FrameType.DATA,
+                    frame.term_offset, frame.session_id, frame.stream_id, frame.term_id, frame.reserved_value,
+                )
+                + frame.payload
+            )
+        case Heartbeat():
+            return DATA_HEADER.pack(
+                0, VERSION, frame.flags, FrameType.DATA,
+                frame.term_offset, frame.session_id, frame.stream_id, frame.term_id, frame.reserved_value,
+            )
+        case PadFrame():
+            if frame.length < DATA_HEADER_LENGTH:
+                raise AeronWireError(f"PAD length {frame.length} is shorter than its header")
+            return DATA_HEADER.pack(
+                frame.length, VERSION, frame.flags, FrameType.PAD,
+                frame.term_offset, frame.session_id, frame.stream_id, frame.term_id, frame.reserved_value,
+            )
+        case Nak():
+            return NAK_HEADER.pack(
+                NAK_HEADER.size, VERSION, frame.flags, FrameType.NAK,
+                frame.session_id, frame.stream_id, frame.term_id, frame.term_offset, frame.length,
+            )
+        case StatusMessage():
+            tail = b""
+            if frame.receiver_id is not None:
+                tail = SM_RECEIVER_ID.pack(frame.receiver_id)
+                if frame.group_tag is not None:
+                    tail += SM_RECEIVER_ID.pack(frame.group_tag)
+            elif frame.group_tag is not None:
+                raise AeronWireError("an SM with a group tag needs a receiver id")
+            return (
+                SM_HEADER.pack(
+                    SM_HEADER.size + len(tail), VERSION, frame.flags, FrameType.SM,
+                    frame.session_id, frame.stream_id, frame.consumption_term_id,
+                    frame.consumption_term_offset, frame.receiver_window,
+                )
+                + tail
+            )
+        case ErrorFrame():
+            return (
+                ERR_HEADER.pack(
+                    ERR_HEADER.size + len(frame.message), VERSION, frame.flags, FrameType.ERR,
+                    frame.session_id, frame.stream_id, frame.receiver_id, frame.group_tag,
+                    frame.error_code, len(frame.message),
+                )
+                + frame.message
+            )
+        case Setup():
+            return SETUP_HEADER.pack(
+                SETUP_HEADER.size, VERSION, frame.flags, FrameType.SETUP,
+                frame.term_offset, frame.session_id, frame.stream_id, frame.initial_term_id,
+                frame.active_term_id, frame.term_length, frame.mtu, frame.ttl,
+            )
+        case Rttm():
+            return RTTM_HEADER.pack(
+                RTTM_HEADER.size, VERSION, frame.flags, FrameType.RTTM,
+                frame.session_id, frame.stream_id, frame.echo_timestamp, frame.reception_delta, frame.receiver_id,
+            )
+        case Resolution():
+            body = b"".join(_encode_res_entry(e) for e in frame.entries)
+            return HEADER.pack(HEADER.size + len(body), VERSION, frame.flags, FrameType.RES) + body
+        case ResponseSetup():
+            return RSP_SETUP_HEADER.pack(
+                RSP_SETUP_HEADER.size, VERSION, frame.flags, FrameType.RSP_SETUP,
+                frame.session_id, frame.stream_id, frame.response_session_id,
+            )
+        case UnknownFrame():
+            return HEADER.pack(HEADER.size + len(frame.body), VERSION, frame.flags, frame.frame_type) + frame.body
+    raise TypeError(f"not an Aeron frame: {frame!r}")
+
+
+def encode_datagram(frames: list[Frame]) -> bytes:
+    """Frames packed into one datagram, each but the last padded to 32-byte alignment."""
+    out = bytearray()
+    for frame in frames:
+        out += bytes(align(len(out)) - len(out))
+        out += encode_frame(frame)
+    return bytes(out)
+
+
+# ----------------------------------------------------------------------------- decoding
+
+
+def _decode_res(body: memoryview, flags: int) -> Resolution:
+    entries: list[ResEntry] = []
+    pos = 0
+    while pos < len(body):
+        if len(body) - pos < RES_ENTRY.size:
+            raise AeronWireError("truncated RES entry")
+        res_type, res_flags, port, age = RES_ENTRY.unpack_from(body, pos)
+        addr_len = RES_ADDRESS_LENGTHS.get(res_type)
+        if addr_len is None:
+            raise AeronWireError(f"unknown RES entry type {res_type}")
+        fixed = RES_ENTRY.size + addr_len + RES_NAME_LENGTH.size
+        if len(body) - pos < fixed:
+            raise AeronWireError("truncated RES entry")
+        (name_len,) = RES_NAME_LENGTH.unpack_from(body, pos + fixed - RES_NAME_LENGTH.size)
+        if name_len < 0 or len(body) - pos < fixed + name_len:
+            raise AeronWireError("RES entry name overruns the frame")
+        address = bytes(body[pos + RES_ENTRY.size : pos + RES_ENTRY.size + addr_len])
+        name = bytes(body[pos + fixed : pos + fixed + name_len])
+        entries.append(ResEntry(res_type, res_flags, port, age, address, name))
+        pos += align(fixed + name_len, 8)
+    return Resolution(tuple(entries), flags)
+
+
+def _need(frame_length: int, minimum: int, what: str) -> None:
+    if frame_length < minimum:
+        raise AeronWireError(f"{what} frame length {frame_length} is below its header length {minimum}")
+
+
+def _decode_one(buf: memoryview, pos: int, frame_length: int, flags: int, ftype: int) -> Frame:
+    """Decode the frame at `pos` whose header fields have been read and bounds-checked."""
+    if ftype == FrameType.DATA:
+        _, _, _, _, off, sess, strm, term, rv = DATA_HEADER.unpack_from(buf, pos)
+        if frame_length == 0:
+            return Heartbeat(off, sess, strm, term, flags, rv)
+        _need(frame_length, DATA_HEADER_LENGTH, "DATA")
+        return DataFrame(off, sess, strm, term, bytes(buf[pos + DATA_HEADER_LENGTH : pos + frame_length]), flags, rv)
+    if ftype == FrameType.PAD:
+        _need(frame_length, DATA_HEADER_LENGTH, "PAD")
+        _, _, _, _, off, sess, strm, term, rv = DATA_HEADER.unpack_from(buf, pos)
+        return PadFrame(off, sess, strm, term, frame_length, flags, rv)
+    if ftype == FrameType.NAK:
+        _need(frame_length, NAK_HEADER.size, "NAK")
+        *_, sess, strm, term, off, length = NAK_HEADER.unpack_from(buf, pos)
+        return Nak(sess, strm, term, off, length, flags)
+    if ftype == FrameType.SM:
+        if frame_length not in SM_LENGTHS:
+            raise AeronWireError(f"SM frame length {frame_length} is not one of {SM_LENGTHS}")
+        *_, sess, strm, term, off, window = SM_HEADER.unpack_from(buf, pos)
+        receiver_id = group_tag = None
+        if frame_length >= SM_LENGTHS[1]:
+            (receiver_id,) = SM_RECEIVER_ID.unpack_from(buf, pos + SM_HEADER.size)
+        if frame_length == SM_LENGTHS[2]:
+            (group_tag,) = SM_RECEIVER_ID.unpack_from(buf, pos + SM_HEADER.size + 8)
+        return StatusMessage(sess, strm, term, off, window, receiver_id, group_tag, flags)
+    if ftype == FrameType.ERR:
+        _need(frame_length, ERR_HEADER.size, "ERR")
+        *_, sess, strm, rid, tag, code, text_len = ERR_HEADER.unpack_from(buf, pos)
+        if text_len < 0 or ERR_HEADER.size + text_len > frame_length:
+            raise AeronWireError(f"ERR text length {text_len} overruns frame length {frame_length}")
+        text = bytes(buf[pos + ERR_HEADER.size : pos + ERR_HEADER.size + text_len])
+        return ErrorFrame(sess, strm, rid, tag, code, text, flags)
+    if ftype == FrameType.SETUP:
+        _need(frame_length, SETUP_HEADER.size, "SETUP")
+        *_, off, sess, strm, initial, active, term_length, mtu, ttl = SETUP_HEADER.unpack_from(buf, pos)
+        return Setup(off, sess, strm, initial, active, term_length, mtu, ttl, flags)
+    if ftype == FrameType.RTTM:
+        _need(frame_length, RTTM_HEADER.size, "RTTM")
+        *_, sess, strm, echo, delta, rid = RTTM_HEADER.unpack_from(buf, pos)
+        return Rttm(sess, strm, echo, delta, rid, flags)
+    if ftype == FrameType.RES:
+        _need(frame_length, HEADER.size, "RES")
+        return _decode_res(buf[pos + HEADER.size : pos + frame_length], flags)
+    if ftype == FrameType.RSP_SETUP:
+        _need(frame_length, RSP_SETUP_HEADER.size, "RSP_SETUP")
+        *_, sess, strm, rsp = RSP_SETUP_HEADER.unpack_from(buf, pos)
+        return ResponseSetup(sess, strm, rsp, flags)
+    _need(frame_length, HEADER.size, "unknown")
+    return UnknownFrame(ftype, flags, bytes(buf[pos + HEADER.size : pos + frame_length]))
+
+
+def wire_length(frame_length: int, ftype: int) -> int:
+    """Bytes a frame occupies in a datagram before alignment (heartbeats and PADs travel as bare headers)."""
+    if ftype == FrameType.PAD or (ftype == FrameType.DATA and frame_length == 0):
+        return DATA_HEADER_LENGTH
+    return frame_length
+
+
+def scan_datagram(data: bytes | bytearray | memoryview) -> list[tuple[int, int, int, int]]:
+    """Validate frame boundaries; return (offset, frame_length, flags, type) per frame."""
+    buf = memoryview(data)
+    end = len(buf)
+    out: list[tuple[int, int, int, int]] = []
+    pos = 0
+    while pos < end:
+        if end - pos < HEADER.size:
+            raise AeronWireError(f"{end - pos} trailing bytes are too short for a frame header")
+        frame_length, version, flags, ftype = HEADER.unpack_from(buf, pos)
+        if version != VERSION:
+            raise AeronWireError(f"unsupported frame version {version}")
+        if frame_length < 0:
+            raise AeronWireError(f"negative frame length {frame_length}")
+        on_wire = wire_length(frame_length, ftype)
+        if on_wire < HEADER.size:
+            raise AeronWireError(f"frame length {frame_length} is shorter than the frame header")
+        if on_wire > end - pos:
+            raise AeronWireError(f"frame length {on_wire} overruns the datagram ({end - pos} bytes left)")
+        out.append((pos, frame_length, flags, ftype))
+        pos += align(on_wire)
+    return out
+
+
+def decode_datagram(data: bytes | bytearray | memoryview) -> list[Frame]:
+    """Every frame of a datagram; raises AeronWireError (only) if any of it is malformed."""
+    buf = memoryview(data)
+    try:
+        return [_decode_one(buf, pos, length, flags, ftype) for pos, length, flags, ftype in scan_datagram(buf)]
+    except struct.error as exc:  # a fixed header longer than the bytes left
+        raise AeronWireError(f"truncated frame: {exc}") from None
+
+
+def decode_frame(data: bytes | bytearray | memoryview) -> Frame:
+    """The single frame of `data`; raises AeronWireError if there is not exactly one."""
+    frames = decode_datagram(data)
+    if len(frames) != 1:
+        raise AeronWireError(f"expected one frame, found {len(frames)}")
+    return frames[0]
