@@ -1,0 +1,129 @@
+"""The incremental FrameReader: any chunking gives the frames whole decoding
+gives; a cut-off stream or one without frames fails at finish(); a hostile
+declared length is refused at once, before any of its bytes are held."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from wire_strategies import frame_lists, split
+
+from aqueduct.wire import (
+    CloseCode,
+    ConnectionControl,
+    Frame,
+    FrameReader,
+    Message,
+    ProtocolError,
+    SentUnreliable,
+    Version,
+    decode_frames,
+    encode_frame,
+    encode_frames,
+    encode_varint,
+)
+
+
+def feed_in_chunks(data: bytes, cuts: list[int], reader: FrameReader | None = None) -> list[Frame]:
+    reader = reader or FrameReader()
+    out: list[Frame] = []
+    for chunk in split(data, cuts):
+        out += reader.feed(chunk)
+    reader.finish()
+    return out
+
+
+@given(frame_lists, st.lists(st.integers(0, 10_000), max_size=20))
+def test_any_chunking_equals_whole_decoding(fs: list[Frame], cuts: list[int]) -> None:
+    data = encode_frames(fs)
+    assert feed_in_chunks(data, cuts) == decode_frames(data) == fs
+
+
+@given(frame_lists)
+def test_byte_by_byte_equals_whole_decoding(fs: list[Frame]) -> None:
+    data = encode_frames(fs)
+    assert feed_in_chunks(data, list(range(len(data)))) == fs
+
+
+def test_frames_come_out_as_soon_as_complete_and_rest_is_kept() -> None:
+    a, b = encode_frame(SentUnreliable(5)), encode_frame(Message(8, 1, (), b"hello"))
+    reader = FrameReader()
+    assert reader.feed(a + b[:3]) == [SentUnreliable(5)]
+    assert reader.buffered == 3
+    assert reader.feed(b[3:]) == [Message(8, 1, (), b"hello")]
+    assert reader.buffered == 0
+    reader.finish()
+
+
+def test_large_message_in_small_chunks() -> None:
+    msg = Message(3, 7, (5,), bytes(range(256)) * 300)
+    data = encode_frame(msg)
+    reader = FrameReader()
+    out: list[Frame] = []
+    for i in range(0, len(data), 1000):
+        out += reader.feed(data[i : i + 1000])
+    assert out == [msg]
+    reader.finish()
+
+
+def test_finish_inside_a_frame_is_a_protocol_error() -> None:
+    reader = FrameReader()
+    assert reader.feed(encode_frame(Version())[:10]) == []
+    with pytest.raises(ProtocolError, match="Version frame"):
+        reader.finish()
+
+
+def test_finish_without_any_frame_is_a_protocol_error() -> None:
+    reader = FrameReader()
+    assert reader.feed(b"") == []
+    with pytest.raises(ProtocolError):
+        reader.finish()
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        b"\x03\x00\x00\x00",  # Message payload length
+        b"\x03\x00\x00",  # Message attachments length
+        b"\x01",  # ConnectionControl header data length
+        b"\x05",  # AckReliable range data length
+    ],
+    ids=["payload", "attachments", "headers", "ranges"],
+)
+@pytest.mark.parametrize("length", [1 << 60, (1 << 64) - 1, 16 * 1024 * 1024 + 1])
+def test_hostile_declared_length_is_refused_before_buffering(prefix: bytes, length: int) -> None:
+    head = prefix + encode_varint(length)
+    reader = FrameReader()
+    with pytest.raises(ProtocolError) as err:
+        reader.feed(head + b"x" * 10)
+    assert err.value.code is CloseCode.LIMIT_EXCEEDED
+    with pytest.raises(ProtocolError) as err:
+        decode_frames(head)
+    assert err.value.code is CloseCode.LIMIT_EXCEEDED
+
+
+def test_configured_max_frame_size_is_enforced_exactly() -> None:
+    ok = encode_frame(Message(0, 0, (), b"x" * 100))
+    assert FrameReader(max_frame_size=100).feed(ok) == [Message(0, 0, (), b"x" * 100)]
+    reader = FrameReader(max_frame_size=99)
+    with pytest.raises(ProtocolError, match="limit of 99"):
+        reader.feed(ok[:6])
+    with pytest.raises(ProtocolError):
+        decode_frames(encode_frame(ConnectionControl((("k", b"v" * 200),))), max_frame_size=100)
+
+
+def test_version_string_is_capped_at_255_bytes() -> None:
+    assert decode_frames(encode_frame(Version("v" * 255))) == [Version("v" * 255)]
+    with pytest.raises(ProtocolError):
+        decode_frames(encode_frame(Version("v" * 256)))
+
+
+def test_waiting_for_a_declared_length_holds_only_what_arrived() -> None:
+    reader = FrameReader()
+    head = b"\x03\x00\x00\x00" + encode_varint(10 * 1024 * 1024)
+    assert reader.feed(head) == []
+    assert reader.buffered == len(head)
+    for _ in range(10):
+        assert reader.feed(b"\x00" * 100) == []
+    assert reader.buffered == len(head) + 1000
