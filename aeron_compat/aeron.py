@@ -1,0 +1,71 @@
+# The client object.  `Aeron.connect(ctx)` embeds a MediaDriver unless the context names one; the
+# client remembers what it created and closes it all (and the driver it owns) on close(), so it
+# is a context manager like Aeron's AutoCloseable client.
+"""`Aeron`: the client API (add publications and subscriptions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import Context
+from .driver import MediaDriver
+from .publication import ExclusivePublication, Publication
+from .subscription import ImageHandler, Subscription
+
+
+class Aeron:
+    """Entry point: `with Aeron.connect(Context()) as aeron: pub = aeron.add_publication(...)`."""
+
+    def __init__(self, ctx: Context | None = None) -> None:
+        self.ctx = ctx or Context()
+        self._owns_driver = self.ctx.driver is None
+        self.driver = self.ctx.driver or MediaDriver.launch_embedded(self.ctx)
+        self._resources: list[Publication | Subscription] = []
+        self.is_closed = False
+
+    @classmethod
+    def connect(cls, ctx: Context | None = None) -> Aeron:
+        """Connect to (by default: embed) a media driver."""
+        return cls(ctx)
+
+    def add_publication(self, channel: str, stream_id: int) -> Publication:
+        """A concurrent publication (shares the session with others on the same channel and stream)."""
+        log = self.driver.add_publication(channel, stream_id, exclusive=False)
+        pub = Publication(log, log.registration_id)
+        self._resources.append(pub)
+        return pub
+
+    def add_exclusive_publication(self, channel: str, stream_id: int) -> ExclusivePublication:
+        """A publication with its own session."""
+        log = self.driver.add_publication(channel, stream_id, exclusive=True)
+        pub = ExclusivePublication(log, log.registration_id)
+        self._resources.append(pub)
+        return pub
+
+    def add_subscription(self, channel: str, stream_id: int, on_available_image: ImageHandler | None = None,
+                         on_unavailable_image: ImageHandler | None = None) -> Subscription:
+        """A subscription; image handlers run on the polling thread (see Subscription)."""
+        sub = self.driver.add_subscription(channel, stream_id, on_available_image, on_unavailable_image)
+        self._resources.append(sub)
+        return sub
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """The driver's system counters (a copy)."""
+        return dict(self.driver.counters.values)
+
+    def close(self) -> None:
+        """Close everything this client added, and the driver if embedded."""
+        if self.is_closed:
+            return
+        self.is_closed = True
+        for resource in reversed(self._resources):
+            resource.close()
+        if self._owns_driver:
+            self.driver.close()
+
+    def __enter__(self) -> Aeron:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,51 @@
+# One Context configures both the client and the embedded driver (Aeron splits them in two; a
+# Python process has one driver per client by default, so one object is simpler to port to).
+"""`Context`: settings of `Aeron.connect` and its `MediaDriver`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH
+
+if TYPE_CHECKING:
+    from ..driver import MediaDriver
+
+
+@dataclass
+class Context:
+    """Client and driver settings; every field has a working default."""
+
+    aeron_dir: str | Path | None = None
+    """Driver directory (counters snapshot); None: a fresh one under `counters.base_dir()`."""
+    driver: MediaDriver | None = None
+    """Use this running driver instead of embedding a new one."""
+    term_length: int = DEFAULT_TERM_LENGTH
+    """Term length of publications whose channel has no term-length."""
+    mtu: int = DEFAULT_MTU
+    """MTU of publications whose channel has no mtu."""
+    publication_window: int | None = None
+    """Flow-control window in bytes; None: half the term length (as Aeron's IPC publications)."""
+    publication_reserved_session_id_low: int = -1
+    """With _high, a range the driver never picks session ids from (the application assigns them)."""
+    publication_reserved_session_id_high: int = 1000
+    """Upper end of the reserved session id range."""
+    udp_media: str = "loopback"
+    """How aeron:udp travels: 'loopback' (in-process) or 'aqueduct' (QUIC, when available)."""
+    counters_interval: float = 0.25
+    """Seconds between counters snapshots written for `aeron_compat stat` (0 disables)."""
+    error_handler: Callable[[BaseException], Any] | None = None
+    """Called with errors the driver cannot raise to a caller."""
+
+    def conclude(self) -> Context:
+        """Validate settings (raises ValueError naming the setting)."""
+        if self.term_length & (self.term_length - 1) or self.term_length < 64 * 1024:
+            raise ValueError("term_length: must be a power of two >= 64k")
+        if self.mtu % 32 or not 64 <= self.mtu <= 65504:
+            raise ValueError("mtu: must be a multiple of 32 in [64, 65504]")
+        if self.udp_media not in ("loopback", "aqueduct"):
+            raise ValueError("udp_media: 'loopback' or 'aqueduct'")
+        return self

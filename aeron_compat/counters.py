@@ -1,0 +1,90 @@
+# Counters, as AeronStat shows them: system-wide totals kept by each driver, plus per-stream
+# positions (pub-pos, pub-lmt, sub-pos) computed on demand.  A driver writes a JSON snapshot into
+# its directory a few times a second so `aeron_compat stat` can read it from another process.
+"""Driver counters and their on-disk snapshot."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SYSTEM_COUNTERS = (
+    "publications",
+    "exclusive_publications",
+    "subscriptions",
+    "images",
+    "images_total",
+    "unavailable_images",
+    "messages_sent",
+    "bytes_sent",
+    "bytes_received",
+    "back_pressure_events",
+    "not_connected_events",
+    "admin_actions",
+    "nacks",
+    "connection_errors",
+    "errors",
+)
+SNAPSHOT_NAME = "counters.json"
+
+
+def base_dir() -> Path:
+    """Where drivers put their directories unless told otherwise (`$AERON_COMPAT_DIR` overrides)."""
+    env = os.environ.get("AERON_COMPAT_DIR")
+    if env:
+        return Path(env)
+    user = os.environ.get("USER") or str(os.getuid())
+    return Path(tempfile.gettempdir()) / f"aeron_compat-{user}"
+
+
+class Counters:
+    """System counters of one driver: plain integers updated in place (`values[name] += n`)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = dict.fromkeys(SYSTEM_COUNTERS, 0)
+
+    def add(self, name: str, n: int = 1) -> None:
+        """Increase a counter."""
+        self.values[name] += n
+
+    def get(self, name: str) -> int:
+        """A counter's value."""
+        return self.values[name]
+
+
+def write_snapshot(directory: Path, snapshot: dict[str, Any]) -> None:
+    """Atomically replace the snapshot file in `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".counters")
+    with os.fdopen(fd, "w") as f:
+        json.dump(snapshot, f)
+    os.replace(tmp, directory / SNAPSHOT_NAME)
+
+
+def read_snapshots(root: Path) -> list[dict[str, Any]]:
+    """Snapshots of every driver directory under `root` (or of `root` itself), live processes only."""
+    files = [root / SNAPSHOT_NAME] if (root / SNAPSHOT_NAME).exists() else sorted(root.glob(f"*/{SNAPSHOT_NAME}"))
+    out = []
+    for path in files:
+        try:
+            snap = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(int(snap.get("pid", 0))):
+            out.append(snap)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
