@@ -1,0 +1,24 @@
+"""The asyncio API: connect / serve, Connection, Sender / Receiver, channel(), codecs."""
+
+from .codec import CborCodec, Codec, CodecError, RawCodec, RawMessage
+from .connection import CodecMismatch, Connection, Stats
+from .endpoints import Server, connect, serve
+from .halves import Message, Receiver, Sender, channel
+
+__all__ = [
+    "CborCodec",
+    "Codec",
+    "CodecError",
+    "CodecMismatch",
+    "Connection",
+    "Message",
+    "RawCodec",
+    "RawMessage",
+    "Receiver",
+    "Sender",
+    "Server",
+    "Stats",
+    "channel",
+    "connect",
+    "serve",
+]

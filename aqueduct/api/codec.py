@@ -1,0 +1,118 @@
+"""Serialization middleware: a `Codec` turns application objects into payload bytes plus halves to attach.
+
+`encode(obj)` returns the payload and the Sender/Receiver objects found in it,
+in attachment order; `decode(payload, halves)` rebuilds the object with the
+halves the peer attached put back in place. Each side announces its codec in
+the connection header `codec`; a peer announcing a different one fails the
+connection at connect time (CloseCode.CODEC_MISMATCH).
+
+`CborCodec` (cbor2) finds halves anywhere in the payload and writes each as
+CBOR tag `ATTACHMENT_TAG` holding the attachment index. `RawCodec` carries
+bytes as they are, with the halves as a separate list (`RawMessage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import cbor2
+
+from .halves import Half, Receiver, Sender
+
+CODEC_HEADER = "codec"
+ATTACHMENT_TAG = 24945
+"""CBOR tag (0x6171, "aq") whose content is the index of an attachment of the message."""
+
+
+class CodecError(ValueError):
+    """A payload could not be encoded or decoded by the connection's codec."""
+
+
+class Codec(Protocol):
+    """Serialization middleware between application objects and message payloads."""
+
+    name: str
+    """Announced in the `codec` connection header; both sides must agree."""
+
+    def encode(self, obj: Any) -> tuple[bytes, list[Half]]:
+        """Payload bytes and the halves to attach, in attachment order."""
+        ...
+
+    def decode(self, payload: bytes, halves: Sequence[Half]) -> Any:
+        """The application object for a payload and the halves attached to it."""
+        ...
+
+
+class CborCodec:
+    """CBOR payloads; Sender/Receiver objects anywhere inside become attachments (a tagged index)."""
+
+    name = "cbor-a1d0c7"
+
+    def encode(self, obj: Any) -> tuple[bytes, list[Half]]:
+        """Encode `obj`, collecting the halves it contains."""
+        found: list[Half] = []
+        seen: set[int] = set()
+
+        def default(encoder: cbor2.CBOREncoder, value: Any) -> None:
+            if not isinstance(value, Sender | Receiver):
+                raise CodecError(f"cannot encode {type(value).__name__} as CBOR")
+            if id(value) in seen:
+                raise CodecError("the same channel half appears twice in one message")
+            seen.add(id(value))
+            found.append(value)
+            encoder.encode(cbor2.CBORTag(ATTACHMENT_TAG, len(found) - 1))
+
+        try:
+            return cbor2.dumps(obj, default=default), found
+        except cbor2.CBOREncodeError as exc:
+            raise CodecError(str(exc)) from exc
+
+    def decode(self, payload: bytes, halves: Sequence[Half]) -> Any:
+        """Decode `payload`, replacing attachment tags by the given halves."""
+
+        def tag_hook(tag: cbor2.CBORTag, _immutable: bool) -> Any:
+            if tag.tag != ATTACHMENT_TAG:
+                return tag
+            if not isinstance(tag.value, int) or not 0 <= tag.value < len(halves):
+                raise CodecError(f"attachment index {tag.value!r} out of range (message has {len(halves)})")
+            return halves[tag.value]
+
+        try:
+            return cbor2.loads(payload, tag_hook=tag_hook)
+        except CodecError:
+            raise
+        except (cbor2.CBORDecodeError, ValueError, TypeError, RecursionError) as exc:
+            if isinstance(exc.__cause__, CodecError):  # cbor2 wraps what tag_hook raised
+                raise exc.__cause__ from None
+            raise CodecError(f"malformed CBOR payload: {exc}") from exc
+
+
+@dataclass
+class RawMessage:
+    """A raw-codec message: bytes plus the halves attached to it, in order."""
+
+    data: bytes
+    attachments: list[Half] = field(default_factory=list)
+
+
+class RawCodec:
+    """Bytes in, bytes out; attachments travel as an explicit list (send `RawMessage` or plain bytes)."""
+
+    name = "raw"
+
+    def encode(self, obj: Any) -> tuple[bytes, list[Half]]:
+        """`bytes`-like or a RawMessage."""
+        if isinstance(obj, RawMessage):
+            return bytes(obj.data), list(obj.attachments)
+        if isinstance(obj, bytes | bytearray | memoryview):
+            return bytes(obj), []
+        raise CodecError(f"RawCodec sends bytes or RawMessage, not {type(obj).__name__}")
+
+    def decode(self, payload: bytes, halves: Sequence[Half]) -> RawMessage:
+        """Always a RawMessage, even without attachments."""
+        return RawMessage(payload, list(halves))
+
+
+DEFAULT_CODEC = CborCodec()

@@ -1,0 +1,382 @@
+"""Connection: the asyncio face of one engine, and the `Link` networked halves talk through.
+
+It turns engine application events into wake-ups (per receiver, per
+sender, the whole connection), runs the codec on every send and take, binds
+the halves a message carries (see halves.py) to the handles the engine
+created for them, and applies backpressure: a send returns once the stream
+it wrote to (or, for datagrams, aioquic's datagram queue) is back under its
+bound, and `send_nowait` refuses with WouldBlock instead of waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..core import app
+from ..core.app import Delivery
+from ..errors import (
+    ERROR_FOR_REASON,
+    ChannelError,
+    ConnectionLost,
+    EndReason,
+    LimitExceeded,
+    ReceiverDropped,
+    WouldBlock,
+)
+from ..quic.protocol import AqueductProtocol
+from ..wire.errors import CloseCode
+from ..wire.headers import Headers
+from .codec import CODEC_HEADER, Codec
+from .halves import Half, Message, Receiver, Sender, attach_kind, networked_receiver, networked_sender
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
+
+log = logging.getLogger("aqueduct.api")
+
+
+class CodecMismatch(ConnectionLost):
+    """The peer announced a different codec than ours."""
+
+
+@dataclass
+class Stats:
+    """Counters of one connection."""
+
+    messages_sent: int = 0
+    bytes_sent: int = 0
+    messages_received: int = 0
+    bytes_received: int = 0
+
+
+class Connection:
+    """One Aqueduct connection: `entrypoint`, `peer_headers`, `close()`; `async with` closes it."""
+
+    def __init__(self, protocol: AqueductProtocol, codec: Codec) -> None:
+        self._protocol = protocol
+        self.codec = codec
+        self.stats = Stats()
+        self._loop = asyncio.get_running_loop()
+        self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+        self._receiver_ended: dict[int, EndReason] = {}
+        self._sender_ended: dict[int, EndReason] = {}
+        self._last_stream: dict[int, int | None] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._entrypoint: Sender | Receiver | None = None
+        self.ready: asyncio.Future[Connection] = self._loop.create_future()
+        self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
+        self.peer_headers: Headers = ()
+        protocol.listener = self._on_events
+        if protocol.engine is not None:
+            self._on_events(protocol.engine.events())
+            if protocol.engine.entrypoint is not None and protocol.side.name == "CLIENT":
+                self._entrypoint = networked_sender(self, protocol.engine.entrypoint)
+
+    # ---- properties ----
+    @property
+    def engine(self) -> Engine:
+        """The protocol engine of this connection."""
+        assert self._protocol.engine is not None
+        return self._protocol.engine
+
+    @property
+    def protocol(self) -> AqueductProtocol:
+        """The aioquic adapter."""
+        return self._protocol
+
+    @property
+    def entrypoint(self) -> Any:
+        """Client: the Sender to the server's entrypoint. Server: the Receiver of the client's entrypoint."""
+        if self._entrypoint is None:
+            raise ConnectionLost("the connection has no entrypoint (peer headers not received)")
+        return self._entrypoint
+
+    def header(self, name: str) -> bytes | None:
+        """The first peer header called `name`, if any."""
+        return next((v for k, v in self.peer_headers if k == name), None)
+
+    @property
+    def rtt(self) -> float:
+        """aioquic's smoothed RTT estimate in seconds."""
+        return float(self._protocol.quic._loss._rtt_smoothed)
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether the connection has ended."""
+        return self.closed.done()
+
+    # ---- engine events ----
+    def _on_events(self, events: list[app.AppEvent]) -> None:
+        for ev in events:
+            if isinstance(ev, app.MessageAvailable):
+                self._wake(ev.receiver)
+            elif isinstance(ev, app.ReceiverEnded):
+                self._receiver_ended[ev.receiver] = ev.reason
+                self._wake(ev.receiver)
+            elif isinstance(ev, app.SenderEnded):
+                self._sender_ended[ev.sender] = ev.reason
+                self._wake(ev.sender)
+            elif isinstance(ev, app.WritableAgain):
+                self._wake(ev.sender)
+            elif isinstance(ev, app.HeadersReceived):
+                self._on_headers(ev)
+            elif isinstance(ev, app.ConnectionClosed):
+                self._on_closed(ev)
+
+    def _on_headers(self, ev: app.HeadersReceived) -> None:
+        self.peer_headers = ev.headers
+        if ev.entrypoint is not None:
+            self._entrypoint = networked_receiver(self, ev.entrypoint)
+        theirs = self.header(CODEC_HEADER)
+        if theirs != self.codec.name.encode():
+            why = f"codec mismatch: we use {self.codec.name!r}, the peer announced {theirs!r}"
+            self.engine.close(CloseCode.CODEC_MISMATCH, why, now=self._loop.time())
+            self._loop.call_soon(self._protocol.flush)
+            if not self.ready.done():
+                self.ready.set_exception(CodecMismatch(why, CloseCode.CODEC_MISMATCH))
+            return
+        if not self.ready.done():
+            self.ready.set_result(self)
+
+    def _on_closed(self, ev: app.ConnectionClosed) -> None:
+        if not self.ready.done():
+            exc_type = CodecMismatch if ev.error_code == CloseCode.CODEC_MISMATCH else ConnectionLost
+            self.ready.set_exception(exc_type(ev.reason or "connection closed before it was ready", ev.error_code))
+        if not self.closed.done():
+            self.closed.set_result(ev)
+        for handle in list(self._waiters):
+            self._wake(handle)
+
+    def _wake(self, handle: int) -> None:
+        for fut in self._waiters.pop(handle, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    async def _wait(self, handle: int) -> None:
+        fut = self._loop.create_future()
+        self._waiters.setdefault(handle, []).append(fut)
+        await fut
+
+    def _lost(self) -> ConnectionLost:
+        ev = self.closed.result() if self.closed.done() else None
+        if ev is None:
+            return ConnectionLost()
+        return ConnectionLost(f"connection lost: {ev.reason or 'closed'} (code {ev.error_code})", ev.error_code)
+
+    # ---- Link: sending ----
+    def _encode(self, obj: Any, delivery: Delivery) -> tuple[bytes, list[Half]]:
+        payload, halves = self.codec.encode(obj)
+        if delivery is Delivery.UNRELIABLE and len(payload) > self._protocol.datagram_payload_limit:
+            raise LimitExceeded(
+                f"unreliable message of {len(payload)} bytes does not fit one datagram "
+                f"(at most {self._protocol.datagram_payload_limit} bytes of payload on this connection)"
+            )
+        return payload, halves
+
+    def _send_now(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> int | None:
+        if self.closed.done():
+            raise self._lost()
+        kinds = [attach_kind(h) for h in halves]
+        result = self.engine.send(handle, payload, kinds, delivery, now=self._loop.time())
+        for half, created in zip(halves, result.created, strict=True):
+            self._bind_moved(half, created)
+        self._last_stream[handle] = result.stream_id
+        self.stats.messages_sent += 1
+        self.stats.bytes_sent += len(payload)
+        self._protocol.flush()
+        return result.stream_id
+
+    def _blocked(self, handle: int, delivery: Delivery) -> bool:
+        if delivery is Delivery.UNRELIABLE:
+            return self._protocol.send_blocked(None)
+        stream = self._last_stream.get(handle) if delivery is Delivery.ORDERED else None
+        if stream is None:
+            return self._protocol.unacked_total() >= self._protocol.settings.connection_send_buffer
+        return self._protocol.send_blocked(stream)
+
+    async def send(self, handle: int, obj: Any, delivery: Delivery) -> None:
+        """Send, then wait while the stream written to is over its send bound."""
+        payload, halves = self._encode(obj, delivery)
+        while self._blocked(handle, delivery):
+            await self._wait_writable(self._last_stream.get(handle) if delivery is not Delivery.UNRELIABLE else None)
+        stream = self._send_now(handle, payload, halves, delivery)
+        if delivery is Delivery.UNRELIABLE or self._protocol.send_blocked(stream):
+            await self._wait_writable(stream)
+
+    async def _wait_writable(self, stream: int | None) -> None:
+        try:
+            await self._protocol.wait_writable(stream)
+        except ConnectionLost:
+            raise self._lost() from None
+
+    def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None:
+        """Send at once, or raise WouldBlock if the window is full (`force` skips that check)."""
+        payload, halves = self._encode(obj, delivery)
+        if not force and self._blocked(handle, delivery):
+            raise WouldBlock("the peer's window is full")
+        self._send_now(handle, payload, halves, delivery)
+
+    def finish(self, handle: int) -> None:
+        """Finish a sender."""
+        self._call(self.engine.finish, handle)
+
+    def cancel(self, handle: int) -> None:
+        """Cancel a sender."""
+        self._call(self.engine.cancel, handle)
+
+    def close_receiver(self, handle: int) -> None:
+        """Close a receiver."""
+        self._call(self.engine.close_receiver, handle)
+
+    def _call(self, method: Any, handle: int) -> None:
+        if self.closed.done():
+            return
+        method(handle, now=self._loop.time())
+        self._protocol.flush()
+
+    def drop_sender(self, handle: int) -> None:
+        """A Sender object was garbage-collected (finalizer: may run anywhere, so defer)."""
+        self._defer(self.engine.drop_sender, handle)
+
+    def drop_receiver(self, handle: int) -> None:
+        """A Receiver object was garbage-collected."""
+        self._defer(self.engine.drop_receiver, handle)
+
+    def _defer(self, method: Any, handle: int) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to tell
+            self._loop.call_soon_threadsafe(self._drop_now, method, handle)
+
+    def _drop_now(self, method: Any, handle: int) -> None:
+        if not self.closed.done():
+            with contextlib.suppress(ChannelError):
+                method(handle, now=self._loop.time())
+            self._protocol.flush()
+
+    # ---- Link: receiving ----
+    async def recv(self, handle: int) -> Message:
+        """The next message of a receiver; StopAsyncIteration after a finish; typed errors otherwise."""
+        while True:
+            delivered = self.engine.take_message(handle, now=self._loop.time())
+            if delivered is not None:
+                self._protocol.flush()
+                return self._decode(delivered)
+            reason = self._receiver_ended.get(handle)
+            if reason is None and self.closed.done():
+                reason = EndReason.CONNECTION_LOST
+            if reason is EndReason.FINISHED:
+                raise StopAsyncIteration
+            if reason is EndReason.CONNECTION_LOST:
+                raise self._lost()
+            if reason is not None:
+                raise ERROR_FOR_REASON[reason](f"channel ended: {reason.value}")
+            await self._wait(handle)
+
+    def _decode(self, d: app.Delivered) -> Message:
+        halves: list[Half] = [
+            networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)
+            for a in d.attachments
+        ]
+        self.stats.messages_received += 1
+        self.stats.bytes_received += len(d.payload)
+        return Message(self.codec.decode(d.payload, halves), d.delivery, d.number)
+
+    # ---- moving halves ----
+    def _bind_moved(self, half: Half, created: int) -> None:
+        """`half` went to the peer; wire what stays here to the engine handle `created`."""
+        if isinstance(half, Sender):
+            pipe = half._pipe
+            if pipe is not None:
+                rx = pipe.receiver() if pipe.receiver is not None else None
+                half._mark_moved()
+                if rx is None or rx._done is not None or pipe.receiver_gone:
+                    self.drop_receiver(created)
+                else:
+                    rx._bind(self, created)
+            else:
+                inner = _take_over_sender(half)
+                self._spawn(relay(networked_receiver(self, created), inner))
+        else:
+            pipe = half._pipe
+            if pipe is not None and half._link is None:
+                tx = pipe.sender() if pipe.sender is not None else None
+                queued, ended = list(pipe.items), pipe.ended
+                pipe.items.clear()
+                half._mark_moved()
+                for msg in queued:
+                    self.send_nowait(created, msg.value, msg.delivery, force=True)
+                if tx is not None and tx._done is None:
+                    tx._bind(self, created)
+                elif ended is EndReason.FINISHED:
+                    self.finish(created)
+                else:
+                    self.cancel(created)
+            else:
+                inner_rx = _take_over_receiver(half)
+                self._spawn(relay(inner_rx, networked_sender(self, created)))
+
+    def _spawn(self, coro: Any) -> None:
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ---- closing ----
+    async def close(self, code: int = 0, reason: str = "", timeout: float = 5.0) -> None:
+        """Close the connection (every handle ends with ConnectionLost) and wait until QUIC is done."""
+        if not self.closed.done() and not self._protocol.terminated.done():
+            self.engine.close(code, reason, now=self._loop.time())
+            self._protocol.flush()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._protocol.terminated), timeout)
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def wait_closed(self) -> app.ConnectionClosed:
+        """Wait until the connection ends."""
+        return await asyncio.shield(self.closed)
+
+    async def __aenter__(self) -> Connection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _take_over_sender(half: Sender) -> Sender:
+    """A fresh Sender owning `half`'s network handle; `half` is marked moved."""
+    link, handle = half._link, half._handle
+    assert link is not None and handle is not None
+    half._mark_moved()
+    return networked_sender(link, handle)
+
+
+def _take_over_receiver(half: Receiver) -> Receiver:
+    """A fresh Receiver owning `half`'s source (pipe leftovers and network handle); `half` is marked moved."""
+    fresh = Receiver()
+    fresh._pipe = half._pipe
+    link, handle = half._link, half._handle
+    half._mark_moved()
+    if link is not None and handle is not None:
+        fresh._bind(link, handle)
+    return fresh
+
+
+async def relay(src: Receiver, dst: Sender) -> None:
+    """Forward a channel we hold both ends of (a networked half sent on): messages, then finish or cancel."""
+    try:
+        while True:
+            try:
+                msg = await src.recv_message()
+            except StopAsyncIteration:
+                await dst.finish()
+                return
+            await dst.send(msg.value, mode=msg.delivery)
+    except ReceiverDropped:
+        src.close()
+    except ChannelError:
+        with contextlib.suppress(ChannelError):
+            dst.cancel()
+        src.close()

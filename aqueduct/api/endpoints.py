@@ -1,0 +1,199 @@
+"""`connect` and `serve`: open Aqueduct connections over QUIC and hand out `Connection`s.
+
+`connect("aqueduct://host:port", ...)` is awaitable and an async context
+manager. Without a usable session ticket it returns once the TLS handshake
+is done and the server's headers arrived (so a codec mismatch fails right
+there). With a ticket allowing 0-RTT (and `early_data=True`) it returns at
+once, so the first messages travel in the client's first flight; a codec
+mismatch then ends the connection as soon as the server's headers arrive.
+
+`serve(host, port, ...)` is an async context manager yielding a `Server`;
+`async for conn in server` yields each connection once its client's
+headers arrived and its codec matched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Generator, Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..core.config import EngineConfig
+from ..errors import ConnectionLost
+from ..quic.endpoint import open_client, open_server
+from ..quic.protocol import AqueductProtocol
+from ..quic.settings import TransportSettings
+from ..quic.tickets import ClientTicketStore, ServerTicketStore
+from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
+from .connection import Connection
+
+HeaderItems = Iterable[tuple[str, bytes | str]]
+DEFAULT_PORT = 4433
+
+
+def _headers(headers: HeaderItems | dict[str, bytes | str] | None, codec: Codec) -> list[tuple[str, bytes]]:
+    items = headers.items() if isinstance(headers, dict) else (headers or ())
+    out = [(k, v.encode() if isinstance(v, str) else bytes(v)) for k, v in items]
+    return [*out, (CODEC_HEADER, codec.name.encode())]
+
+
+def parse_url(url: str) -> tuple[str, int]:
+    """Host and port of an `aqueduct://host:port` URL (port defaults to 4433)."""
+    parts = urlsplit(url if "://" in url else f"aqueduct://{url}")
+    if parts.scheme != "aqueduct" or not parts.hostname:
+        raise ValueError(f"not an aqueduct://host:port URL: {url!r}")
+    return parts.hostname, parts.port or DEFAULT_PORT
+
+
+class _Connecting:
+    """Awaitable and async context manager returned by `connect`."""
+
+    def __init__(self, coro: Any) -> None:
+        self._coro = coro
+        self._conn: Connection | None = None
+
+    def __await__(self) -> Generator[Any, None, Connection]:
+        return self._coro.__await__()  # type: ignore[no-any-return]
+
+    async def __aenter__(self) -> Connection:
+        self._conn = await self._coro
+        return self._conn
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+
+
+def connect(
+    url: str,
+    *,
+    ca: str | Path | None = None,
+    fingerprint: str | None = None,
+    headers: HeaderItems | dict[str, bytes | str] | None = None,
+    codec: Codec | None = None,
+    session_ticket_store: ClientTicketStore | None = None,
+    early_data: bool = True,
+    server_name: str | None = None,
+    settings: TransportSettings | None = None,
+    engine_config: EngineConfig | None = None,
+) -> _Connecting:
+    """Connect to an Aqueduct server; verify it against `ca` (PEM file), a pinned `fingerprint`, or system CAs."""
+    return _Connecting(
+        _connect(url, ca, fingerprint, headers, codec or DEFAULT_CODEC, session_ticket_store, early_data,
+                 server_name, settings, engine_config)
+    )
+
+
+async def _connect(
+    url: str,
+    ca: str | Path | None,
+    fingerprint: str | None,
+    headers: HeaderItems | dict[str, bytes | str] | None,
+    codec: Codec,
+    tickets: ClientTicketStore | None,
+    early_data: bool,
+    server_name: str | None,
+    settings: TransportSettings | None,
+    engine_config: EngineConfig | None,
+) -> Connection:
+    settings = settings or TransportSettings()
+    host, port = parse_url(url)
+    protocol = await open_client(
+        host, port, headers=_headers(headers, codec), settings=settings, engine_config=engine_config, ca=ca,
+        fingerprint=fingerprint, server_name=server_name, tickets=tickets,
+    )
+    conn = Connection(protocol, codec)
+    if early_data and protocol.early_data_attempted:
+        return conn
+    try:
+        await asyncio.wait_for(asyncio.shield(protocol.handshake), settings.handshake_timeout)
+        await asyncio.wait_for(asyncio.shield(conn.ready), settings.handshake_timeout)
+    except TimeoutError:
+        protocol.close_connection(0, "handshake timeout")
+        raise ConnectionLost(f"no handshake with {host}:{port} within {settings.handshake_timeout} s") from None
+    except BaseException:
+        protocol.close_connection(0, "connect failed")
+        raise
+    return conn
+
+
+class Server:
+    """A listening Aqueduct server: `async for conn in server` (or `await server.accept()`)."""
+
+    def __init__(self, codec: Codec) -> None:
+        self.codec = codec
+        self.address: tuple[str, int] = ("", 0)
+        self.connections: set[Connection] = set()
+        self._queue: asyncio.Queue[Connection | None] = asyncio.Queue()
+        self._closed = False
+
+    def _on_protocol(self, protocol: AqueductProtocol) -> None:
+        conn = Connection(protocol, self.codec)
+        self.connections.add(conn)
+        conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
+
+        def ready(fut: asyncio.Future[Connection]) -> None:
+            if not fut.cancelled() and fut.exception() is None:
+                self._queue.put_nowait(conn)
+
+        conn.ready.add_done_callback(ready)
+
+    async def accept(self) -> Connection:
+        """The next connection whose client headers arrived (ConnectionLost once the server is closed)."""
+        if self._closed:
+            raise ConnectionLost("server closed")
+        conn = await self._queue.get()
+        if conn is None:
+            raise ConnectionLost("server closed")
+        return conn
+
+    def __aiter__(self) -> AsyncIterator[Connection]:
+        return self
+
+    async def __anext__(self) -> Connection:
+        try:
+            return await self.accept()
+        except ConnectionLost:
+            raise StopAsyncIteration from None
+
+    def _close(self) -> None:
+        self._closed = True
+        self._queue.put_nowait(None)
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    host: str,
+    port: int,
+    *,
+    cert: str | Path,
+    key: str | Path,
+    headers: HeaderItems | dict[str, bytes | str] | None = None,
+    codec: Codec | None = None,
+    single_use_tickets: bool = False,
+    settings: TransportSettings | None = None,
+    engine_config: EngineConfig | None = None,
+) -> AsyncIterator[Server]:
+    """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`).
+
+    With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
+    impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
+    """
+    server = Server(codec or DEFAULT_CODEC)
+    transport, quic_server = await open_server(
+        host, port, cert=cert, key=key, on_connection=server._on_protocol, headers=_headers(headers, server.codec),
+        settings=settings, engine_config=engine_config, tickets=ServerTicketStore(single_use=single_use_tickets),
+    )
+    sockname = transport.get_extra_info("sockname")
+    server.address = (sockname[0], sockname[1])
+    try:
+        yield server
+    finally:
+        server._close()
+        for conn in list(server.connections):
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=1.0)
+        quic_server.close()

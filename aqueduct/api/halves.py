@@ -1,0 +1,345 @@
+"""Sender and Receiver: the two halves of a channel, local or networked.
+
+A pair from `channel()` starts as an in-process channel: both halves share a
+`_Pipe` (a bounded queue plus end flags), so code runs without a network.
+When a half is sent inside a message on a connection, the codec hands it to
+the connection, which asks the engine for a new channel and *binds* the half
+that stayed here to the engine handle it got back (`_bind`); the moved half
+becomes unusable. A receiver keeps what was already queued in its pipe and
+returns it first; a sender's queued-but-unread messages are forwarded onto
+the network channel. A half that is already networked (bound to another
+channel) is forwarded by a relay task instead.
+
+Dropping a half (garbage collection) ends it like the engine does: an
+unfinished sender cancels, a receiver closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..core.app import Delivery
+from ..errors import ERROR_FOR_REASON, ChannelClosed, EndReason, ReceiverDropped, WouldBlock
+
+if TYPE_CHECKING:
+    from ..core.app import AttachKind
+
+DEFAULT_LOCAL_CAPACITY = 1024
+ModeLike = Delivery | str
+
+
+def as_delivery(mode: ModeLike) -> Delivery:
+    """Accept a Delivery or its name ("ordered", "unordered", "unreliable")."""
+    return mode if isinstance(mode, Delivery) else Delivery(mode)
+
+
+@dataclass(frozen=True)
+class Message:
+    """A received message: the decoded value and how it travelled."""
+
+    value: Any
+    delivery: Delivery = Delivery.ORDERED
+    number: int = 0
+
+
+class Link(Protocol):
+    """What a networked half needs from its connection (implemented by api.connection)."""
+
+    async def send(self, handle: int, obj: Any, delivery: Delivery) -> None: ...
+    def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None: ...
+    def finish(self, handle: int) -> None: ...
+    def cancel(self, handle: int) -> None: ...
+    async def recv(self, handle: int) -> Message: ...
+    def close_receiver(self, handle: int) -> None: ...
+    def drop_sender(self, handle: int) -> None: ...
+    def drop_receiver(self, handle: int) -> None: ...
+
+
+class _Pipe:
+    """Shared state of an in-process channel."""
+
+    def __init__(self, capacity: int) -> None:
+        self.items: deque[Message] = deque()
+        self.capacity = capacity
+        self.ended: EndReason | None = None
+        self.receiver_gone = False
+        self.count = 0
+        self.sender: weakref.ref[Sender] | None = None
+        self.receiver: weakref.ref[Receiver] | None = None
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def wake(self) -> None:
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._waiters.clear()
+
+    async def wait(self) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        await fut
+
+    def sender_dropped(self) -> None:
+        if self.ended is None:
+            self.ended = EndReason.CANCELLED
+            self.wake()
+
+    def receiver_dropped(self) -> None:
+        self.receiver_gone = True
+        self.items.clear()
+        self.wake()
+
+
+def _raise_end(reason: EndReason | None, what: str) -> None:
+    if reason is None or reason is EndReason.FINISHED:
+        raise StopAsyncIteration
+    raise ERROR_FOR_REASON[reason](f"{what}: {reason.value}")
+
+
+class Sender:
+    """The sending half of a channel: `send`, `try_send`, `finish`, `cancel`; `async with` finishes."""
+
+    def __init__(self, *, mode: ModeLike = Delivery.ORDERED) -> None:
+        self.mode = as_delivery(mode)
+        self._pipe: _Pipe | None = None
+        self._link: Link | None = None
+        self._handle: int | None = None
+        self._done: str | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    # ---- wiring ----
+    def _set_pipe(self, pipe: _Pipe) -> None:
+        self._pipe = pipe
+        pipe.sender = weakref.ref(self)
+        self._finalizer = weakref.finalize(self, pipe.sender_dropped)
+
+    def _bind(self, link: Link, handle: int) -> None:
+        """From now on this half sends on the network channel `handle` of `link`."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._pipe, self._link, self._handle = None, link, handle
+        self._finalizer = weakref.finalize(self, link.drop_sender, handle)
+
+    def _mark_moved(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._done = "moved into a message"
+        self._pipe = None
+        self._link = self._handle = None
+
+    @property
+    def networked(self) -> bool:
+        """Whether this half talks to a channel on a connection."""
+        return self._link is not None
+
+    def _check(self) -> None:
+        if self._done is not None:
+            raise ChannelClosed(f"sender is {self._done}")
+
+    # ---- API ----
+    async def send(self, obj: Any, mode: ModeLike | None = None) -> None:
+        """Send `obj`; waits while the peer's window (or the local queue) is full."""
+        delivery = self.mode if mode is None else as_delivery(mode)
+        while True:
+            self._check()
+            if self._link is not None:
+                assert self._handle is not None
+                await self._link.send(self._handle, obj, delivery)
+                return
+            pipe = self._pipe
+            assert pipe is not None
+            if pipe.receiver_gone:
+                raise ReceiverDropped("the receiver was closed or dropped")
+            if len(pipe.items) < pipe.capacity:
+                self._push(pipe, obj, delivery)
+                return
+            await pipe.wait()
+
+    def try_send(self, obj: Any, mode: ModeLike | None = None) -> None:
+        """Send `obj` now, or raise WouldBlock if the window (or local queue) is full."""
+        delivery = self.mode if mode is None else as_delivery(mode)
+        self._check()
+        if self._link is not None:
+            assert self._handle is not None
+            self._link.send_nowait(self._handle, obj, delivery)
+            return
+        pipe = self._pipe
+        assert pipe is not None
+        if pipe.receiver_gone:
+            raise ReceiverDropped("the receiver was closed or dropped")
+        if len(pipe.items) >= pipe.capacity:
+            raise WouldBlock("local channel queue is full")
+        self._push(pipe, obj, delivery)
+
+    @staticmethod
+    def _push(pipe: _Pipe, obj: Any, delivery: Delivery) -> None:
+        pipe.items.append(Message(obj, delivery, pipe.count))
+        pipe.count += 1
+        pipe.wake()
+
+    async def finish(self) -> None:
+        """Gracefully end the channel: the receiver gets every message, then the end."""
+        self._end(EndReason.FINISHED)
+
+    def cancel(self) -> None:
+        """Abruptly end the channel: the receiver sees ChannelCancelled."""
+        self._end(EndReason.CANCELLED)
+
+    def _end(self, reason: EndReason) -> None:
+        self._check()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._link is not None:
+            assert self._handle is not None
+            (self._link.finish if reason is EndReason.FINISHED else self._link.cancel)(self._handle)
+        elif self._pipe is not None and self._pipe.ended is None:
+            self._pipe.ended = reason
+            self._pipe.wake()
+        self._done = "finished" if reason is EndReason.FINISHED else "cancelled"
+
+    async def __aenter__(self) -> Sender:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._done is not None:
+            return
+        if exc_type is None:
+            await self.finish()
+        else:
+            self.cancel()
+
+    def __repr__(self) -> str:
+        where = "networked" if self._link is not None else "local"
+        return f"<Sender {where} {self._done or 'open'}>"
+
+
+class Receiver:
+    """The receiving half of a channel: `recv`, `async for`, `close`."""
+
+    def __init__(self) -> None:
+        self._pipe: _Pipe | None = None
+        self._link: Link | None = None
+        self._handle: int | None = None
+        self._done: str | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    def _set_pipe(self, pipe: _Pipe) -> None:
+        self._pipe = pipe
+        pipe.receiver = weakref.ref(self)
+        self._finalizer = weakref.finalize(self, pipe.receiver_dropped)
+
+    def _bind(self, link: Link, handle: int) -> None:
+        """From now on (after what is already queued locally) this half reads network channel `handle`."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._link, self._handle = link, handle
+        self._finalizer = weakref.finalize(self, link.drop_receiver, handle)
+        if self._pipe is not None:
+            self._pipe.wake()
+
+    def _mark_moved(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._done = "moved into a message"
+        if self._pipe is not None:
+            self._pipe.wake()
+        self._link = self._handle = None
+
+    @property
+    def networked(self) -> bool:
+        """Whether this half reads a channel on a connection."""
+        return self._link is not None
+
+    async def recv_message(self) -> Message:
+        """The next message with its delivery mode; StopAsyncIteration after a finish, typed errors otherwise."""
+        while True:
+            if self._done is not None:
+                raise ChannelClosed(f"receiver is {self._done}")
+            pipe = self._pipe
+            if pipe is not None and pipe.items:
+                msg = pipe.items.popleft()
+                pipe.wake()
+                return msg
+            if self._link is not None:
+                assert self._handle is not None
+                return await self._link.recv(self._handle)
+            assert pipe is not None
+            if pipe.ended is not None:
+                _raise_end(pipe.ended, "channel")
+            await pipe.wait()
+
+    async def recv(self) -> Any:
+        """The next message's decoded value (StopAsyncIteration at the end after a finish)."""
+        return (await self.recv_message()).value
+
+    def close(self) -> None:
+        """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
+        if self._done is not None:
+            return
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._link is not None:
+            assert self._handle is not None
+            self._link.close_receiver(self._handle)
+        if self._pipe is not None:
+            self._pipe.receiver_dropped()
+        self._done = "closed"
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await self.recv()
+
+    async def __aenter__(self) -> Receiver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = "networked" if self._link is not None else "local"
+        return f"<Receiver {where} {self._done or 'open'}>"
+
+
+Half = Sender | Receiver
+
+
+def channel(mode: ModeLike = Delivery.ORDERED, capacity: int = DEFAULT_LOCAL_CAPACITY) -> tuple[Sender, Receiver]:
+    """A new channel as (Sender, Receiver); in-process until a half is sent inside a message."""
+    pipe = _Pipe(capacity)
+    tx, rx = Sender(mode=mode), Receiver()
+    tx._set_pipe(pipe)
+    rx._set_pipe(pipe)
+    return tx, rx
+
+
+def networked_sender(link: Link, handle: int) -> Sender:
+    """A Sender bound to a network channel (an attachment we received)."""
+    tx = Sender()
+    tx._bind(link, handle)
+    return tx
+
+
+def networked_receiver(link: Link, handle: int) -> Receiver:
+    """A Receiver bound to a network channel (an attachment we received)."""
+    rx = Receiver()
+    rx._bind(link, handle)
+    return rx
+
+
+def attach_kind(half: Half) -> AttachKind:
+    """The engine attachment for handing `half` to the peer."""
+    from ..core.app import AttachKind
+
+    if half._done is not None:
+        raise ChannelClosed(f"cannot send a half that is {half._done}")
+    return AttachKind.SENDER if isinstance(half, Sender) else AttachKind.RECEIVER

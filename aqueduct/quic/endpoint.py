@@ -1,0 +1,129 @@
+"""Opening QUIC endpoints: a client connection or a listening server, with our protocol and paced connections.
+
+`open_client` resolves the address, makes a UDP socket with large buffers,
+builds a PacedQuicConnection (resuming with a stored ticket if there is
+one, so early data can go out in 0-RTT) and starts the handshake without
+waiting for it. `open_server` listens with aioquic's QuicServer, a server
+ticket store for resumption, and our protocol for every connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from aioquic.asyncio.server import QuicServer
+from aioquic.tls import SessionTicket
+
+from ..core.config import EngineConfig
+from ..wire.channel_id import Side
+from .certs import normalize_fingerprint
+from .paced import PacedQuicConnection
+from .protocol import AqueductProtocol
+from .settings import TransportSettings, client_configuration, server_configuration
+from .tickets import ClientTicketStore, ServerTicketStore
+
+
+def _tune_socket(sock: socket.socket, size: int) -> None:
+    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, opt, size)
+        except OSError:
+            pass  # the kernel caps it (net.core.rmem_max); a smaller buffer still works
+
+
+async def open_client(
+    host: str,
+    port: int,
+    *,
+    headers: Iterable[tuple[str, bytes]] = (),
+    settings: TransportSettings | None = None,
+    engine_config: EngineConfig | None = None,
+    ca: str | Path | None = None,
+    fingerprint: str | None = None,
+    server_name: str | None = None,
+    tickets: ClientTicketStore | None = None,
+) -> AqueductProtocol:
+    """Start a client connection; the returned protocol's engine may send at once (0-RTT if resuming)."""
+    settings = settings or TransportSettings()
+    loop = asyncio.get_running_loop()
+    name = server_name or host
+    ticket = tickets.take(name) if tickets is not None else None
+    pinned = normalize_fingerprint(fingerprint) if fingerprint is not None else None
+    config = client_configuration(settings, server_name=name, ca=ca, pinned=pinned is not None, session_ticket=ticket)
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    _tune_socket(sock, settings.socket_buffer)
+    sock.bind(("::", 0) if family == socket.AF_INET6 else ("0.0.0.0", 0))
+
+    def on_ticket(new: SessionTicket) -> None:
+        # A pinned client stores tickets only from a server that passed the pin check.
+        if tickets is not None and (pinned is None or protocol._handshake_ok):
+            tickets.put(new)
+
+    quic = PacedQuicConnection(configuration=config, session_ticket_handler=on_ticket)
+
+    def factory() -> AqueductProtocol:
+        return AqueductProtocol(
+            quic, side=Side.CLIENT, headers=headers, engine_config=engine_config, settings=settings,
+            pinned_fingerprint=pinned,
+        )
+
+    _, protocol = await loop.create_datagram_endpoint(factory, sock=sock)
+    protocol.early_data_attempted = ticket is not None and ticket.max_early_data_size is not None
+    protocol.start_engine()
+    protocol.connect(addr, transmit=False)
+    protocol.flush()
+    return protocol
+
+
+async def open_server(
+    host: str,
+    port: int,
+    *,
+    cert: str | Path,
+    key: str | Path,
+    on_connection: Callable[[AqueductProtocol], None],
+    headers: Iterable[tuple[str, bytes]] = (),
+    settings: TransportSettings | None = None,
+    engine_config: EngineConfig | None = None,
+    tickets: ServerTicketStore | None = None,
+) -> tuple[asyncio.DatagramTransport, QuicServer]:
+    """Listen on host:port; `on_connection` gets each new protocol (before its handshake completes)."""
+    settings = settings or TransportSettings()
+    tickets = tickets if tickets is not None else ServerTicketStore()
+    config = server_configuration(settings, cert=cert, key=key)
+    # 0-RTT work may run before the handshake only with a single-use ticket store (see tickets.py).
+    engine_config = replace(engine_config or EngineConfig(), replay_safe_0rtt=tickets.single_use)
+    header_list = tuple(headers)
+    loop = asyncio.get_running_loop()
+
+    def create_protocol(quic: Any, stream_handler: Any = None) -> AqueductProtocol:
+        protocol = AqueductProtocol(
+            quic, stream_handler, side=Side.SERVER, headers=header_list, engine_config=engine_config,
+            settings=settings,
+        )
+        on_connection(protocol)
+        return protocol
+
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
+    family = infos[0][0]
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    _tune_socket(sock, settings.socket_buffer)
+    sock.bind(infos[0][4])
+    transport, server = await loop.create_datagram_endpoint(
+        lambda: QuicServer(
+            configuration=config,
+            create_protocol=create_protocol,
+            session_ticket_fetcher=tickets.fetch,
+            session_ticket_handler=tickets.add,
+        ),
+        sock=sock,
+    )
+    return transport, server
+

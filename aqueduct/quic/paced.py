@@ -1,0 +1,69 @@
+"""Receiver-paced flow control for aioquic.
+
+aioquic doubles MAX_DATA and MAX_STREAM_DATA as soon as half the window has
+*arrived*, whether or not anyone read it, so a stalled reader lets a fast
+sender fill the receiving process without bound. `PacedQuicConnection`
+hides that: the windows start at the configured sizes and grow only by
+`grant(stream_id, n)`, which the adapter calls when the engine says the
+application consumed n bytes (GrantCredit). Bytes a peer reset skips (between
+what was delivered and the final size) never reach the application, so they
+are credited back to the connection at once.
+
+The overrides wrap aioquic's private writers rather than copy them: they hide
+the "used"/"highest offset" counters from the doubling test for the duration
+of the call, and leave the frame writing to aioquic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aioquic._buffer import Buffer
+from aioquic.quic.connection import QuicConnection
+
+
+class PacedQuicConnection(QuicConnection):
+    """A QuicConnection whose receive windows follow what the application has consumed."""
+
+    def grant(self, stream_id: int, nbytes: int) -> None:
+        """The application consumed `nbytes` of `stream_id`: extend the stream and connection windows."""
+        if nbytes <= 0:
+            return
+        self._local_max_data.value += nbytes
+        stream = self._streams.get(stream_id)
+        if stream is not None and stream.max_stream_data_local:
+            stream.max_stream_data_local += nbytes
+
+    def receive_window(self) -> tuple[int, int]:
+        """(bytes received, bytes the peer may send in total) at connection level, for tests and stats."""
+        return self._local_max_data.used, self._local_max_data.value
+
+    # ---- aioquic overrides ----
+    def _write_connection_limits(self, builder: Any, space: Any) -> None:
+        limit = self._local_max_data
+        used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
+        try:
+            super()._write_connection_limits(builder=builder, space=space)
+        finally:
+            limit.used = used
+
+    def _write_stream_limits(self, builder: Any, space: Any, stream: Any) -> None:
+        receiver = stream.receiver
+        highest, receiver.highest_offset = receiver.highest_offset, 0
+        try:
+            super()._write_stream_limits(builder=builder, space=space, stream=stream)
+        finally:
+            receiver.highest_offset = highest
+
+    def _handle_reset_stream_frame(self, context: Any, frame_type: int, buf: Buffer) -> None:
+        start = buf.tell()
+        stream_id = buf.pull_uint_var()
+        buf.pull_uint_var()
+        final_size = buf.pull_uint_var()
+        buf.seek(start)
+        stream = self._streams.get(stream_id)
+        delivered = stream.receiver.starting_offset() if stream is not None else 0
+        was_finished = stream is not None and stream.receiver.is_finished
+        super()._handle_reset_stream_frame(context, frame_type, buf)
+        if not was_finished and final_size > delivered:
+            self._local_max_data.value += final_size - delivered

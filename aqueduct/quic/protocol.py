@@ -1,0 +1,291 @@
+"""The aioquic adapter: one `AqueductProtocol` drives one Engine from one QUIC connection.
+
+Events flow up: aioquic events are translated 1:1 into transport events and
+fed to the engine in order; after every batch the adapter executes the
+engine's commands (stream writes, resets, datagrams, credit grants, close),
+hands the engine's application events to a listener, re-arms a loop timer at
+`engine.next_deadline()`, reports aioquic's smoothed RTT, and transmits.
+
+The adapter takes no protocol decisions. The transport checks it does make
+at HandshakeCompleted are transport matters: the peer must support RFC 9221
+datagrams (else close with DATAGRAMS_UNSUPPORTED) and, when the client pins
+a certificate fingerprint, the server's certificate must match; nothing
+reaches the engine before these pass. It also provides what the API layer
+needs for backpressure: whether a stream's (or the connection's) unacked
+send buffer is over its bound, and a way to wait until it is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.quic import events as qe
+from aioquic.quic.connection import QuicConnection
+from aioquic.quic.packet import QuicErrorCode, QuicFrameType
+
+from ..core import transport as tp
+from ..core.app import AppEvent
+from ..core.config import EngineConfig
+from ..errors import ConnectionLost
+from ..wire.channel_id import Side
+from ..wire.errors import CloseCode
+from .certs import fingerprint
+from .paced import PacedQuicConnection
+from .settings import TransportSettings
+
+if TYPE_CHECKING:
+    from ..core.engine import Engine
+
+log = logging.getLogger("aqueduct.quic")
+
+DATAGRAM_QUEUE_LIMIT = 64
+"""Datagrams queued inside aioquic before an unreliable send waits (aioquic's queue is unbounded)."""
+BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate as a QUIC transport error
+
+AppListener = Callable[[list[AppEvent]], None]
+
+
+class AqueductProtocol(QuicConnectionProtocol):
+    """Feeds aioquic events to an Engine and executes the Engine's commands."""
+
+    def __init__(
+        self,
+        quic: QuicConnection,
+        stream_handler: Any = None,
+        *,
+        side: Side,
+        headers: Iterable[tuple[str, bytes]] = (),
+        engine_config: EngineConfig | None = None,
+        settings: TransportSettings | None = None,
+        pinned_fingerprint: str | None = None,
+    ) -> None:
+        if type(quic) is QuicConnection:
+            # aioquic's QuicServer builds plain QuicConnections; ours only adds methods, so re-class it.
+            quic.__class__ = PacedQuicConnection
+        super().__init__(quic, stream_handler)
+        self.side = side
+        self.settings = settings or TransportSettings()
+        self._headers = tuple(headers)
+        self._engine_config = engine_config or EngineConfig()
+        self._pinned = pinned_fingerprint
+        self.engine: Engine | None = None
+        self.listener: AppListener | None = None
+        self.handshake: asyncio.Future[qe.HandshakeCompleted] = self._loop.create_future()
+        self.terminated: asyncio.Future[tp.ConnectionTerminated] = self._loop.create_future()
+        self.early_data_attempted = False
+        self.datagram_payload_limit = self.settings.datagram_payload_limit(self.settings.max_datagram_frame_size)
+        self._closing_locally = False
+        self._handshake_ok = False
+        self._engine_timer: asyncio.TimerHandle | None = None
+        self._engine_timer_at: float | None = None
+        self._keepalive: asyncio.TimerHandle | None = None
+        self._writers: list[tuple[int | None, asyncio.Future[None]]] = []
+        self._pending_events: list[AppEvent] = []
+
+    @property
+    def quic(self) -> PacedQuicConnection:
+        """The paced aioquic connection."""
+        assert isinstance(self._quic, PacedQuicConnection)
+        return self._quic
+
+    # ---- engine lifecycle ----
+    def start_engine(self) -> Engine:
+        """Create the engine (client: before connecting; server: once the ClientHello's parameters are known)."""
+        if self.engine is None:
+            peer = self._quic._remote_max_datagram_frame_size
+            if peer is not None:
+                self.datagram_payload_limit = self.settings.datagram_payload_limit(peer)
+            from ..core.engine import Engine
+
+            config = replace(self._engine_config, max_datagram_payload=self.datagram_payload_limit)
+            self.engine = Engine(self.side, headers=self._headers, config=config, now=self._loop.time())
+            self._arm_keepalive()
+        return self.engine
+
+    # ---- events up ----
+    def _process_events(self) -> None:
+        if self.engine is None and not self._quic._is_client:
+            self.start_engine()
+        super()._process_events()
+        self.pump()
+
+    def quic_event_received(self, event: qe.QuicEvent) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        now = self._loop.time()
+        translated: tp.TransportEvent | None = None
+        if isinstance(event, qe.StreamDataReceived):
+            translated = tp.StreamDataReceived(event.stream_id, event.data, event.end_stream)
+        elif isinstance(event, qe.DatagramFrameReceived):
+            translated = tp.DatagramReceived(event.data)
+        elif isinstance(event, qe.StreamReset):
+            translated = tp.StreamReset(event.stream_id, event.error_code)
+        elif isinstance(event, qe.StopSendingReceived):
+            translated = tp.StopSendingReceived(event.stream_id, event.error_code)
+        elif isinstance(event, qe.HandshakeCompleted):
+            if not self._check_handshake(event):
+                return
+            translated = tp.HandshakeCompleted(event.early_data_accepted, event.session_resumed)
+        elif isinstance(event, qe.ConnectionTerminated):
+            translated = tp.ConnectionTerminated(event.error_code, event.reason_phrase, not self._closing_locally)
+            self._on_terminated(translated)
+        if translated is not None:
+            engine.handle_event(translated, now)
+
+    def _check_handshake(self, event: qe.HandshakeCompleted) -> bool:
+        if self._quic._remote_max_datagram_frame_size is None:
+            self.close_connection(CloseCode.DATAGRAMS_UNSUPPORTED, "peer does not support QUIC datagrams (RFC 9221)")
+            self._fail_handshake("peer does not support QUIC datagrams", CloseCode.DATAGRAMS_UNSUPPORTED)
+            return False
+        if self._pinned is not None:
+            cert = self._quic.tls._peer_certificate
+            if cert is None or fingerprint(cert) != self._pinned:
+                self._closing_locally = True
+                self._quic.close(BAD_CERTIFICATE, QuicFrameType.CRYPTO, "certificate fingerprint mismatch")
+                self._fail_handshake("server certificate does not match the pinned fingerprint", BAD_CERTIFICATE)
+                return False
+        self.datagram_payload_limit = self.settings.datagram_payload_limit(self._quic._remote_max_datagram_frame_size)
+        self._handshake_ok = True
+        if not self.handshake.done():
+            self.handshake.set_result(event)
+        return True
+
+    def _fail_handshake(self, why: str, code: int) -> None:
+        if not self.handshake.done():
+            self.handshake.set_exception(ConnectionLost(why, code))
+
+    def _on_terminated(self, event: tp.ConnectionTerminated) -> None:
+        for timer in (self._engine_timer, self._keepalive):
+            if timer is not None:
+                timer.cancel()
+        self._engine_timer = self._keepalive = None
+        reason = event.reason or f"connection closed (code {event.error_code})"
+        if not self.handshake.done():
+            self.handshake.set_exception(ConnectionLost(reason, event.error_code))
+        if not self.terminated.done():
+            self.terminated.set_result(event)
+
+    # ---- commands down ----
+    def pump(self) -> None:
+        """Execute the engine's commands, deliver its events, re-arm timers, wake writers (no transmit)."""
+        engine = self.engine
+        if engine is None:
+            return
+        loss = self._quic._loss
+        if loss._rtt_initialized:
+            engine.update_rtt(loss._rtt_smoothed)
+        for cmd in engine.commands():
+            self._execute(cmd)
+        events = engine.events()
+        if events and self.listener is not None:
+            self.listener(events)
+        self._arm_engine_timer()
+        self._wake_writers()
+
+    def flush(self) -> None:
+        """After an application call into the engine: pump, then send what is due."""
+        self.pump()
+        self.transmit()
+
+    def _execute(self, cmd: tp.TransportCommand) -> None:
+        quic = self.quic
+        try:
+            if isinstance(cmd, tp.SendStreamData):
+                quic.send_stream_data(cmd.stream_id, cmd.data, cmd.end_stream)
+            elif isinstance(cmd, tp.GrantCredit):
+                quic.grant(cmd.stream_id, cmd.nbytes)
+            elif isinstance(cmd, tp.SendDatagram):
+                quic.send_datagram_frame(cmd.data)
+            elif isinstance(cmd, tp.ResetStream):
+                quic.reset_stream(cmd.stream_id, cmd.error_code)
+            elif isinstance(cmd, tp.StopSending):
+                quic.stop_stream(cmd.stream_id, cmd.error_code)
+            elif isinstance(cmd, tp.CloseConnection):
+                self.close_connection(cmd.error_code, cmd.reason)
+        except (ValueError, AssertionError) as exc:
+            # The stream is already gone at the QUIC level (e.g. the peer reset it): nothing to write to.
+            log.debug("dropped %s: %s", type(cmd).__name__, exc)
+
+    def close_connection(self, error_code: int, reason: str) -> None:
+        """Close the QUIC connection with an application error code."""
+        self._closing_locally = True
+        self._quic.close(error_code=error_code, reason_phrase=reason)
+        self._transmit_soon()
+
+    # ---- timers ----
+    def _arm_engine_timer(self) -> None:
+        assert self.engine is not None
+        deadline = self.engine.next_deadline()
+        if deadline == self._engine_timer_at:
+            return
+        if self._engine_timer is not None:
+            self._engine_timer.cancel()
+            self._engine_timer = None
+        self._engine_timer_at = deadline
+        if deadline is not None and not self.terminated.done():
+            self._engine_timer = self._loop.call_at(deadline, self._on_engine_timer)
+
+    def _on_engine_timer(self) -> None:
+        self._engine_timer = None
+        self._engine_timer_at = None
+        if self.engine is not None:
+            self.engine.handle_timer(self._loop.time())
+            self.flush()
+
+    def _arm_keepalive(self) -> None:
+        interval = self.settings.keepalive
+        if interval is not None:
+            self._keepalive = self._loop.call_later(interval, self._on_keepalive)
+
+    def _on_keepalive(self) -> None:
+        if self.terminated.done():
+            return
+        self._quic.send_ping(0)
+        self.transmit()
+        self._arm_keepalive()
+
+    # ---- backpressure ----
+    def unacked(self, stream_id: int) -> int:
+        """Bytes written to a stream and not yet acknowledged."""
+        stream = self._quic._streams.get(stream_id)
+        return len(stream.sender._buffer) if stream is not None else 0
+
+    def unacked_total(self) -> int:
+        """Bytes written and not yet acknowledged, over all streams."""
+        return sum(len(s.sender._buffer) for s in self._quic._streams.values())
+
+    def send_blocked(self, stream_id: int | None) -> bool:
+        """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
+        if stream_id is None:
+            return len(self._quic._datagrams_pending) >= DATAGRAM_QUEUE_LIMIT
+        s = self.settings
+        return self.unacked(stream_id) >= s.send_buffer or self.unacked_total() >= s.connection_send_buffer
+
+    async def wait_writable(self, stream_id: int | None) -> None:
+        """Wait until `send_blocked(stream_id)` is false; ConnectionLost if the connection ends first."""
+        while self.send_blocked(stream_id):
+            if self.terminated.done():
+                raise ConnectionLost("connection lost while waiting to send")
+            fut = self._loop.create_future()
+            self._writers.append((stream_id, fut))
+            await fut
+
+    def _wake_writers(self) -> None:
+        if not self._writers:
+            return
+        keep = []
+        dead = self.terminated.done()
+        for stream_id, fut in self._writers:
+            if fut.done():
+                continue
+            if dead or not self.send_blocked(stream_id):
+                fut.set_result(None)
+            else:
+                keep.append((stream_id, fut))
+        self._writers = keep

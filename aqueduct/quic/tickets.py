@@ -1,0 +1,142 @@
+"""Session ticket stores: the client's (for resumption and 0-RTT) and the server's.
+
+Client: `MemoryTicketStore` or `FileTicketStore` keep the newest ticket per
+server name; `take` removes it, so a ticket is offered at most once (the
+server issues a fresh one on every connection).
+
+Server: `ServerTicketStore` holds the tickets this process issued. With
+`single_use=True` a ticket is removed the moment a ClientHello presents it,
+so a replayed ClientHello finds nothing: aioquic then falls back to a full
+handshake and cannot decrypt the replayed 0-RTT packets. Because the store
+lives only in this process's memory (never persisted, shared or rolled
+back, and gone on restart together with the tickets themselves), a
+successful resumption proves the early data is the first use of its ticket:
+this is the one case in which a server may process 0-RTT work before the
+handshake completes (EngineConfig.replay_safe_0rtt). A multi-use store
+allows replays, so the engine holds 0-RTT work until the handshake ends.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import cbor2
+from aioquic.tls import CipherSuite, SessionTicket
+
+
+class ClientTicketStore(Protocol):
+    """Where a client keeps session tickets between connections."""
+
+    def put(self, ticket: SessionTicket) -> None:
+        """Remember a ticket the server issued (keyed by its server name)."""
+
+    def take(self, server_name: str) -> SessionTicket | None:
+        """Remove and return a still-valid ticket for `server_name`, if any."""
+
+
+def _valid(ticket: SessionTicket) -> bool:
+    return ticket.not_valid_after > datetime.datetime.now(datetime.UTC)
+
+
+class MemoryTicketStore:
+    """Client tickets in memory, newest per server name."""
+
+    def __init__(self) -> None:
+        self._tickets: dict[str, SessionTicket] = {}
+
+    def put(self, ticket: SessionTicket) -> None:
+        """Remember `ticket`."""
+        self._tickets[ticket.server_name] = ticket
+
+    def take(self, server_name: str) -> SessionTicket | None:
+        """Remove and return the ticket for `server_name`, if still valid."""
+        ticket = self._tickets.pop(server_name, None)
+        return ticket if ticket is not None and _valid(ticket) else None
+
+
+def _ticket_to_map(t: SessionTicket) -> dict[str, object]:
+    return {
+        "age_add": t.age_add,
+        "cipher_suite": int(t.cipher_suite),
+        "not_valid_after": t.not_valid_after,
+        "not_valid_before": t.not_valid_before,
+        "resumption_secret": t.resumption_secret,
+        "server_name": t.server_name,
+        "ticket": t.ticket,
+        "max_early_data_size": t.max_early_data_size,
+        "other_extensions": [[k, v] for k, v in t.other_extensions],
+    }
+
+
+def _ticket_from_map(m: dict[str, Any]) -> SessionTicket:
+    ext = m["other_extensions"]
+    assert isinstance(ext, list)
+    return SessionTicket(
+        age_add=int(m["age_add"]),
+        cipher_suite=CipherSuite(m["cipher_suite"]),
+        not_valid_after=m["not_valid_after"],
+        not_valid_before=m["not_valid_before"],
+        resumption_secret=bytes(m["resumption_secret"]),
+        server_name=str(m["server_name"]),
+        ticket=bytes(m["ticket"]),
+        max_early_data_size=m["max_early_data_size"],
+        other_extensions=[(int(k), bytes(v)) for k, v in ext],
+    )
+
+
+class FileTicketStore:
+    """Client tickets in a CBOR file (mode 0600), newest per server name; unreadable files count as empty."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._path = Path(path)
+
+    def _load(self) -> dict[str, SessionTicket]:
+        try:
+            raw = cbor2.loads(self._path.read_bytes())
+            return {name: _ticket_from_map(m) for name, m in raw.items()}
+        except (OSError, ValueError, TypeError, KeyError, AssertionError, cbor2.CBORDecodeError):
+            return {}
+
+    def _save(self, tickets: dict[str, SessionTicket]) -> None:
+        tmp = self._path.with_suffix(self._path.suffix + ".tmp")
+        data = {name: _ticket_to_map(t) for name, t in tickets.items()}
+        tmp.write_bytes(cbor2.dumps(data, datetime_as_timestamp=True))
+        tmp.chmod(0o600)
+        tmp.replace(self._path)
+
+    def put(self, ticket: SessionTicket) -> None:
+        """Remember `ticket` in the file."""
+        tickets = self._load()
+        tickets[ticket.server_name] = ticket
+        self._save(tickets)
+
+    def take(self, server_name: str) -> SessionTicket | None:
+        """Remove and return the ticket for `server_name` from the file, if still valid."""
+        tickets = self._load()
+        ticket = tickets.pop(server_name, None)
+        if ticket is not None:
+            self._save(tickets)
+        return ticket if ticket is not None and _valid(ticket) else None
+
+
+class ServerTicketStore:
+    """Tickets issued by this server process, in memory; `single_use` makes 0-RTT replay impossible."""
+
+    def __init__(self, single_use: bool = False) -> None:
+        self.single_use = single_use
+        self._tickets: dict[bytes, SessionTicket] = {}
+
+    def add(self, ticket: SessionTicket) -> None:
+        """aioquic's session_ticket_handler: remember an issued ticket."""
+        self._tickets[ticket.ticket] = ticket
+
+    def fetch(self, label: bytes) -> SessionTicket | None:
+        """aioquic's session_ticket_fetcher: look a presented ticket up (and forget it if single-use)."""
+        if self.single_use:
+            return self._tickets.pop(label, None)
+        return self._tickets.get(label)
+
+    def __len__(self) -> int:
+        return len(self._tickets)
