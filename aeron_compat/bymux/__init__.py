@@ -4,6 +4,7 @@
 asyncio byte stream. Bit order and other spec decisions: specs/DECISIONS.md.
 """
 
+from .aio import Connection, Stream, open_connection
 from .codec import PacketHead, PacketType
 from .credit import INFINITE
 from .endpoint import DEFAULT_MAX_PACKET_SIZE, Endpoint
@@ -18,12 +19,15 @@ from .events import (
     StreamEnded,
     StreamOpened,
 )
+from .interface import ByteStream, StreamConnection, read_exactly
 
 __all__ = [
     "DEFAULT_MAX_PACKET_SIZE",
     "INFINITE",
     "BymuxError",
+    "ByteStream",
     "CloseReceived",
+    "Connection",
     "ConnectionLost",
     "ConnectionTerminated",
     "CreditReceived",
@@ -35,8 +39,12 @@ __all__ = [
     "PongReceived",
     "Rule",
     "StopReadReceived",
+    "Stream",
+    "StreamConnection",
     "StreamEnded",
     "StreamOpened",
     "StreamStopped",
     "UsageError",
+    "open_connection",
+    "read_exactly",
 ]

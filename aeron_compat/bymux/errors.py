@@ -41,7 +41,11 @@ class BymuxError(Exception):
     """Base of every bymux error."""
 
 
-class ConnectionTerminated(BymuxError):
+class ConnectionLost(BymuxError):
+    """The underlying byte channel ended or the connection was terminated."""
+
+
+class ConnectionTerminated(ConnectionLost):
     """The peer broke a rule whose breach terminates the connection."""
 
     def __init__(self, rule: Rule, detail: str = "") -> None:
@@ -56,7 +60,3 @@ class UsageError(BymuxError):
 
 class StreamStopped(BymuxError):
     """The peer stopped reading this stream (or we closed it): no more writes."""
-
-
-class ConnectionLost(BymuxError):
-    """The underlying byte channel ended or the connection was terminated."""
