@@ -1,0 +1,405 @@
+"""Sans-I/O Aeron network publication: term appender plus sender.
+
+Theory: `offer` appends frames (fragmenting by MTU, padding at term end and
+rotating to the next term id) into a `TermLog`; `on_timer` / `send` copy
+frames from the sender position up to the flow-control limit into MTU-sized
+datagrams for every destination. Receivers' status messages (SM) set that
+limit (minimum of position + window over live receivers) and mark the
+publication connected; until a destination has answered, SETUP goes out
+every `setup_interval_ns`, and again whenever an SM asks for it. NAKs resend
+the requested range at once, then that range is ignored for
+`retransmit_linger_ns` (damping). When idle a heartbeat (DATA of length 0) goes out; after
+`close` it carries the EOS flag. RTTM probes get echoed. Offers fail with
+BACK_PRESSURED once the publisher is `term_length / 2` ahead of the sender.
+Multi-destination-cast: `manual` destinations come from `add_destination`;
+`dynamic` ones from SMs with the SETUP flag and expire without SMs.
+Datagrams to send are collected in `outbox` as (bytes, address).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+
+from aeron_compat.native.frames import (
+    DATA_HEADER_LENGTH,
+    AeronWireError,
+    ErrorFrame,
+    Flags,
+    FrameType,
+    Heartbeat,
+    Nak,
+    Rttm,
+    Setup,
+    StatusMessage,
+    align,
+    decode_datagram,
+    encode_frame,
+)
+from aeron_compat.native.termlog import TermLog, max_message_length
+
+Address = tuple[str, int]
+Outgoing = tuple[bytes, Address]
+
+
+class OfferCode(IntEnum):
+    """Negative results of `offer`, with Aeron's values."""
+
+    NOT_CONNECTED = -1
+    BACK_PRESSURED = -2
+    ADMIN_ACTION = -3
+    CLOSED = -4
+    MAX_POSITION_EXCEEDED = -5
+
+
+class DestinationMode(Enum):
+    """How a publication finds where to send: one endpoint, or multi-destination-cast."""
+
+    UNICAST = "unicast"
+    MANUAL = "manual"
+    DYNAMIC = "dynamic"
+
+
+@dataclass
+class PublisherConfig:
+    """Stream parameters and timers of one publication (times in nanoseconds)."""
+
+    session_id: int
+    stream_id: int
+    initial_term_id: int
+    term_length: int = 1024 * 1024
+    mtu: int = 1408
+    ttl: int = 0
+    mode: DestinationMode = DestinationMode.UNICAST
+    heartbeat_interval_ns: int = 100_000_000
+    setup_interval_ns: int = 100_000_000
+    connection_timeout_ns: int = 5_000_000_000
+    receiver_timeout_ns: int = 5_000_000_000
+    retransmit_linger_ns: int = 10_000_000
+    max_retransmits: int = 16
+    rttm_reply_interval_ns: int = 100_000
+    linger_ns: int = 1_000_000_000
+
+    def __post_init__(self) -> None:
+        if self.mtu % 32 or not DATA_HEADER_LENGTH < self.mtu <= 65504:
+            raise ValueError(f"mtu {self.mtu} must be a multiple of 32 between 64 and 65504")
+
+
+@dataclass
+class Destination:
+    """A place data goes: `answered` once an SM came from it."""
+
+    address: Address
+    manual: bool
+    last_sm_ns: int | None = None
+
+
+@dataclass
+class ReceiverState:
+    """Flow-control view of one receiver (keyed by receiver id and address)."""
+
+    limit: int
+    last_sm_ns: int
+    end_of_stream: bool = False
+
+
+@dataclass
+class Publisher:
+    """One network publication: append with `offer`, drive with `on_timer` / `on_datagram`."""
+
+    config: PublisherConfig
+    now_ns: int
+    log: TermLog = field(init=False)
+    position: int = field(init=False)
+    sender_position: int = field(init=False)
+    destinations: dict[Address, Destination] = field(default_factory=dict)
+    receivers: dict[tuple[int, Address], ReceiverState] = field(default_factory=dict)
+    outbox: list[Outgoing] = field(default_factory=list)
+    closed_at_ns: int | None = None
+    last_rtt_ns: int | None = None
+    last_error: ErrorFrame | None = None
+    naks_received: int = 0
+    retransmits_sent: int = 0
+    invalid_datagrams: int = 0
+
+    def __post_init__(self) -> None:
+        c = self.config
+        self.log = TermLog(c.term_length, c.initial_term_id)
+        self.position = self.sender_position = 0
+        self._sender_limit = 0
+        self._last_data_send_ns = self.now_ns - c.heartbeat_interval_ns
+        self._last_setup_ns: int | None = None
+        self._retransmits: dict[int, int] = {}
+        self._last_rttm_reply_ns = self.now_ns - c.rttm_reply_interval_ns
+        self.max_payload_length = c.mtu - DATA_HEADER_LENGTH
+        self.max_message_length = max_message_length(c.term_length)
+        self.term_window_length = c.term_length // 2
+        self.max_position = c.term_length * (2**31)
+
+    # ------------------------------------------------------------------ destinations
+
+    def add_destination(self, address: Address, manual: bool = True) -> None:
+        """Send to `address` too (unicast endpoint, or a manual MDC destination)."""
+        if address not in self.destinations:
+            self.destinations[address] = Destination(address, manual)
+            self._last_setup_ns = None
+
+    def remove_destination(self, address: Address) -> None:
+        """Stop sending to `address` and forget its receivers."""
+        self.destinations.pop(address, None)
+        for key in [k for k in self.receivers if k[1] == address]:
+            del self.receivers[key]
+
+    # ------------------------------------------------------------------ state
+
+    def is_connected(self, now: int) -> bool:
+        """Whether some receiver has sent an SM within the connection timeout."""
+        return any(now - r.last_sm_ns < self.config.connection_timeout_ns for r in self.receivers.values())
+
+    @property
+    def position_limit(self) -> int:
+        """Offers beyond this position are back pressured."""
+        return self.sender_position + self.term_window_length
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether `close` was called."""
+        return self.closed_at_ns is not None
+
+    def is_finished(self, now: int) -> bool:
+        """Closed, and either every receiver confirmed end of stream or the linger time passed."""
+        if self.closed_at_ns is None:
+            return False
+        if now - self.closed_at_ns >= self.config.linger_ns:
+            return True
+        drained = self.sender_position == self.position
+        return drained and bool(self.receivers) and all(r.end_of_stream for r in self.receivers.values())
+
+    # ------------------------------------------------------------------ publishing
+
+    def offer(self, payload: bytes | bytearray | memoryview, now: int, reserved_value: int = 0) -> int:
+        """Append one message; the new position, or a negative `OfferCode`."""
+        if self.closed_at_ns is not None:
+            return OfferCode.CLOSED
+        length = len(payload)
+        if length > self.max_message_length:
+            raise ValueError(f"message of {length} bytes exceeds max message length {self.max_message_length}")
+        if not self.is_connected(now):
+            return OfferCode.NOT_CONNECTED
+        if self.position >= self.position_limit:
+            return OfferCode.BACK_PRESSURED
+        max_payload = self.max_payload_length
+        full, rest = divmod(length, max_payload)
+        required = full * align(max_payload + DATA_HEADER_LENGTH) + (align(rest + DATA_HEADER_LENGTH) if rest else 0)
+        required = required or DATA_HEADER_LENGTH
+        if self.position + required > self.max_position:
+            return OfferCode.MAX_POSITION_EXCEEDED
+        term_offset = self.log.term_offset(self.position)
+        if term_offset + required > self.config.term_length:
+            self.log.write_padding(self.position, self.config.session_id, self.config.stream_id)
+            self.position += self.config.term_length - term_offset
+            return OfferCode.ADMIN_ACTION
+        self._append(memoryview(payload).cast("B"), reserved_value)
+        return self.position
+
+    def _append(self, data: memoryview, reserved_value: int) -> None:
+        c, log = self.config, self.log
+        max_payload = self.max_payload_length
+        remaining = len(data)
+        start = 0
+        flags = Flags.BEGIN
+        while True:
+            chunk = min(remaining, max_payload)
+            if chunk == remaining:
+                flags |= Flags.END
+            buf = log.partition(self.position)
+            off = log.term_offset(self.position)
+            buf[off + DATA_HEADER_LENGTH : off + DATA_HEADER_LENGTH + chunk] = data[start : start + chunk]
+            log.write_header(self.position, DATA_HEADER_LENGTH + chunk, flags, FrameType.DATA, c.session_id,
+                             c.stream_id, reserved_value)
+            self.position += align(DATA_HEADER_LENGTH + chunk)
+            start += chunk
+            remaining -= chunk
+            flags = 0
+            if remaining == 0:
+                return
+
+    def close(self, now: int) -> None:
+        """No more offers; heartbeats now carry end of stream until `is_finished`."""
+        if self.closed_at_ns is None:
+            self.closed_at_ns = now
+            self._last_data_send_ns = now - self.config.heartbeat_interval_ns
+
+    # ------------------------------------------------------------------ sending
+
+    def _emit(self, datagram: bytes) -> None:
+        for dest in self.destinations.values():
+            self.outbox.append((datagram, dest.address))
+
+    def _batch(self, start: int, stop: int) -> tuple[bytes, int]:
+        """One datagram of whole frames from `start` (below `stop`, within one term and the MTU)."""
+        log, mtu = self.log, self.config.mtu
+        buf = log.partition(start)
+        first = log.term_offset(start)
+        pos = start
+        wire = 0
+        while pos < stop:
+            length, ftype = log.frame_at(pos)
+            if length <= 0:
+                break
+            if ftype == FrameType.PAD:
+                if wire + DATA_HEADER_LENGTH > mtu:
+                    break
+                wire += DATA_HEADER_LENGTH
+                pos += length
+                break
+            aligned = align(length)
+            if wire + aligned > mtu or pos + aligned > stop:
+                break
+            wire += aligned
+            pos += aligned
+            if log.term_offset(pos) == 0:
+                break
+        return bytes(buf[first : first + wire]), pos
+
+    def send(self, now: int) -> int:
+        """Send what flow control allows now; returns the number of datagrams produced."""
+        stop = min(self.position, self._sender_limit)
+        sent = 0
+        while self.sender_position < stop and self.destinations:
+            datagram, nxt = self._batch(self.sender_position, stop)
+            if nxt == self.sender_position:
+                break
+            self._emit(datagram)
+            self.sender_position = nxt
+            sent += 1
+        if sent:
+            self._last_data_send_ns = now
+        return sent
+
+    def _setup_frame(self) -> bytes:
+        c, log = self.config, self.log
+        return encode_frame(Setup(log.term_offset(self.sender_position), c.session_id, c.stream_id,
+                                  c.initial_term_id, log.term_id(self.sender_position), c.term_length, c.mtu, c.ttl))
+
+    def _heartbeat(self) -> bytes:
+        c, log = self.config, self.log
+        flags = Flags.UNFRAGMENTED
+        if self.closed_at_ns is not None and self.sender_position == self.position:
+            flags |= Flags.EOS
+        return encode_frame(Heartbeat(log.term_offset(self.sender_position), c.session_id, c.stream_id,
+                                      log.term_id(self.sender_position), flags))
+
+    def on_timer(self, now: int) -> None:
+        """Periodic work: SETUP to unanswered destinations, data, heartbeats, expiries."""
+        c = self.config
+        for addr in [a for a, d in self.destinations.items() if not d.manual and d.last_sm_ns is not None
+                     and now - d.last_sm_ns > c.receiver_timeout_ns]:
+            self.remove_destination(addr)
+        for key in [k for k, r in self.receivers.items() if now - r.last_sm_ns > c.receiver_timeout_ns]:
+            del self.receivers[key]
+        if self._last_setup_ns is None or now - self._last_setup_ns >= c.setup_interval_ns:
+            pending = [d for d in self.destinations.values() if d.last_sm_ns is None]
+            if pending:
+                setup = self._setup_frame()
+                self.outbox.extend((setup, d.address) for d in pending)
+                self._last_setup_ns = now
+        self.send(now)
+        if self.receivers and now - self._last_data_send_ns >= c.heartbeat_interval_ns:
+            self._emit(self._heartbeat())
+            self._last_data_send_ns = now
+        expired = [k for k, t in self._retransmits.items() if t <= now]
+        for k in expired:
+            del self._retransmits[k]
+
+    def probe_rtt(self, now: int, receiver_id: int = 0) -> None:
+        """Send an RTTM asking receivers to echo `now`; the answer sets `last_rtt_ns`."""
+        c = self.config
+        self._emit(encode_frame(Rttm(c.session_id, c.stream_id, now, 0, receiver_id, Flags.RTTM_REPLY)))
+
+    # ------------------------------------------------------------------ control input
+
+    def on_datagram(self, data: bytes, source: Address, now: int) -> None:
+        """Handle a control datagram (SM, NAK, RTTM, ERR) from `source`."""
+        try:
+            frames = decode_datagram(data)
+        except AeronWireError:
+            self.invalid_datagrams += 1
+            return
+        for frame in frames:
+            if isinstance(frame, StatusMessage):
+                self._on_sm(frame, source, now)
+            elif isinstance(frame, Nak):
+                self._on_nak(frame, now)
+            elif isinstance(frame, Rttm):
+                self._on_rttm(frame, source, now)
+            elif isinstance(frame, ErrorFrame) and self._mine(frame.session_id, frame.stream_id):
+                self.last_error = frame
+
+    def _mine(self, session_id: int, stream_id: int) -> bool:
+        return session_id == self.config.session_id and stream_id == self.config.stream_id
+
+    def _on_sm(self, sm: StatusMessage, source: Address, now: int) -> None:
+        c = self.config
+        elicit = bool(sm.flags & Flags.SM_SETUP)
+        if c.mode is DestinationMode.DYNAMIC and (self._mine(sm.session_id, sm.stream_id) or
+                                                  (elicit and sm.session_id == 0 and sm.stream_id == 0)):
+            if source not in self.destinations:
+                self.destinations[source] = Destination(source, manual=False)
+            self.destinations[source].last_sm_ns = now
+        if not self._mine(sm.session_id, sm.stream_id):
+            if elicit and sm.session_id == 0 and sm.stream_id == 0 and source in self.destinations:
+                self.outbox.append((self._setup_frame(), source))
+            return
+        dest = self.destinations.get(source)
+        if dest is not None:
+            dest.last_sm_ns = now
+        elif c.mode is DestinationMode.UNICAST and len(self.destinations) == 1:
+            next(iter(self.destinations.values())).last_sm_ns = now
+        if elicit:
+            self.outbox.append((self._setup_frame(), source))
+            return
+        limit = self.log.position(sm.consumption_term_id, sm.consumption_term_offset) + sm.receiver_window
+        key = (sm.receiver_id or 0, source)
+        state = self.receivers.get(key)
+        if state is None:
+            self.receivers[key] = ReceiverState(limit, now, bool(sm.flags & Flags.SM_EOS))
+        else:
+            state.limit = max(state.limit, limit)
+            state.last_sm_ns = now
+            state.end_of_stream = bool(sm.flags & Flags.SM_EOS)
+        self._sender_limit = max(self.sender_position, min(r.limit for r in self.receivers.values()))
+        self.send(now)
+
+    def _on_nak(self, nak: Nak, now: int) -> None:
+        if not self._mine(nak.session_id, nak.stream_id):
+            return
+        self.naks_received += 1
+        start = self.log.position(nak.term_id, nak.term_offset)
+        in_log = self.sender_position - self.config.term_length <= start < self.sender_position
+        if not in_log or start % 32 or nak.length <= 0:
+            return
+        if self._retransmits.get(start, now) > now or len(self._retransmits) >= self.config.max_retransmits:
+            return
+        self._retransmits[start] = now + self.config.retransmit_linger_ns
+        term_end = start - self.log.term_offset(start) + self.config.term_length
+        stop = min(start + nak.length, self.sender_position, term_end)
+        pos = start
+        while pos < stop:
+            datagram, nxt = self._batch(pos, self.sender_position)
+            if nxt == pos:
+                break
+            self._emit(datagram)
+            self.retransmits_sent += 1
+            pos = nxt
+
+    def _on_rttm(self, rttm: Rttm, source: Address, now: int) -> None:
+        if not self._mine(rttm.session_id, rttm.stream_id):
+            return
+        if rttm.flags & Flags.RTTM_REPLY:
+            if now - self._last_rttm_reply_ns >= self.config.rttm_reply_interval_ns:
+                self._last_rttm_reply_ns = now
+                reply = Rttm(rttm.session_id, rttm.stream_id, rttm.echo_timestamp, 0, rttm.receiver_id)
+                self.outbox.append((encode_frame(reply), source))
+        else:
+            self.last_rtt_ns = now - rttm.echo_timestamp - rttm.reception_delta
