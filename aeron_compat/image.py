@@ -52,6 +52,7 @@ class Image:
         self._header = Header(session_id, self.stream_id, initial_term_id, term_length)
         self._eos_position: int | None = None
         self.is_closed = False
+        self._values = subscription.driver.counters.values
 
     # --- the source side ---------------------------------------------------------------------------
     def deliver(self, frames: list[Frame]) -> None:
@@ -87,7 +88,7 @@ class Image:
 
     def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
         """Give up to `fragment_limit` fragments to `handler`; returns how many were given."""
-        frames, header, count = self._frames, self._header, 0
+        frames, header, count, start = self._frames, self._header, 0, self.position
         try:
             while count < fragment_limit and frames:
                 frame = frames.popleft()
@@ -98,13 +99,14 @@ class Image:
                 count += 1
                 handler(memoryview(frame.payload), header)
         finally:
+            self._values["bytes_received"] += self.position - start
             if self._eos_position is not None:
                 self._close_if_drained()
         return count
 
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
         """Like `poll`, but the handler's `Action` decides: ABORT redelivers, BREAK stops, COMMIT/CONTINUE go on."""
-        frames, header, count = self._frames, self._header, 0
+        frames, header, count, start = self._frames, self._header, 0, self.position
         try:
             while count < fragment_limit and frames:
                 frame = frames[0]
@@ -122,6 +124,7 @@ class Image:
                 if action == Action.BREAK:
                     break
         finally:
+            self._values["bytes_received"] += self.position - start
             if self._eos_position is not None:
                 self._close_if_drained()
         return count

@@ -1,0 +1,7 @@
+"""`python -m aeron_compat`: the same as the `aeron_compat` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
