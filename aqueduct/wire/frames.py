@@ -16,7 +16,7 @@ from enum import IntEnum
 from .errors import CloseCode, ProtocolError, encoding_error
 from .headers import Headers, encode_headers, read_headers
 from .ranges import encode_ranges, read_ranges
-from .varint import Incomplete, encode_bytes, encode_varint, read_bytes, read_varint
+from .varint import Incomplete, encode_bytes, encode_int_array, encode_varint, read_bytes, read_int_array, read_varint
 
 PROTOCOL_VERSION = "0.0.0-AFTER"
 VERSION_MAGIC = bytes([80, 95, 166, 96, 15, 64, 142])
@@ -143,14 +143,12 @@ _VERSION_FRAME = bytes([FrameType.VERSION]) + VERSION_MAGIC + VERSION_TEXT
 
 def encode_message(channel: int, number: int, attachments: Sequence[int], payload: bytes) -> bytes:
     """Encode a Message frame without building the dataclass (the hot path)."""
-    att = b"".join(encode_varint(a) for a in attachments)
     return b"".join(
         (
             b"\x03",
             encode_varint(channel),
             encode_varint(number),
-            encode_varint(len(att)),
-            att,
+            encode_int_array(attachments),
             encode_varint(len(payload)),
             payload,
         )
@@ -227,23 +225,11 @@ def _reader_ranges(cls: Callable[[tuple[int, ...]], Frame]) -> Callable[[bytes, 
 def _read_message(buf: bytes, pos: int, limit: int) -> tuple[Frame, int]:
     channel, pos = read_varint(buf, pos + 1)
     number, pos = read_varint(buf, pos)
-    n = buf[pos] if pos < len(buf) else None
-    if n == 0:
+    if pos < len(buf) and buf[pos] == 0:  # no attachments: the common case, skip the general path
         attachments: tuple[int, ...] = ()
         pos += 1
     else:
-        start = pos
-        raw, pos = read_bytes(buf, pos, limit, "message attachments")
-        base = pos - len(raw)
-        ids = []
-        apos = 0
-        try:
-            while apos < len(raw):
-                cid, apos = read_varint(raw, apos, base)
-                ids.append(cid)
-        except Incomplete:
-            raise encoding_error(f"message attachments at offset {start} end inside a channel ID") from None
-        attachments = tuple(ids)
+        attachments, pos = read_int_array(buf, pos, limit, "message attachments")
     payload, pos = read_bytes(buf, pos, limit, "message payload")
     return Message(channel, number, attachments, payload), pos
 

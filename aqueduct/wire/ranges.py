@@ -12,44 +12,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from .errors import ProtocolError, encoding_error
-from .varint import Incomplete, encode_varint, read_bytes, read_varint
+from .varint import encode_int_array, read_int_array
 
 
 def validate_ranges(ranges: Sequence[int]) -> None:
     """Raise ProtocolError unless `ranges` obeys the zero rule."""
-    for i, run in enumerate(ranges):
-        if run == 0 and (i != 0 or len(ranges) == 1):
-            raise encoding_error(
-                "range data holds a lone 0" if len(ranges) == 1 else f"range data holds a 0 at position {i}"
-            )
+    if len(ranges) == 1 and ranges[0] == 0:
+        raise encoding_error("range data holds a lone 0")
+    if 0 in ranges[1:]:
+        raise encoding_error(f"range data holds a 0 at position {list(ranges).index(0, 1)}")
 
 
 def encode_ranges(ranges: Sequence[int]) -> bytes:
     """Encode range data (the inner ints wrapped in a var len byte array)."""
     validate_ranges(ranges)
-    inner = b"".join(encode_varint(r) for r in ranges)
-    return encode_varint(len(inner)) + inner
+    return encode_int_array(ranges)
 
 
 def read_ranges(buf: bytes, pos: int, limit: int) -> tuple[tuple[int, ...], int]:
     """Read range data at `pos`; return (ints, position after it)."""
-    start = pos
-    inner, pos = read_bytes(buf, pos, limit, "range data")
-    base = pos - len(inner)
-    out: list[int] = []
-    ipos = 0
-    n = len(inner)
-    try:
-        while ipos < n:
-            value, ipos = read_varint(inner, ipos, base)
-            out.append(value)
-    except Incomplete:  # the array is complete, so a cut int is malformed
-        raise encoding_error(f"range data at offset {start} ends inside a var len int") from None
+    out, end = read_int_array(buf, pos, limit, "range data")
     try:
         validate_ranges(out)
     except ProtocolError as exc:
-        raise encoding_error(f"{exc} (range data at offset {start})") from None
-    return tuple(out), pos
+        raise encoding_error(f"{exc} (range data at offset {pos})") from None
+    return out, end
 
 
 def ranges_to_runs(start: int, ranges: Iterable[int]) -> Iterator[tuple[int, int, bool]]:

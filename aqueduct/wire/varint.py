@@ -5,10 +5,14 @@ bytes raises `Incomplete` (an incremental reader waits for more; a whole
 buffer decoder turns it into a ProtocolError); malformed bytes raise
 ProtocolError at once. Byte arrays declaring more than `limit` bytes are
 rejected (LIMIT_EXCEEDED) before any of their bytes are awaited, so a
-hostile length never makes us buffer.
+hostile length never makes us buffer. `read_int_array` reads a byte array
+holding back-to-back var len ints (attachments, range data), converting it
+in one step when every int fits in a byte.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from .errors import CloseCode, ProtocolError, encoding_error
 
@@ -106,3 +110,28 @@ def read_bytes(buf: bytes, pos: int, limit: int, what: str, base: int = 0) -> tu
     if end > len(buf):
         raise Incomplete(end)
     return buf[pos:end], end
+
+
+def read_int_array(buf: bytes, pos: int, limit: int, what: str) -> tuple[tuple[int, ...], int]:
+    """Read a var len byte array filled with var len ints; return (ints, position after the array)."""
+    start = pos
+    inner, pos = read_bytes(buf, pos, limit, what)
+    if not inner or max(inner) < 0x80:
+        return tuple(inner), pos
+    base = pos - len(inner)
+    out: list[int] = []
+    ipos = 0
+    n = len(inner)
+    try:
+        while ipos < n:
+            value, ipos = read_varint(inner, ipos, base)
+            out.append(value)
+    except Incomplete:  # the array is complete, so a cut int is malformed
+        raise encoding_error(f"{what} at offset {start} ends inside a var len int") from None
+    return tuple(out), pos
+
+
+def encode_int_array(ints: Sequence[int]) -> bytes:
+    """Encode ints back to back inside a var len byte array."""
+    inner = bytes(ints) if not ints or max(ints) < 0x80 else b"".join(encode_varint(i) for i in ints)
+    return encode_varint(len(inner)) + inner
