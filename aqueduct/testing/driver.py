@@ -1,0 +1,535 @@
+"""A random application driver for two engines under a random network, with an invariant checker.
+
+`run_seed(seed)` draws a network (NetConfig.random) and a script
+(random_script) from the seed, plays the script on both apps in the
+simulator, then runs the finale: repeatedly drain every receiver (adopting
+attached handles) and finish every sender until nothing moves; checks
+liveness (every handle ended, every message resolved and delivered or
+excused by the app's own cancel/close/drop) and the ledger's safety rules;
+drops every handle and checks that neither engine keeps channel, link or
+timer state. Any exception escaping an engine is a violation. `shrink`
+deletes actions while the same kind of violation persists.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, cast
+
+from ..core.app import (
+    AppEvent,
+    AttachKind,
+    ConnectionClosed,
+    Delivered,
+    Delivery,
+    HeadersReceived,
+    MessageAvailable,
+    MessagesAcked,
+    MessagesNacked,
+    ReceiverEnded,
+    SenderEnded,
+    SendResult,
+    WritableAgain,
+)
+from ..core.config import EngineConfig
+from ..errors import EndReason, WouldBlock
+from ..wire.channel_id import Side
+from .ledger import Ledger, encode_payload
+from .netconfig import NetConfig
+from .script import Action, ActionKind, random_script
+from .sim import EngineLike, Simulation, SimulationError
+
+LEAK_KEYS = ("senders", "receivers", "links", "timers", "pending_receivers", "held_bytes")
+"""state_sizes() keys that must be zero once every handle is gone."""
+
+
+class DrivenEngine(EngineLike, Protocol):
+    """The application surface of the engine the driver uses (aqueduct.core.engine.Engine)."""
+
+    @property
+    def entrypoint(self) -> int | None: ...
+    def send(
+        self,
+        sender: int,
+        payload: bytes,
+        attach: Sequence[AttachKind] = (),
+        delivery: Delivery = Delivery.ORDERED,
+        now: float | None = None,
+    ) -> SendResult: ...
+    def finish(self, sender: int, now: float | None = None) -> None: ...
+    def cancel(self, sender: int, now: float | None = None) -> None: ...
+    def close_receiver(self, receiver: int, now: float | None = None) -> None: ...
+    def take_message(self, receiver: int, now: float | None = None) -> Delivered | None: ...
+    def drop_sender(self, sender: int, now: float | None = None) -> None: ...
+    def drop_receiver(self, receiver: int, now: float | None = None) -> None: ...
+    def close(self, error_code: int = 0, reason: str = "", now: float | None = None) -> None: ...
+    def state_sizes(self) -> dict[str, int]: ...
+
+
+EngineFactory = Callable[[Side], DrivenEngine]
+
+
+def default_factory(config: EngineConfig | None = None) -> EngineFactory:
+    """Real engines with `config`."""
+    from ..core.engine import Engine
+
+    def make(side: Side) -> DrivenEngine:
+        return cast(DrivenEngine, Engine(side, headers=[("driver", side.name.encode())], config=config))
+
+    return make
+
+
+@dataclass
+class _App:
+    """What one side's application holds."""
+
+    side: Side
+    senders: list[int] = field(default_factory=list)
+    receivers: list[int] = field(default_factory=list)
+    sender_state: dict[int, str] = field(default_factory=dict)
+    """open | finishing | cancelled | ended"""
+    receiver_ended: dict[int, EndReason] = field(default_factory=dict)
+    receiver_closed: set[int] = field(default_factory=set)
+    available: set[int] = field(default_factory=set)
+    blocked: set[int] = field(default_factory=set)
+    seen_sender_end: dict[int, EndReason] = field(default_factory=dict)
+    seen_receiver_end: dict[int, EndReason] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    """The outcome of one run."""
+
+    seed: int
+    net: NetConfig
+    script: list[Action]
+    violations: list[str]
+    stats: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        """No violation."""
+        return not self.violations
+
+
+class Run:
+    """One script on one simulated connection, checked."""
+
+    def __init__(
+        self,
+        seed: int,
+        script: list[Action],
+        net: NetConfig,
+        factory: EngineFactory | None = None,
+        *,
+        sim_seed: int | None = None,
+    ) -> None:
+        self.seed = seed
+        self.script = script
+        self.net = net
+        make = factory or default_factory()
+        self.sim: Simulation[DrivenEngine] = Simulation(
+            make(Side.CLIENT), make(Side.SERVER), net, seed=seed if sim_seed is None else sim_seed
+        )
+        self.ledger = Ledger()
+        self.apps = {Side.CLIENT: _App(Side.CLIENT), Side.SERVER: _App(Side.SERVER)}
+        self.connection_lost = False
+        self.closed_by_driver = False
+        self._tags = 0
+        self._misuse_seen = 0
+        self.stats: dict[str, int] = {"sent": 0, "delivered": 0, "acked": 0, "nacked": 0, "skipped": 0}
+
+    @property
+    def violations(self) -> list[str]:
+        """Everything found so far."""
+        return self.ledger.violations
+
+    def execute(self) -> RunResult:
+        """Play the script and the finale, check everything."""
+        try:
+            ep = self.sim.client.engine.entrypoint
+            if ep is None:
+                self.violations.append("client has no entrypoint sender")
+            else:
+                self.ledger.new_channel("E", Side.CLIENT, False)
+                self._adopt_sender(Side.CLIENT, ep, "E")
+            self._absorb()
+            for action in self.script:
+                self._advance(action.dt)
+                self._act(action)
+                self._absorb()
+            self._finale()
+        except (SimulationError, AssertionError) as exc:
+            self.violations.append(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # an exception escaping an engine is itself a violation
+            tb = traceback.extract_tb(exc.__traceback__)[-3:]
+            where = " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in reversed(tb))
+            self.violations.append(f"exception {type(exc).__name__}: {exc} at {where}")
+        self.stats["sim_time_ms"] = int(self.sim.now * 1000)
+        for k in ("datagrams_sent", "datagrams_dropped", "stream_chunks"):
+            self.stats[k] = self.sim.stats[k]
+        return RunResult(self.seed, self.net, self.script, self.violations, self.stats)
+
+    # ---- time and events ----
+    def _advance(self, dt: float) -> None:
+        if dt:
+            self.sim.advance(dt)
+        self._absorb()
+
+    def _absorb(self) -> None:
+        """Pump the simulation and apply every new app event to the ledger and app state."""
+        self.sim.pump()
+        for side in (Side.CLIENT, Side.SERVER):
+            for ev in self.sim.endpoint(side).take_events():
+                self._on_event(side, ev)
+        for m in self.sim.misuse[self._misuse_seen :]:
+            self.violations.append(f"transport misuse: {m}")
+        self._misuse_seen = len(self.sim.misuse)
+
+    def _on_event(self, side: Side, ev: AppEvent) -> None:
+        app = self.apps[side]
+        if isinstance(ev, HeadersReceived):
+            if side is Side.SERVER:
+                if ev.entrypoint is None:
+                    self.violations.append("server HeadersReceived without an entrypoint receiver")
+                else:
+                    self._adopt_receiver(side, ev.entrypoint, "E")
+        elif isinstance(ev, MessageAvailable):
+            app.available.add(ev.receiver)
+        elif isinstance(ev, ReceiverEnded):
+            if ev.receiver in app.seen_receiver_end:
+                self.violations.append(f"{side.name} receiver {ev.receiver} ended twice")
+            app.seen_receiver_end[ev.receiver] = ev.reason
+            app.receiver_ended[ev.receiver] = ev.reason
+            tag = self.ledger.receiver_tag(side, ev.receiver)
+            if tag is not None:
+                self.ledger.channels[tag].receiver_end = ev.reason
+        elif isinstance(ev, SenderEnded):
+            if ev.sender in app.seen_sender_end:
+                self.violations.append(f"{side.name} sender {ev.sender} ended twice")
+            app.seen_sender_end[ev.sender] = ev.reason
+            if ev.sender in app.sender_state:
+                app.sender_state[ev.sender] = "ended"
+            tag = self.ledger.sender_tag(side, ev.sender)
+            if tag is not None:
+                self.ledger.channels[tag].sender_end = ev.reason
+        elif isinstance(ev, MessagesAcked | MessagesNacked):
+            ack = isinstance(ev, MessagesAcked)
+            self.stats["acked" if ack else "nacked"] += max(0, ev.stop - ev.first)
+            self.ledger.on_acknack(side, ev.sender, ev.reliable, ev.first, ev.stop, ack)
+        elif isinstance(ev, WritableAgain):
+            app.blocked.discard(ev.sender)
+        elif isinstance(ev, ConnectionClosed):
+            self.connection_lost = True
+            if not self.closed_by_driver:
+                self.violations.append(f"{side.name}: connection closed: code {ev.error_code} {ev.reason!r}")
+
+    # ---- handles ----
+    def _adopt_sender(self, side: Side, handle: int, tag: str) -> None:
+        app = self.apps[side]
+        self.ledger.bind_sender(side, handle, tag)
+        app.senders.append(handle)
+        app.sender_state[handle] = "ended" if handle in app.seen_sender_end else "open"
+
+    def _adopt_receiver(self, side: Side, handle: int, tag: str) -> None:
+        app = self.apps[side]
+        self.ledger.bind_receiver(side, handle, tag)
+        app.receivers.append(handle)
+        if handle in app.seen_receiver_end:
+            self.ledger.channels[tag].receiver_end = app.seen_receiver_end[handle]
+
+    def _new_tag(self) -> str:
+        self._tags += 1
+        return f"c{self._tags}"
+
+    @staticmethod
+    def _pick(handles: list[int], pick: int) -> int | None:
+        return handles[-1 - pick % len(handles)] if handles else None
+
+    # ---- actions ----
+    def _act(self, a: Action) -> None:
+        if self.connection_lost and a.kind is not ActionKind.DRAIN:
+            self.stats["skipped"] += 1
+            return
+        app = self.apps[a.side]
+        done = getattr(self, f"_do_{a.kind.value}")(app, a)
+        if not done:
+            self.stats["skipped"] += 1
+
+    def _engine(self, side: Side) -> DrivenEngine:
+        return self.sim.endpoint(side).engine
+
+    def _do_send(self, app: _App, a: Action) -> bool:
+        live = [h for h in app.senders if app.sender_state[h] == "open" and h not in app.blocked]
+        h = self._pick(live, a.pick)
+        if h is None:
+            return False
+        tag = self.ledger.sender_tag(app.side, h)
+        assert tag is not None
+        rec = self.ledger.channels[tag]
+        if rec.oneshot and rec.sends:
+            return False
+        return self._send(app, h, tag, a.delivery, a.attach, a.pad)
+
+    def _send(self, app: _App, h: int, tag: str, delivery: Delivery, attach: Sequence[AttachKind], pad: int) -> bool:
+        rec = self.ledger.channels[tag]
+        tags = [self._new_tag() for _ in attach]
+        payload = encode_payload(tag, rec.sends, tags, pad)
+        try:
+            res = self._engine(app.side).send(h, payload, attach, delivery, now=self.sim.now)
+        except WouldBlock:
+            app.blocked.add(h)
+            self.stats["would_block"] = self.stats.get("would_block", 0) + 1
+            return False
+        if len(res.created) != len(attach):
+            self.violations.append(f"send created {len(res.created)} halves for {len(attach)} attachments")
+        self.ledger.on_send(app.side, h, tag, rec.sends, delivery, res.number)
+        self.stats["sent"] += 1
+        peer = app.side.other
+        for kind, t, created in zip(attach, tags, res.created, strict=False):
+            self.ledger.new_channel(t, peer if kind.gives_sender else app.side, kind.oneshot)
+            if kind.gives_sender:
+                self._adopt_receiver(app.side, created, t)
+            else:
+                self._adopt_sender(app.side, created, t)
+        if rec.oneshot:
+            rec.finish_called = True
+            app.sender_state[h] = "ended" if app.sender_state[h] == "ended" else "finishing"
+        return True
+
+    def _do_finish(self, app: _App, a: Action) -> bool:
+        h = self._pick([h for h in app.senders if app.sender_state[h] == "open"], a.pick)
+        if h is None:
+            return False
+        self._finish(app, h)
+        return True
+
+    def _finish(self, app: _App, h: int) -> None:
+        self._engine(app.side).finish(h, now=self.sim.now)
+        app.sender_state[h] = "ended" if app.sender_state[h] == "ended" else "finishing"
+        tag = self.ledger.sender_tag(app.side, h)
+        assert tag is not None
+        self.ledger.channels[tag].finish_called = True
+
+    def _do_cancel(self, app: _App, a: Action) -> bool:
+        h = self._pick([h for h in app.senders if app.sender_state[h] == "open"], a.pick)
+        if h is None:
+            return False
+        self._engine(app.side).cancel(h, now=self.sim.now)
+        app.sender_state[h] = "cancelled"
+        self._abandon_sender(app, h)
+        return True
+
+    def _abandon_sender(self, app: _App, h: int) -> None:
+        tag = self.ledger.sender_tag(app.side, h)
+        assert tag is not None
+        rec = self.ledger.channels[tag]
+        if not rec.finish_called:
+            rec.sender_abandoned = True
+
+    def _do_drop_sender(self, app: _App, a: Action) -> bool:
+        h = self._pick(app.senders, a.pick)
+        if h is None:
+            return False
+        self._drop_sender(app, h)
+        return True
+
+    def _drop_sender(self, app: _App, h: int) -> None:
+        self._engine(app.side).drop_sender(h, now=self.sim.now)
+        app.senders.remove(h)
+        self._abandon_sender(app, h)
+
+    def _do_close_receiver(self, app: _App, a: Action) -> bool:
+        live = [h for h in app.receivers if h not in app.receiver_ended and h not in app.receiver_closed]
+        h = self._pick(live, a.pick)
+        if h is None:
+            return False
+        self._engine(app.side).close_receiver(h, now=self.sim.now)
+        app.receiver_closed.add(h)
+        self._discard_receiver(app, h)
+        return True
+
+    def _discard_receiver(self, app: _App, h: int) -> None:
+        tag = self.ledger.receiver_tag(app.side, h)
+        assert tag is not None
+        drained = app.receiver_ended.get(h) is EndReason.FINISHED and h not in app.available
+        if not drained:
+            self.ledger.channels[tag].receiver_discarded = True
+
+    def _do_drop_receiver(self, app: _App, a: Action) -> bool:
+        h = self._pick(app.receivers, a.pick)
+        if h is None:
+            return False
+        self._drop_receiver(app, h)
+        return True
+
+    def _drop_receiver(self, app: _App, h: int) -> None:
+        self._discard_receiver(app, h)
+        self._engine(app.side).drop_receiver(h, now=self.sim.now)
+        app.receivers.remove(h)
+
+    def _do_take(self, app: _App, a: Action) -> bool:
+        h = self._pick([h for h in app.receivers if h in app.available], a.pick)
+        if h is None:
+            return False
+        self._take(app, h, a.discard)
+        return True
+
+    def _do_drain(self, app: _App, a: Action) -> bool:
+        h = self._pick([h for h in app.receivers if h in app.available], a.pick)
+        if h is None:
+            return False
+        while self._take(app, h, a.discard):
+            pass
+        return True
+
+    def _take(self, app: _App, h: int, discard: bool) -> bool:
+        """Take one message from receiver `h`; False if there was none."""
+        d = self._engine(app.side).take_message(h, now=self.sim.now)
+        if d is None:
+            app.available.discard(h)
+            return False
+        ended = app.receiver_ended.get(h)
+        if ended is not None and ended is not EndReason.FINISHED:
+            self.violations.append(f"{app.side.name} receiver {h}: message taken after it ended {ended.value}")
+        self.stats["delivered"] += 1
+        tags = self.ledger.on_deliver(app.side, h, d)
+        for att in d.attachments:
+            if not 0 <= att.index < len(tags):
+                self.violations.append(f"attachment index {att.index} out of range")
+                continue
+            if att.is_sender:
+                self._adopt_sender(app.side, att.handle, tags[att.index])
+                if discard:
+                    self._drop_sender(app, att.handle)
+            else:
+                self._adopt_receiver(app.side, att.handle, tags[att.index])
+                if discard:
+                    self._drop_receiver(app, att.handle)
+        self._absorb()
+        return True
+
+    def _do_close_connection(self, app: _App, a: Action) -> bool:
+        self.closed_by_driver = True
+        self._engine(app.side).close(0, "driver", now=self.sim.now)
+        return True
+
+    # ---- the finale and the end checks ----
+    def _finale(self) -> None:
+        for _ in range(200):
+            self.sim.run_until_idle(max_time=600)
+            self._absorb()
+            if self.connection_lost:
+                break
+            moved = False
+            for app in self.apps.values():
+                for h in list(app.receivers):
+                    while h in app.receivers and self._take(app, h, False):
+                        moved = True
+                for h in list(app.senders):
+                    if app.sender_state[h] == "open":
+                        self._finish(app, h)
+                        moved = True
+                self._absorb()
+            if not moved:
+                break
+        else:
+            self.violations.append("finale: still moving after 200 rounds")
+        self.sim.run_until_idle(max_time=600)
+        self._absorb()
+        self._check_ends()
+        self.ledger.final_check(self.connection_lost)
+        for app in self.apps.values():
+            for h in list(app.senders):
+                self._drop_sender(app, h)
+            for h in list(app.receivers):
+                self._drop_receiver(app, h)
+        self._absorb()
+        self.sim.run_until_idle(max_time=600)
+        self._absorb()
+        self._check_leaks()
+
+    def _check_ends(self) -> None:
+        for app in self.apps.values():
+            who = app.side.name
+            for h in app.senders:
+                if h not in app.seen_sender_end:
+                    self.violations.append(
+                        f"stuck: {who} sender {h} ({self.ledger.sender_tag(app.side, h)}, "
+                        f"{app.sender_state[h]}) never ended"
+                    )
+            for h in app.receivers:
+                if h not in app.seen_receiver_end:
+                    self.violations.append(
+                        f"stuck: {who} receiver {h} ({self.ledger.receiver_tag(app.side, h)}) never ended"
+                    )
+        if self.connection_lost:
+            return
+        for rec in self.ledger.channels.values():
+            clean = rec.finish_called and not rec.sender_abandoned and not rec.receiver_discarded
+            if clean and rec.receiver is not None and rec.sender is not None:
+                if rec.sender_end is not EndReason.FINISHED or rec.receiver_end is not EndReason.FINISHED:
+                    self.violations.append(
+                        f"channel {rec.tag}: finished cleanly but sender ended {rec.sender_end} and "
+                        f"receiver {rec.receiver_end}"
+                    )
+
+    def _check_leaks(self) -> None:
+        for side in (Side.CLIENT, Side.SERVER):
+            eng = self._engine(side)
+            sizes = eng.state_sizes()
+            leaks = {k: sizes.get(k, 0) for k in LEAK_KEYS if sizes.get(k, 0)}
+            if leaks:
+                self.violations.append(f"leak: {side.name} state_sizes {leaks} after every handle was dropped")
+            if eng.next_deadline() is not None:
+                self.violations.append(f"leak: {side.name} still has a deadline at {eng.next_deadline()}")
+
+
+def draw(seed: int, *, actions: int = 24, loss: float | None = None) -> tuple[NetConfig, list[Action]]:
+    """The network and script a seed stands for."""
+    rng = random.Random(seed)
+    net = NetConfig.random(rng, loss=loss)
+    return net, random_script(rng, rng.randint(1, actions))
+
+
+def run_seed(
+    seed: int, *, actions: int = 24, loss: float | None = None, factory: EngineFactory | None = None
+) -> RunResult:
+    """Draw a network and a script from `seed`, run and check them."""
+    net, script = draw(seed, actions=actions, loss=loss)
+    return Run(seed, script, net, factory).execute()
+
+
+def signature(violation: str) -> str:
+    """A violation with its numbers blanked, to compare kinds across shrinking."""
+    return re.sub(r"\d+(\.\d+)?", "#", violation)
+
+
+def shrink(result: RunResult, factory: EngineFactory | None = None, *, budget: int = 300) -> RunResult:
+    """Delete actions (and zero their delays) while a violation of the same kind as the first remains."""
+    want = signature(result.violations[0])
+    best = result
+    tries = 0
+
+    def still_fails(script: list[Action]) -> RunResult | None:
+        nonlocal tries
+        tries += 1
+        r = Run(result.seed, script, result.net, factory).execute()
+        return r if any(signature(v) == want for v in r.violations) else None
+
+    chunk = max(1, len(best.script) // 2)
+    while chunk >= 1 and tries < budget:
+        i = 0
+        while i < len(best.script) and tries < budget:
+            cand = best.script[:i] + best.script[i + chunk :]
+            r = still_fails(cand)
+            if r is not None:
+                best = r
+            else:
+                i += chunk
+        chunk //= 2
+    return best

@@ -1,0 +1,205 @@
+"""The invariant checker's ledger: every message sent, its acks and nacks, its deliveries.
+
+Payloads carry their channel's tag, a per-channel counter and the tags of
+the channels they attach (`encode_payload`), so a delivery is matched to its
+send without trusting the engine. Safety rules are checked as events come
+(`violations` grows); `final_check` adds the rules that need quiescence:
+every message is resolved and either delivered or excused by something the
+application itself did (cancel, drop, close), never both delivered and
+nacked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.app import Delivered, Delivery
+from ..errors import EndReason
+from ..wire.channel_id import Side
+
+
+def encode_payload(tag: str, k: int, attach_tags: list[str], pad: int) -> bytes:
+    """A payload naming its channel, its counter and the channels it attaches."""
+    return f"m|{tag}|{k}|{','.join(attach_tags)}|".encode() + b"." * pad
+
+
+def decode_payload(payload: bytes) -> tuple[str, int, list[str]]:
+    """(tag, k, attachment tags) of a payload made by `encode_payload`; ValueError if it is not one."""
+    parts = payload.split(b"|")
+    if len(parts) != 5 or parts[0] != b"m":
+        raise ValueError(f"foreign payload {payload[:60]!r}")
+    atts = parts[3].decode()
+    return parts[1].decode(), int(parts[2]), atts.split(",") if atts else []
+
+
+@dataclass
+class SentMessage:
+    """One message as the sending application saw it, and what became of it."""
+
+    tag: str
+    k: int
+    side: Side
+    sender: int
+    delivery: Delivery
+    number: int
+    acked: int = 0
+    nacked: int = 0
+    delivered: int = 0
+
+    @property
+    def name(self) -> str:
+        """Human name: channel tag, counter and mode."""
+        return f"{self.tag}#{self.k}({self.delivery.value} n={self.number})"
+
+
+@dataclass
+class ChannelRecord:
+    """What both applications did with one channel (keyed by the driver's tag)."""
+
+    tag: str
+    sender_side: Side
+    oneshot: bool
+    sender: int | None = None
+    receiver: int | None = None
+    sender_end: EndReason | None = None
+    receiver_end: EndReason | None = None
+    sender_abandoned: bool = False
+    """The sending app cancelled it or dropped it unfinished."""
+    finish_called: bool = False
+    receiver_discarded: bool = False
+    """The receiving app closed or dropped its receiver."""
+    last_ordered: int = -1
+    sends: int = 0
+
+
+class Ledger:
+    """Sends, acks, nacks and deliveries of one run; violations as found."""
+
+    def __init__(self) -> None:
+        self.channels: dict[str, ChannelRecord] = {}
+        self.messages: dict[tuple[str, int], SentMessage] = {}
+        self._by_number: dict[tuple[Side, int, bool, int], SentMessage] = {}
+        self._receiver_tag: dict[tuple[Side, int], str] = {}
+        self._sender_tag: dict[tuple[Side, int], str] = {}
+        self.violations: list[str] = []
+
+    # ---- channels and handles ----
+    def new_channel(self, tag: str, sender_side: Side, oneshot: bool) -> ChannelRecord:
+        """Register a channel the moment a message creating it is sent."""
+        rec = self.channels[tag] = ChannelRecord(tag, sender_side, oneshot)
+        return rec
+
+    def bind_sender(self, side: Side, handle: int, tag: str) -> None:
+        """The app on `side` now holds sender `handle` of channel `tag`."""
+        rec = self.channels[tag]
+        if side is not rec.sender_side:
+            self.violations.append(f"{side.name} got a sender of {tag}, which sends from {rec.sender_side.name}")
+        if rec.sender is not None:
+            self.violations.append(f"channel {tag}: a second sender handle {handle} (first {rec.sender})")
+        rec.sender = handle
+        self._sender_tag[(side, handle)] = tag
+
+    def bind_receiver(self, side: Side, handle: int, tag: str) -> None:
+        """The app on `side` now holds receiver `handle` of channel `tag`."""
+        rec = self.channels[tag]
+        if side is rec.sender_side:
+            self.violations.append(f"{side.name} got a receiver of {tag}, which it sends on")
+        if rec.receiver is not None:
+            self.violations.append(f"channel {tag}: a second receiver handle {handle} (first {rec.receiver})")
+        rec.receiver = handle
+        self._receiver_tag[(side, handle)] = tag
+
+    def sender_tag(self, side: Side, handle: int) -> str | None:
+        """The channel tag of a sender handle, if the app ever held it."""
+        return self._sender_tag.get((side, handle))
+
+    def receiver_tag(self, side: Side, handle: int) -> str | None:
+        """The channel tag of a receiver handle, if the app ever held it."""
+        return self._receiver_tag.get((side, handle))
+
+    # ---- messages ----
+    def on_send(self, side: Side, sender: int, tag: str, k: int, delivery: Delivery, number: int) -> None:
+        """The app sent message k of `tag`, numbered `number` by the engine."""
+        msg = SentMessage(tag, k, side, sender, delivery, number)
+        reliable = delivery is not Delivery.UNRELIABLE
+        key = (side, sender, reliable, number)
+        if key in self._by_number:
+            self.violations.append(f"{side.name} sender {sender}: number {number} reused for {msg.name}")
+        self._by_number[key] = msg
+        self.messages[(tag, k)] = msg
+        self.channels[tag].sends += 1
+
+    def on_acknack(self, side: Side, sender: int, reliable: bool, first: int, stop: int, ack: bool) -> None:
+        """MessagesAcked / MessagesNacked for numbers first..stop-1."""
+        word = "acked" if ack else "nacked"
+        if stop <= first:
+            self.violations.append(f"{side.name} sender {sender}: empty {word} range {first}..{stop}")
+        for n in range(first, stop):
+            msg = self._by_number.get((side, sender, reliable, n))
+            if msg is None:
+                self.violations.append(f"{side.name} sender {sender}: {word} {n} (reliable={reliable}) never sent")
+                continue
+            if ack:
+                msg.acked += 1
+            else:
+                msg.nacked += 1
+            if msg.acked + msg.nacked > 1:
+                self.violations.append(f"{msg.name}: acked {msg.acked}x and nacked {msg.nacked}x")
+            if msg.nacked and msg.delivered:
+                self.violations.append(f"{msg.name}: nacked after being delivered")
+
+    def on_deliver(self, side: Side, receiver: int, d: Delivered) -> list[str]:
+        """A message taken by the app; returns the tags of its attachments."""
+        try:
+            tag, k, atts = decode_payload(d.payload)
+        except ValueError as exc:
+            self.violations.append(f"{side.name} receiver {receiver}: {exc}")
+            return []
+        expected = self._receiver_tag.get((side, receiver))
+        if expected != tag:
+            self.violations.append(f"{side.name} receiver {receiver} (channel {expected}) delivered {tag}#{k}")
+        msg = self.messages.get((tag, k))
+        if msg is None:
+            self.violations.append(f"{side.name}: delivered {tag}#{k}, never sent")
+            return atts
+        msg.delivered += 1
+        if msg.delivered > 1:
+            self.violations.append(f"{msg.name}: delivered {msg.delivered}x")
+        if msg.nacked:
+            self.violations.append(f"{msg.name}: delivered after being nacked")
+        if d.number != msg.number or d.delivery is not msg.delivery:
+            self.violations.append(f"{msg.name}: delivered as {d.delivery.value} n={d.number}")
+        if len(d.attachments) != len(atts):
+            self.violations.append(f"{msg.name}: {len(d.attachments)} attachments delivered, {len(atts)} sent")
+        rec = self.channels[tag]
+        if msg.delivery is Delivery.ORDERED:
+            if k <= rec.last_ordered:
+                self.violations.append(f"{msg.name}: ordered delivery after #{rec.last_ordered}")
+            rec.last_ordered = max(rec.last_ordered, k)
+        return atts
+
+    # ---- the end ----
+    def final_check(self, connection_lost: bool) -> None:
+        """Rules that need quiescence (after the finale drained and finished everything)."""
+        if connection_lost:
+            return
+        for msg in self.messages.values():
+            rec = self.channels[msg.tag]
+            resolved = msg.acked or msg.nacked
+            if not resolved and not rec.sender_abandoned:
+                self.violations.append(
+                    f"{msg.name}: never acked nor nacked (sender ended {_r(rec.sender_end)}, "
+                    f"receiver {_r(rec.receiver_end)}, delivered {msg.delivered}x)"
+                )
+            if msg.delivered and not msg.acked and not rec.sender_abandoned:
+                self.violations.append(f"{msg.name}: delivered but not acked")
+            excused = rec.sender_abandoned or rec.receiver_discarded or rec.receiver is None
+            if msg.acked and not msg.delivered and not excused:
+                self.violations.append(
+                    f"{msg.name}: acked but never delivered to a receiver the app held and drained "
+                    f"(receiver ended {_r(rec.receiver_end)})"
+                )
+
+
+def _r(reason: EndReason | None) -> str:
+    return reason.value if reason else "-"
