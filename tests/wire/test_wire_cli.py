@@ -5,6 +5,7 @@ in-process; one smoke test runs the installed console script."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -74,6 +75,14 @@ def test_decode_of_bad_hex_exits_2(text: str, capsys: pytest.CaptureFixture[str]
     code, out, err = run(capsys, "decode", text)
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "hex" in err
+
+
+def test_dash_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("0405\n"))
+    code, out, _ = run(capsys, "decode", "-")
+    assert (code, json.loads(out)) == (0, {"frames": [{"type": "SentUnreliable", "count": 5}]})
+    monkeypatch.setattr("sys.stdin", io.StringIO('[{"type": "ClosedChannelLost", "channel": 1}]'))
+    assert run(capsys, "encode", "-") == (0, "0901\n", "")
 
 
 def test_decode_respects_max_frame_size(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from wire_strategies import frame_lists, frames, headers, ranges, u64
+from wire_strategies import FRAME_STRATEGIES, frame_lists, frames, headers, ranges, u64
 
 from aqueduct.wire import (
     ENTRYPOINT,
@@ -36,11 +36,14 @@ from aqueduct.wire import (
 from aqueduct.wire.vectors import frame_from_json, frame_to_json
 
 
-@given(frames)
-def test_frame_round_trip(frame: Frame) -> None:
-    data = encode_frame(frame)
-    assert data[0] == FrameType[_snake(type(frame).__name__)]
-    assert decode_frames(data) == [frame]
+@pytest.mark.parametrize("name", list(FRAME_STRATEGIES))
+@given(data=st.data())
+def test_frame_round_trip(name: str, data: st.DataObject) -> None:
+    frame = data.draw(FRAME_STRATEGIES[name])
+    encoded = encode_frame(frame)
+    assert encoded[0] == FrameType[_snake(name)]
+    assert decode_frames(encoded) == [frame]
+    assert encode_frames(decode_frames(encoded)) == encoded
 
 
 @given(frame_lists)

@@ -43,24 +43,25 @@ def ranges(draw: st.DrawFn) -> tuple[int, ...]:
     return (0, *runs) if runs and lead_zero else tuple(runs)
 
 
-frames: st.SearchStrategy[Frame] = st.one_of(
-    st.builds(Version, ascii_text),
-    st.builds(ConnectionControl, headers),
-    st.builds(ChannelControl, u64),
-    st.builds(
+FRAME_STRATEGIES: dict[str, st.SearchStrategy[Frame]] = {
+    "Version": st.builds(Version, ascii_text),
+    "ConnectionControl": st.builds(ConnectionControl, headers),
+    "ChannelControl": st.builds(ChannelControl, u64),
+    "Message": st.builds(
         Message,
         u64,
         u64,
         st.lists(u64, max_size=6).map(tuple),
         st.one_of(st.binary(max_size=64), st.binary(min_size=120, max_size=300)),
     ),
-    st.builds(SentUnreliable, u64),
-    st.builds(AckReliable, ranges()),
-    st.builds(AckNackUnreliable, ranges()),
-    st.builds(FinishSender, u64),
-    st.builds(CloseReceiver, ranges()),
-    st.builds(ClosedChannelLost, u64),
-)
+    "SentUnreliable": st.builds(SentUnreliable, u64),
+    "AckReliable": st.builds(AckReliable, ranges()),
+    "AckNackUnreliable": st.builds(AckNackUnreliable, ranges()),
+    "FinishSender": st.builds(FinishSender, u64),
+    "CloseReceiver": st.builds(CloseReceiver, ranges()),
+    "ClosedChannelLost": st.builds(ClosedChannelLost, u64),
+}
+frames: st.SearchStrategy[Frame] = st.one_of(*FRAME_STRATEGIES.values())
 
 frame_lists = st.lists(frames, min_size=1, max_size=8)
 
