@@ -1,27 +1,104 @@
-"""CONTRACT STUB -- the engine helper replaces the bodies (signatures are the contract).
-
-The sans-I/O Aqueduct connection engine for one side.
+"""The sans-I/O Aqueduct connection engine for one side: the facade.
 
 Inputs: `handle_event(transport_event, now)`, `handle_timer(now)`, and the
 application calls (`send`, `finish`, `cancel`, `close_receiver`,
-`take_message`, `drop_sender`, `drop_receiver`). Outputs: `commands()`
-drains transport commands, `events()` drains application events,
-`next_deadline()` says when `handle_timer` must be called next.
+`take_message`, `drop_sender`, `drop_receiver`, `close`). Outputs:
+`commands()` drains transport commands, `events()` drains application
+events, `next_deadline()` says when `handle_timer` must be called next.
+
+The work is split by concern, one mixin per file, all sharing the state set
+up here: startup.py (Version/ConnectionControl, the server's hold gate),
+incoming.py (stream roles and frame routing), sending.py (the sender
+procedures), receiving.py (the receiver procedures), loss.py (creation
+links, reachability, cascading loss, ClosedChannelLost). Protocol errors
+raised anywhere below become one CloseConnection here; application misuse
+raises the aqueduct.errors types.
+
+Events name only handles the application has been given ("exposed"): a
+half that arrives inside a queued message is exposed when that message is
+taken, and any state it reached before (queued messages, its end) is
+reported then.
+
+Additions to the original contract: `receiver_status`, `sender_status`,
+`state_sizes`, `now`.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 
-from ..wire.channel_id import Side
-from ..wire.headers import Headers
-from .app import AppEvent, AttachKind, Delivered, Delivery, ReceiverHandle, SenderHandle, SendResult
+from ..errors import ERROR_FOR_REASON, ChannelClosed, ConnectionLost, EndReason
+from ..wire.channel_id import ENTRYPOINT, ChannelIdMinter, Side
+from ..wire.errors import CloseCode, ProtocolError
+from ..wire.frames import ConnectionControl, Version, encode_frames
+from ..wire.headers import Headers, normalize_headers
+from ..wire.reader import FrameReader
+from .app import (
+    AppEvent,
+    AttachKind,
+    ConnectionClosed,
+    Delivered,
+    Delivery,
+    ReceiverEnded,
+    ReceiverHandle,
+    SenderEnded,
+    SenderHandle,
+    SendResult,
+)
 from .config import EngineConfig
-from .transport import TransportCommand, TransportEvent
+from .incoming import IncomingMixin
+from .links import LinkTable
+from .loss import LossMixin
+from .receiver import Receiver, RState
+from .receiving import ReceivingMixin
+from .sender import Sender, SState
+from .sending import SendingMixin
+from .startup import StartupMixin
+from .streams import VERSION_BYTES, Role, StreamIds, StreamRec
+from .timers import Timers
+from .transport import (
+    CloseConnection,
+    ConnectionTerminated,
+    GrantCredit,
+    ResetStream,
+    SendStreamData,
+    TransportCommand,
+    TransportEvent,
+)
 
 
-class Engine:
+class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixin):
     """One side of an Aqueduct connection, as a deterministic state machine."""
+
+    config: EngineConfig
+    now: float
+    rtt: float
+    _side: Side
+    _headers: Headers
+    _peer_headers: Headers | None
+    _closed: bool
+    _cmds: list[TransportCommand]
+    _events: list[AppEvent]
+    _next_handle: int
+    _minter: ChannelIdMinter
+    _ids: StreamIds
+    _streams: dict[int, StreamRec]
+    _senders: dict[int, Sender]
+    _receivers: dict[int, Receiver]
+    _tx_by_channel: dict[int, int]
+    _rx_by_channel: dict[int, int]
+    _unclaimed: dict[int, int]
+    _links: LinkTable
+    _timers: Timers
+    _discarded: deque[int]
+    _discarded_set: set[int]
+    _partial_bytes: int
+    _entrypoint: int | None
+    _gate_open: bool
+    _held: deque[TransportEvent]
+    _held_bytes: int
+    _releasing: bool
 
     def __init__(
         self,
@@ -32,53 +109,116 @@ class Engine:
         now: float = 0.0,
     ) -> None:
         """A client starts sending its Version + ConnectionControl at once; a server waits for them."""
-        raise NotImplementedError
+        self._side = side
+        self.config = config or EngineConfig()
+        self.now = now
+        self.rtt = self.config.initial_rtt
+        self._headers: Headers = normalize_headers(headers)
+        self._peer_headers: Headers | None = None
+        self._closed = False
+        self._cmds: list[TransportCommand] = []
+        self._events: list[AppEvent] = []
+        self._next_handle = 1
+        self._minter = ChannelIdMinter(side)
+        self._ids = StreamIds(side)
+        self._streams: dict[int, StreamRec] = {}
+        self._senders: dict[int, Sender] = {}
+        self._receivers: dict[int, Receiver] = {}
+        self._tx_by_channel: dict[int, int] = {}
+        self._rx_by_channel: dict[int, int] = {}
+        self._unclaimed: dict[int, int] = {}
+        self._links = LinkTable()
+        self._timers = Timers()
+        self._discarded: deque[int] = deque()
+        self._discarded_set: set[int] = set()
+        self._partial_bytes = 0
+        self._entrypoint: int | None = None
+        # startup (startup.py)
+        self._gate_open = side is Side.CLIENT or self.config.replay_safe_0rtt
+        self._held: deque[TransportEvent] = deque()
+        self._held_bytes = 0
+        self._releasing = False
+        self._streams[0] = StreamRec(0, Role.CONNECTION, FrameReader(self.config.max_frame_size), out_done=False)
+        if side is Side.CLIENT:
+            self._ids.bidi()  # stream 0 is the connection control stream
+            self._streams[0].out_started = True
+            self._cmd(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
+            h = self._new_handle()
+            self._senders[h] = Sender(h, ENTRYPOINT, reachable=True, exposed=True)
+            self._tx_by_channel[ENTRYPOINT] = h
+            self._entrypoint = h
 
     # ---- identity ----
     @property
     def side(self) -> Side:
         """Client or server."""
-        raise NotImplementedError
+        return self._side
 
     @property
     def entrypoint(self) -> SenderHandle | ReceiverHandle | None:
         """Client: the entrypoint sender (from the start). Server: the entrypoint receiver, once headers came."""
-        raise NotImplementedError
+        return self._entrypoint
 
     @property
     def peer_headers(self) -> Headers | None:
         """The peer's connection headers, once received."""
-        raise NotImplementedError
+        return self._peer_headers
 
     @property
     def closed(self) -> bool:
         """Whether the connection is over."""
-        raise NotImplementedError
+        return self._closed
 
     # ---- transport side ----
     def handle_event(self, event: TransportEvent, now: float) -> None:
         """Process one transport event. Protocol errors become a CloseConnection command, never an exception."""
-        raise NotImplementedError
+        self.now = max(self.now, now)
+        if self._closed:
+            return
+        if isinstance(event, ConnectionTerminated):
+            self._teardown(event.error_code, event.reason, by_peer=event.by_peer, send_close=False)
+            return
+        try:
+            self._admit(event)
+        except ProtocolError as err:
+            self._fail(err)
 
     def handle_timer(self, now: float) -> None:
         """Run whatever is due at `now` (acks, SentUnreliable, nacks)."""
-        raise NotImplementedError
+        self.now = max(self.now, now)
+        if self._closed:
+            return
+        try:
+            for key in self._timers.due(self.now):
+                assert isinstance(key, tuple)
+                kind, handle = key
+                if kind == "su":
+                    self._sent_unreliable_due(handle)
+                else:
+                    self._receiver_due(handle)
+                if self._closed:
+                    return
+        except ProtocolError as err:
+            self._fail(err)
 
     def next_deadline(self) -> float | None:
         """When `handle_timer` must next run, or None."""
-        raise NotImplementedError
+        return None if self._closed else self._timers.next()
 
     def update_rtt(self, rtt: float) -> None:
         """The transport's smoothed RTT estimate, in seconds."""
-        raise NotImplementedError
+        if rtt > 0:
+            self.rtt = rtt
 
     def commands(self) -> list[TransportCommand]:
         """Drain the transport commands produced so far, in order."""
-        raise NotImplementedError
+        out, self._cmds = self._cmds, []
+        return out
 
     def events(self) -> list[AppEvent]:
         """Drain the application events produced so far, in order."""
-        raise NotImplementedError
+        out, self._events = self._events, []
+        return out
 
     # ---- application side ----
     def send(
@@ -95,32 +235,235 @@ class Engine:
         LimitExceeded for a payload over the frame limit, an unreliable message
         over the datagram limit, or too many channels.
         """
-        raise NotImplementedError
+        self._tick(now)
+        return self._send(self._app_sender(sender), bytes(payload), attach, delivery)
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""
-        raise NotImplementedError
+        self._tick(now)
+        self._finish(self._app_sender(sender))
 
     def cancel(self, sender: SenderHandle, now: float | None = None) -> None:
-        """Abruptly cancel a channel: reset its streams with 'cancelled'."""
-        raise NotImplementedError
+        """Abruptly cancel a channel: reset its streams with 'cancelled'.
+
+        Raises ChannelClosed if the channel already finished; no-op if it already ended otherwise.
+        """
+        self._tick(now)
+        s = self._app_sender(sender)
+        if s.state in (SState.FINISH_WAIT, SState.FINISHED):
+            raise ChannelClosed("the channel was already finished")
+        self._cancel(s)
 
     def close_receiver(self, receiver: ReceiverHandle, now: float | None = None) -> None:
-        """Close a receiver now (final acks/nacks, CloseReceiver, FIN once the control stream exists)."""
-        raise NotImplementedError
+        """Close a receiver now (final acks/nacks, CloseReceiver, FIN once the control stream exists).
+
+        Messages not yet taken are discarded; ReceiverEnded(CLOSED) follows once the close is sent.
+        """
+        self._tick(now)
+        r = self._app_receiver(receiver)
+        if r.state is not RState.GONE:
+            self._close_receiver(r, EndReason.CLOSED)
 
     def take_message(self, receiver: ReceiverHandle, now: float | None = None) -> Delivered | None:
-        """Take the next queued message, or None if empty (check `receiver_state` for the end)."""
-        raise NotImplementedError
+        """Take the next queued message, or None if empty (check `receiver_status` for the end)."""
+        self._tick(now)
+        return self._take(self._app_receiver(receiver))
 
     def drop_sender(self, sender: SenderHandle, now: float | None = None) -> None:
         """The application let go of a sender handle: cancel it unless already finished."""
-        raise NotImplementedError
+        self._tick(now)
+        s = self._senders.get(sender)
+        if s is None or s.app_dropped:
+            return
+        s.app_dropped = True
+        if not self._closed and s.state is SState.OPEN:
+            self._cancel(s)
+        self._maybe_forget_sender(s)
 
     def drop_receiver(self, receiver: ReceiverHandle, now: float | None = None) -> None:
         """The application let go of a receiver handle: close it."""
-        raise NotImplementedError
+        self._tick(now)
+        r = self._receivers.get(receiver)
+        if r is None or r.app_dropped:
+            return
+        r.app_dropped = True
+        if not self._closed and r.state is not RState.GONE:
+            self._close_receiver(r, EndReason.CLOSED)
+        else:
+            self._discard_queues([r], lost=False)
+        self._maybe_forget_receiver(r)
 
     def close(self, error_code: int = 0, reason: str = "", now: float | None = None) -> None:
         """Close the whole connection."""
-        raise NotImplementedError
+        self._tick(now)
+        self._teardown(error_code, reason, by_peer=False, send_close=True)
+
+    # ---- additions: status and introspection ----
+    def sender_status(self, handle: SenderHandle) -> EndReason | None:
+        """None while the sender is alive, else why it ended (as reported by SenderEnded)."""
+        s = self._senders.get(handle)
+        if s is None:
+            raise ChannelClosed(f"unknown or dropped sender {handle}")
+        return s.end_reason if s.end_reported else None
+
+    def receiver_status(self, handle: ReceiverHandle) -> EndReason | None:
+        """None while the receiver is alive, else why it ended (as reported by ReceiverEnded)."""
+        r = self._receivers.get(handle)
+        if r is None:
+            raise ChannelClosed(f"unknown or dropped receiver {handle}")
+        return r.end_reason if r.end_reported else None
+
+    def state_sizes(self) -> dict[str, int]:
+        """Sizes of every table, for leak checks: all near zero once quiescent with every handle dropped.
+
+        The connection control stream stays in `streams` for the connection's life.
+        """
+        return {
+            "senders": len(self._senders),
+            "receivers": len(self._receivers),
+            "links": len(self._links),
+            "timers": len(self._timers),
+            "streams": len(self._streams),
+            "pending_receivers": len(self._unclaimed),
+            "held_bytes": self._held_bytes + self._partial_bytes,
+            "channel_map": len(self._tx_by_channel) + len(self._rx_by_channel),
+        }
+
+    # ---- shared primitives (used by the mixins) ----
+    def _tick(self, now: float | None) -> None:
+        if now is not None:
+            self.now = max(self.now, now)
+
+    def _new_handle(self) -> int:
+        h = self._next_handle
+        self._next_handle += 1
+        return h
+
+    def _cmd(self, cmd: TransportCommand) -> None:
+        self._cmds.append(cmd)
+
+    def _event(self, ev: AppEvent) -> None:
+        self._events.append(ev)
+
+    def _credit(self, stream_id: int | None, nbytes: int) -> None:
+        if stream_id is not None and nbytes > 0 and not self._closed:
+            self._cmds.append(GrantCredit(stream_id, nbytes))
+
+    @property
+    def _need_version(self) -> bool:
+        """A client prefixes every new stream and datagram with Version until the server's headers arrive."""
+        return self._side is Side.CLIENT and self._peer_headers is None
+
+    def _open_uni(self, data: bytes, fin: bool = False) -> int:
+        sid = self._ids.uni()
+        self._cmd(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data, fin))
+        return sid
+
+    def _open_bidi(self, data: bytes, role: Role, half: int) -> int:
+        sid = self._ids.bidi()
+        self._cmd(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data))
+        self._streams[sid] = StreamRec(
+            sid, role, FrameReader(self.config.max_frame_size), half=half, out_done=False, out_started=True
+        )
+        return sid
+
+    def _ctrl_write(self, sid: int, data: bytes, fin: bool = False) -> None:
+        """Write on our direction of a control stream (the first write of a client may need Version)."""
+        rec = self._streams.get(sid)
+        if rec is not None:
+            if not rec.out_started:
+                rec.out_started = True
+                if self._need_version:
+                    data = VERSION_BYTES + data
+            if fin:
+                rec.out_done = True
+        self._cmd(SendStreamData(sid, data, fin))
+        if fin and rec is not None:
+            self._maybe_drop_stream(rec)
+
+    def _ctrl_reset(self, sid: int, code: int) -> None:
+        """Reset our direction of a control stream."""
+        self._cmd(ResetStream(sid, code))
+        rec = self._streams.get(sid)
+        if rec is not None:
+            rec.out_done = True
+            self._maybe_drop_stream(rec)
+
+    def _maybe_drop_stream(self, rec: StreamRec) -> None:
+        if rec.in_done and rec.out_done and rec.role is not Role.CONNECTION:
+            self._partial_bytes -= rec.reader.buffered
+            self._streams.pop(rec.stream_id, None)
+
+    def _remember_discarded(self, channel: int) -> None:
+        if channel in self._discarded_set or self.config.discarded_filter_size <= 0:
+            return
+        self._discarded.append(channel)
+        self._discarded_set.add(channel)
+        while len(self._discarded) > self.config.discarded_filter_size:
+            self._discarded_set.discard(self._discarded.popleft())
+
+    def _app_sender(self, handle: int) -> Sender:
+        if self._closed:
+            raise ConnectionLost()
+        s = self._senders.get(handle)
+        if s is None or s.app_dropped:
+            raise ChannelClosed(f"unknown or dropped sender {handle}")
+        return s
+
+    def _app_receiver(self, handle: int) -> Receiver:
+        r = self._receivers.get(handle)
+        if r is None or r.app_dropped:
+            raise ChannelClosed(f"unknown or dropped receiver {handle}")
+        return r
+
+    def _sender_error(self, s: Sender) -> Exception:
+        if s.end_reason is not None and s.end_reported:
+            return ERROR_FOR_REASON[s.end_reason](f"sender ended: {s.end_reason.value}")
+        return ChannelClosed("the sender was finished or cancelled")
+
+    def _fail(self, err: ProtocolError) -> None:
+        """A protocol error: close the connection with its code."""
+        self._teardown(int(err.code), err.reason, by_peer=False, send_close=True)
+
+    def _limit(self, reason: str) -> None:
+        raise ProtocolError(reason, CloseCode.LIMIT_EXCEEDED)
+
+    def _teardown(self, code: int, reason: str, *, by_peer: bool, send_close: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if send_close:
+            self._cmds.append(CloseConnection(code, reason))
+        for s in list(self._senders.values()):
+            if not s.end_reported:
+                s.state = SState.GONE
+                s.end_reason = EndReason.CONNECTION_LOST
+                s.end_reported = True
+                if s.exposed and not s.app_dropped:
+                    self._event(SenderEnded(s.handle, EndReason.CONNECTION_LOST))
+            if s.app_dropped or not s.exposed:
+                del self._senders[s.handle]
+        for r in list(self._receivers.values()):
+            r.queue.clear()
+            r.queue_bytes = 0
+            if not r.end_reported:
+                r.state = RState.GONE
+                r.end_reason = EndReason.CONNECTION_LOST
+                r.end_reported = True
+                if r.exposed and not r.app_dropped:
+                    self._event(ReceiverEnded(r.handle, EndReason.CONNECTION_LOST))
+            if r.app_dropped or not r.exposed:
+                del self._receivers[r.handle]
+        self._streams.clear()
+        self._tx_by_channel.clear()
+        self._rx_by_channel.clear()
+        self._unclaimed.clear()
+        self._links.clear()
+        self._timers.clear()
+        self._held.clear()
+        self._held_bytes = 0
+        self._partial_bytes = 0
+        self._event(ConnectionClosed(code, reason, by_peer))
+
+
+__all__ = ["Engine"]

@@ -1,0 +1,229 @@
+"""Incoming bytes: stream roles, frame placement rules, and routing.
+
+Each stream direction towards us has a record (streams.py) whose role says
+which frames may come next; a frame outside its role is a protocol error
+(Message on a bidi stream, ChannelControl anywhere but first on a
+peer-opened bidi stream, a frame after FinishSender / CloseReceiver /
+ClosedChannelLost, acks towards a receiver, ...). Version may only open a
+direction or datagram. Reset codes other than 1 and 2 are protocol errors.
+
+Credit: the bytes a feed completes are returned with GrantCredit at once,
+except those of Message frames that were queued for the application (those
+return when the message is taken or discarded). Datagrams need none.
+"""
+
+# mypy: disable-error-code="misc"
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ResetCode
+from ..wire.channel_id import ChannelId
+from ..wire.errors import ProtocolError
+from ..wire.frames import (
+    AckNackUnreliable,
+    AckReliable,
+    ChannelControl,
+    ClosedChannelLost,
+    CloseReceiver,
+    ConnectionControl,
+    FinishSender,
+    Frame,
+    Message,
+    SentUnreliable,
+    Version,
+)
+from ..wire.reader import FrameReader, decode_frames
+from .streams import Role, StreamRec, is_uni, message_wire_size, opened_by
+from .transport import (
+    DatagramReceived,
+    StopSendingReceived,
+    StreamDataReceived,
+    StreamReset,
+    TransportEvent,
+)
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+_ROLE_FRAMES: dict[Role, tuple[type, ...]] = {
+    Role.CONNECTION: (ConnectionControl,),
+    Role.NEW_BIDI: (ChannelControl,),
+    Role.NEW_UNI: (Message, ClosedChannelLost),
+    Role.MESSAGES: (Message,),
+    Role.LOST_NOTICE: (),
+    Role.TO_SENDER: (AckReliable, AckNackUnreliable, CloseReceiver),
+    Role.TO_RECEIVER: (SentUnreliable, FinishSender),
+}
+_VALID_RESETS = frozenset(int(c) for c in ResetCode)
+
+
+class IncomingMixin:
+    """Transport events in, frames routed."""
+
+    def _dispatch(self: Engine, event: TransportEvent) -> None:
+        if isinstance(event, StreamDataReceived):
+            self._on_stream_data(event)
+        elif isinstance(event, StreamReset):
+            self._on_stream_reset(event)
+        elif isinstance(event, DatagramReceived):
+            self._on_datagram(event.data)
+        elif isinstance(event, StopSendingReceived):
+            pass  # the transport resets the stream itself; CloseReceiver settles the channel's messages
+
+    def _incoming_rec(self: Engine, sid: int) -> StreamRec:
+        rec = self._streams.get(sid)
+        if rec is not None:
+            return rec
+        if opened_by(sid) is self._side:
+            raise ProtocolError(f"data on stream {sid}, which we never opened for the peer to write")
+        uni = is_uni(sid)
+        rec = StreamRec(sid, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self.config.max_frame_size))
+        rec.out_done = uni
+        self._streams[sid] = rec
+        return rec
+
+    def _on_stream_data(self: Engine, ev: StreamDataReceived) -> None:
+        rec = self._incoming_rec(ev.stream_id)
+        if rec.in_done:
+            return
+        before = rec.reader.buffered
+        frames = rec.reader.feed(ev.data)
+        after = rec.reader.buffered
+        self._partial_bytes += after - before
+        if self._partial_bytes > self.config.max_buffered_bytes:
+            self._limit(f"more than {self.config.max_buffered_bytes} bytes of partial frames buffered")
+        other = before + len(ev.data) - after
+        for frame in frames:
+            other -= self._stream_frame(rec, frame)
+            if self._closed:
+                return
+        self._credit(ev.stream_id, other)
+        if ev.end_stream:
+            self._on_stream_fin(rec)
+
+    def _stream_frame(self: Engine, rec: StreamRec, frame: Frame) -> int:
+        """Process one frame of a stream; return the bytes whose credit is deferred."""
+        first = rec.frames_seen == 0
+        rec.frames_seen += 1
+        if isinstance(frame, Version):
+            if not first:
+                raise ProtocolError(f"Version frame not first on stream {rec.stream_id}")
+            self._check_version(frame)
+            return 0
+        if rec.role is Role.CONNECTION and self._peer_headers is None and rec.frames_seen != 2:
+            raise ProtocolError("the connection control stream must start with Version then ConnectionControl")
+        if rec.final_seen:
+            raise ProtocolError(f"frame {type(frame).__name__} after the final frame on stream {rec.stream_id}")
+        if not isinstance(frame, _ROLE_FRAMES[rec.role]):
+            raise ProtocolError(f"{type(frame).__name__} not allowed on stream {rec.stream_id} ({rec.role.value})")
+        if isinstance(frame, Message):
+            if rec.role is Role.NEW_UNI:
+                rec.role = Role.MESSAGES
+            size = message_wire_size(frame)
+            return size if self._on_message(frame, True, rec.stream_id, size) else 0
+        if isinstance(frame, ConnectionControl):
+            self._on_connection_control(frame.headers)
+        elif isinstance(frame, ChannelControl):
+            self._on_channel_control(rec, ChannelId(frame.channel))
+        elif isinstance(frame, ClosedChannelLost):
+            rec.role = Role.LOST_NOTICE
+            rec.final_seen = True
+            self._on_closed_channel_lost(ChannelId(frame.channel))
+        elif isinstance(frame, FinishSender | CloseReceiver):
+            rec.final_seen = True
+            self._control_frame(rec, frame)
+        else:
+            self._control_frame(rec, frame)
+        return 0
+
+    def _control_frame(self: Engine, rec: StreamRec, frame: Frame) -> None:
+        """A frame on a channel control stream: route it to its half, if the half still exists."""
+        if rec.half is None:
+            return
+        if rec.role is Role.TO_SENDER:
+            s = self._senders.get(rec.half)
+            if s is not None:
+                self._sender_frame(s, frame)
+        else:
+            r = self._receivers.get(rec.half)
+            if r is not None:
+                self._receiver_frame(r, frame)
+
+    def _on_stream_fin(self: Engine, rec: StreamRec) -> None:
+        rec.reader.finish()
+        if rec.role is Role.CONNECTION:
+            raise ProtocolError("the connection control stream was finished")
+        if rec.role in (Role.TO_SENDER, Role.TO_RECEIVER) and not rec.final_seen:
+            raise ProtocolError(f"control stream {rec.stream_id} finished without its final frame")
+        rec.in_done = True
+        self._maybe_drop_stream(rec)
+
+    def _on_stream_reset(self: Engine, ev: StreamReset) -> None:
+        if ev.error_code not in _VALID_RESETS:
+            raise ProtocolError(f"stream {ev.stream_id} reset with unknown code {ev.error_code}")
+        rec = self._streams.get(ev.stream_id)
+        if rec is None:
+            if opened_by(ev.stream_id) is self._side and is_uni(ev.stream_id):
+                raise ProtocolError(f"reset of stream {ev.stream_id}, which the peer cannot send on")
+            return  # a stream reset before any byte arrived, or already done
+        if rec.role is Role.CONNECTION:
+            raise ProtocolError("the connection control stream was reset")
+        if rec.in_done:
+            return
+        rec.in_done = True
+        self._partial_bytes -= rec.reader.buffered
+        self._credit(rec.stream_id, rec.reader.buffered)
+        rec.reader = FrameReader(self.config.max_frame_size)
+        half = rec.half
+        role = rec.role
+        self._maybe_drop_stream(rec)
+        if half is None:
+            return
+        if role is Role.TO_SENDER:
+            s = self._senders.get(half)
+            if s is not None:
+                self._sender_ctrl_reset(s, ev.error_code)
+        elif role is Role.TO_RECEIVER:
+            r = self._receivers.get(half)
+            if r is not None:
+                self._receiver_ctrl_reset(r, ev.error_code)
+
+    def _on_datagram(self: Engine, data: bytes) -> None:
+        frames = decode_frames(data, self.config.max_frame_size)
+        for i, frame in enumerate(frames):
+            if isinstance(frame, Version):
+                if i:
+                    raise ProtocolError("Version frame not first in a datagram")
+                self._check_version(frame)
+            elif isinstance(frame, Message):
+                self._on_message(frame, False, None, 0)
+                if self._closed:
+                    return
+            else:
+                raise ProtocolError(f"{type(frame).__name__} not allowed in a datagram")
+
+    def _on_channel_control(self: Engine, rec: StreamRec, channel: ChannelId) -> None:
+        """A peer-opened bidi stream became a channel control stream (or is refused with 'lost')."""
+        if channel.minted_by is not self._side:
+            raise ProtocolError(f"ChannelControl for channel {channel} minted by the side that sent it")
+        rec.out_done = False
+        if channel.to is self._side:
+            rec.role = Role.TO_RECEIVER
+            rh = self._rx_by_channel.get(channel)
+            r = self._receivers.get(rh) if rh is not None else None
+            if r is not None and r.ctrl is None:
+                rec.half = r.handle
+                self._receiver_attached(r, rec.stream_id)
+                return
+        else:
+            rec.role = Role.TO_SENDER
+            sh = self._tx_by_channel.get(channel)
+            s = self._senders.get(sh) if sh is not None else None
+            if s is not None and s.ctrl is None:
+                rec.half = s.handle
+                self._sender_attached(s, rec.stream_id)
+                return
+        # unknown channel, or its half already has a control stream: a ghost, refuse it
+        self._ctrl_reset(rec.stream_id, ResetCode.LOST)
+

@@ -1,0 +1,103 @@
+"""Sets of message numbers as sorted, disjoint half-open ranges.
+
+Ack and nack bookkeeping needs "which numbers are in", "what is the
+contiguous prefix", and "which runs are missing between a and b". Numbers
+arrive mostly in order, so a sorted list of [start, stop) ranges stays
+short; `add` merges neighbours, `discard_below` forgets what a prefix made
+redundant, so memory tracks the holes, not the history.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator
+
+
+class RangeSet:
+    """A set of non-negative ints stored as sorted disjoint [start, stop) ranges."""
+
+    __slots__ = ("_starts", "_stops")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._stops: list[int] = []
+
+    def __len__(self) -> int:
+        """Number of ranges (not of numbers)."""
+        return len(self._starts)
+
+    def __bool__(self) -> bool:
+        return bool(self._starts)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        """The ranges, in order."""
+        return iter(list(zip(self._starts, self._stops, strict=True)))
+
+    def __contains__(self, n: int) -> bool:
+        i = bisect_right(self._starts, n) - 1
+        return i >= 0 and n < self._stops[i]
+
+    def count(self) -> int:
+        """Number of numbers in the set."""
+        return sum(b - a for a, b in zip(self._starts, self._stops, strict=True))
+
+    def overlaps(self, start: int, stop: int) -> bool:
+        """Whether any number of [start, stop) is in the set."""
+        i = bisect_right(self._starts, stop - 1) - 1
+        return i >= 0 and self._stops[i] > start
+
+    def add(self, start: int, stop: int) -> None:
+        """Add [start, stop), merging with touching ranges."""
+        if stop <= start:
+            return
+        lo = bisect_right(self._stops, start - 1)  # first range whose stop >= start
+        hi = bisect_right(self._starts, stop)  # ranges before hi have start <= stop
+        if lo < hi:
+            start = min(start, self._starts[lo])
+            stop = max(stop, self._stops[hi - 1])
+        self._starts[lo:hi] = [start]
+        self._stops[lo:hi] = [stop]
+
+    def prefix_end(self, base: int) -> int:
+        """The first number >= base that is not in the set."""
+        i = bisect_right(self._starts, base) - 1
+        if i >= 0 and self._stops[i] > base:
+            return self._stops[i]
+        return base
+
+    def discard_below(self, n: int) -> None:
+        """Forget every number below n."""
+        i = bisect_right(self._stops, n)
+        del self._starts[:i]
+        del self._stops[:i]
+        if self._starts and self._starts[0] < n:
+            self._starts[0] = n
+
+    def max_stop(self) -> int:
+        """One past the largest number, or 0 when empty."""
+        return self._stops[-1] if self._stops else 0
+
+    def next_start_at_or_after(self, n: int) -> int | None:
+        """The start of the first range beginning at or after n."""
+        i = bisect_right(self._starts, n - 1)
+        return self._starts[i] if i < len(self._starts) else None
+
+    def runs(self, start: int, stop: int) -> Iterator[tuple[int, int, bool]]:
+        """Cover [start, stop) with (first, stop, in_set) runs, in order."""
+        at = start
+        i = bisect_right(self._stops, start)
+        while at < stop:
+            if i < len(self._starts) and self._starts[i] <= at:
+                end = min(self._stops[i], stop)
+                yield at, end, True
+                i += 1
+            else:
+                nxt = self._starts[i] if i < len(self._starts) else stop
+                end = min(nxt, stop)
+                yield at, end, False
+            at = end
+
+    def clear(self) -> None:
+        """Remove everything."""
+        self._starts.clear()
+        self._stops.clear()

@@ -1,0 +1,355 @@
+"""The receiver procedures (spec: receiving a Message, acks, finishing, closing).
+
+Routing a Message: to the live receiver of its channel; else, for a channel
+the peer minted, to a new auto-created ("unclaimed") receiver (unless the
+channel is in the recently-discarded filter), which opens its control stream
+at once; else (a channel we minted) the message is dropped. Processing it
+creates or claims the halves it attaches, queues it for the application and
+owes an ack (AckReliable / AckNackUnreliable, batched within ack_delay).
+Unreliable numbers still missing max(nack_timeout, 2*RTT) after the
+SentUnreliable that declared them are nacked, and never delivered later.
+
+Closing (finish complete, sender cancelled, or the application): owed
+unreliable acks, CloseReceiver (ranges from the AckReliable start), FIN;
+a close waits for the control stream. After FINISHED the queue stays
+takeable; after any other end it is discarded, dropping the halves its
+messages carry (iteratively: queues nest). An unclaimed receiver that ends
+lingers until the message that creates it arrives or ClosedChannelLost.
+"""
+
+# mypy: disable-error-code="misc"
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import EndReason, ResetCode
+from ..wire.channel_id import ENTRYPOINT, ChannelId
+from ..wire.errors import ProtocolError
+from ..wire.frames import (
+    AckNackUnreliable,
+    AckReliable,
+    ChannelControl,
+    CloseReceiver,
+    FinishSender,
+    Frame,
+    Message,
+    SentUnreliable,
+    encode_frame,
+)
+from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
+from .receiver import Queued, Receiver, RState
+from .sender import SState
+from .streams import Role
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class ReceivingMixin:
+    """Receiver-side procedures."""
+
+    def _create_receiver(self: Engine, channel: ChannelId, claimed: bool) -> Receiver:
+        """A receiver for a channel the peer minted: reachable; we open its control stream."""
+        if not claimed and len(self._unclaimed) >= self.config.max_pending_receivers:
+            self._limit(f"more than max_pending_receivers={self.config.max_pending_receivers} auto-created receivers")
+        self._check_channel_limit(1)
+        h = self._new_handle()
+        r = self._receivers[h] = Receiver(h, channel, exposed=False, claimed=claimed)
+        self._rx_by_channel[channel] = h
+        if not claimed:
+            self._unclaimed[channel] = h
+        r.ctrl = self._open_bidi(encode_frame(ChannelControl(channel)), Role.TO_RECEIVER, h)
+        r.ctrl_open = True
+        return r
+
+    def _check_channel_limit(self: Engine, more: int) -> None:
+        if len(self._senders) + len(self._receivers) + more > self.config.max_channels:
+            self._limit(f"the peer made us exceed max_channels={self.config.max_channels}")
+
+    # ---- messages ----
+    def _on_message(self: Engine, m: Message, reliable: bool, credit_sid: int | None, size: int) -> bool:
+        """Route and process one Message; return whether it was queued (its credit then waits)."""
+        channel = ChannelId(m.channel)
+        if channel.to is not self._side:
+            raise ProtocolError(f"Message on channel {channel}, whose receiver would be the sender's own side")
+        if channel.oneshot and m.number != 0:
+            raise ProtocolError(f"Message number {m.number} on oneshot channel {channel}")
+        h = self._rx_by_channel.get(channel)
+        if h is None:
+            if channel.minted_by is self._side or channel in self._discarded_set or channel in self._unclaimed:
+                return False
+            r = self._create_receiver(channel, claimed=False)
+        else:
+            r = self._receivers[h]
+        n = m.number
+        if reliable:
+            if r.has_reliable(n):
+                raise ProtocolError(f"reliable message {n} on channel {channel} received twice")
+            if r.finish_count is not None and n >= r.finish_count:
+                raise ProtocolError(f"reliable message {n} on channel {channel} beyond its FinishSender count")
+        else:
+            if n < r.unrel_start or n in r.unrel_received:
+                return False  # nacked already (or a duplicate): never delivered
+            if r.finish_count is not None and n >= r.declared:
+                raise ProtocolError(f"unreliable message {n} on channel {channel} beyond the declared count")
+        if channel.oneshot and r.messages_seen:
+            raise ProtocolError(f"second message on oneshot channel {channel}")
+        over = (
+            len(r.queue) >= self.config.max_receiver_queue_messages
+            or r.queue_bytes + len(m.payload) > self.config.max_receiver_queue_bytes
+        )
+        if over:
+            if not reliable:
+                return False  # dropped: it will be nacked like a lost datagram
+            self._limit(f"receiver queue of channel {channel} over its limit")
+        attachments = self._take_attachments(m.attachments)
+        r.messages_seen += 1
+        if reliable:
+            r.mark_reliable(n)
+        else:
+            r.unrel_received.add(n, n + 1)
+        if r.ack_due is None:
+            r.ack_due = self.now + self.config.ack_delay
+        # the wire does not tell ordered from unordered stream messages: both read as ORDERED
+        delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
+        was_empty = not r.queue
+        r.queue.append(Queued(m.payload, attachments, n, delivery, credit_sid, size))
+        r.queue_bytes += len(m.payload)
+        if r.close_reason is not None:
+            self._discard_queues([r], lost=False)
+        elif was_empty and r.exposed and not r.app_dropped:
+            self._event(MessageAvailable(r.handle))
+        self._rx_schedule(r)
+        if r.state is RState.FINISHING:
+            self._check_finished(r)
+        return credit_sid is not None and r.close_reason is None
+
+    def _take_attachments(self: Engine, ids: tuple[int, ...]) -> tuple[Attachment, ...]:
+        out: list[Attachment] = []
+        for index, raw in enumerate(ids):
+            a = ChannelId(raw)
+            if a.minted_by is self._side:
+                raise ProtocolError(f"attachment {a} was minted by the side receiving it")
+            if a == ENTRYPOINT:
+                raise ProtocolError("the entrypoint channel cannot be attached")
+            if a.to is self._side:
+                h = self._unclaimed.pop(a, None)
+                if h is not None:
+                    self._receivers[h].claimed = True
+                elif a in self._rx_by_channel:
+                    raise ProtocolError(f"receiver of channel {a} handed out twice")
+                else:
+                    h = self._create_receiver(a, claimed=True).handle
+                out.append(Attachment(index, a, False, h))
+            else:
+                if a in self._tx_by_channel:
+                    raise ProtocolError(f"sender of channel {a} attached twice")
+                self._check_channel_limit(1)
+                out.append(Attachment(index, a, True, self._create_remote_sender(a).handle))
+        return tuple(out)
+
+    # ---- control stream ----
+    def _receiver_attached(self: Engine, r: Receiver, sid: int) -> None:
+        r.ctrl = sid
+        r.ctrl_open = True
+        if r.close_reason is not None:
+            self._close_receiver(r, r.close_reason)
+        else:
+            self._rx_schedule(r)
+
+    def _receiver_frame(self: Engine, r: Receiver, frame: Frame) -> None:
+        if r.state is RState.GONE:
+            return
+        if isinstance(frame, SentUnreliable):
+            r.declared += frame.count
+            wait = max(self.config.nack_timeout, 2 * self.rtt)
+            r.declarations.append((r.declared, self.now + wait))
+            self._rx_schedule(r)
+        elif isinstance(frame, FinishSender):
+            if r.rel_done.max_stop() > frame.reliable_count or r.done_prefix > frame.reliable_count:
+                raise ProtocolError(f"FinishSender count {frame.reliable_count} below a message already received")
+            if r.unrel_received.max_stop() > r.declared or r.unrel_start > r.declared:
+                raise ProtocolError("FinishSender before declaring every unreliable message received")
+            r.finish_count = frame.reliable_count
+            r.state = RState.FINISHING
+            self._check_finished(r)
+        else:
+            raise ProtocolError(f"{type(frame).__name__} sent to a receiver")
+
+    def _receiver_ctrl_reset(self: Engine, r: Receiver, code: int) -> None:
+        if r.state is RState.GONE:
+            return
+        if code == ResetCode.CANCELLED:
+            self._close_receiver(r, EndReason.CANCELLED)
+        else:
+            self._receiver_lost(r)
+
+    # ---- timers and acks ----
+    def _rx_schedule(self: Engine, r: Receiver) -> None:
+        key = ("rx", r.handle)
+        if r.state is RState.GONE or not r.ctrl_open:
+            self._timers.cancel(key)
+            return
+        when: float | None = None
+        if r.rel_pending or r.decided_end() > r.unrel_start:
+            when = r.ack_due if r.ack_due is not None else self.now
+        for upto, deadline in r.declarations:
+            if upto > r.nack_upto:
+                when = deadline if when is None else min(when, deadline)
+                break
+        if when is None:
+            self._timers.cancel(key)
+        else:
+            self._timers.set(key, when)
+
+    def _receiver_due(self: Engine, handle: int) -> None:
+        r = self._receivers.get(handle)
+        if r is None or r.state is RState.GONE or not r.ctrl_open:
+            return
+        nacked = False
+        while r.declarations and r.declarations[0][1] <= self.now:
+            upto, _ = r.declarations.popleft()
+            if upto > r.nack_upto:
+                r.nack_upto = upto
+                nacked = True
+        if nacked or (r.ack_due is not None and r.ack_due <= self.now):
+            self._flush_acks(r)
+        if r.state is RState.FINISHING:
+            self._check_finished(r)
+        self._rx_schedule(r)
+
+    def _flush_acks(self: Engine, r: Receiver) -> None:
+        assert r.ctrl is not None
+        frames: list[bytes] = []
+        rel = r.take_ack_reliable()
+        if rel is not None:
+            frames.append(encode_frame(AckReliable(rel)))
+        unrel = r.take_acknack(r.decided_end())
+        if unrel is not None:
+            frames.append(encode_frame(AckNackUnreliable(unrel)))
+        r.ack_due = None
+        if frames:
+            self._ctrl_write(r.ctrl, b"".join(frames))
+
+    def _check_finished(self: Engine, r: Receiver) -> None:
+        if r.state is RState.FINISHING and r.all_accounted():
+            self._close_receiver(r, EndReason.FINISHED)
+
+    # ---- closing ----
+    def _close_receiver(self: Engine, r: Receiver, reason: EndReason, *, discard: bool = True) -> None:
+        """The close procedure (waits for the control stream); the queue goes unless the channel finished."""
+        if r.state is RState.GONE:
+            return
+        if discard and reason is not EndReason.FINISHED:
+            self._discard_queues([r], lost=False)
+        if r.ctrl is None or not r.ctrl_open:
+            r.close_reason = reason
+            return
+        frames: list[bytes] = []
+        unrel = r.take_acknack(max(r.unrel_received.max_stop(), r.unrel_start))
+        if unrel:
+            frames.append(encode_frame(AckNackUnreliable(unrel)))
+        frames.append(encode_frame(CloseReceiver(r.close_ranges())))
+        r.ctrl_open = False
+        self._ctrl_write(r.ctrl, b"".join(frames), fin=True)
+        self._end_receiver(r, reason)
+
+    def _receiver_lost(self: Engine, r: Receiver) -> None:
+        """Cascading loss (or a 'lost' reset) on a receiver: reset, cease, drop what it queued."""
+        if r.state is RState.GONE:
+            return
+        if r.ctrl is not None and r.ctrl_open:
+            r.ctrl_open = False
+            self._ctrl_reset(r.ctrl, ResetCode.LOST)
+        self._end_receiver(r, EndReason.LOST)
+        self._discard_queues([r], lost=True)
+
+    def _end_receiver(self: Engine, r: Receiver, reason: EndReason) -> None:
+        r.state = RState.GONE
+        r.end_reason = reason
+        if self._rx_by_channel.get(r.channel) == r.handle:
+            del self._rx_by_channel[r.channel]
+        self._remember_discarded(r.channel)
+        self._timers.cancel(("rx", r.handle))
+        if r.ctrl is not None:
+            rec = self._streams.get(r.ctrl)
+            if rec is not None:
+                rec.half = None
+        if not r.claimed and reason is EndReason.LOST and self._unclaimed.get(r.channel) == r.handle:
+            del self._unclaimed[r.channel]
+            r.app_dropped = True
+        self._report_receiver_end(r)
+        self._maybe_forget_receiver(r)
+
+    def _report_receiver_end(self: Engine, r: Receiver) -> None:
+        if r.exposed and not r.end_reported and r.end_reason is not None:
+            r.end_reported = True
+            if not r.app_dropped:
+                self._event(ReceiverEnded(r.handle, r.end_reason))
+
+    def _maybe_forget_receiver(self: Engine, r: Receiver) -> None:
+        if r.state is RState.GONE and r.app_dropped and self._receivers.get(r.handle) is r:
+            del self._receivers[r.handle]
+
+    def _discard_queues(self: Engine, start: list[Receiver], *, lost: bool) -> None:
+        """Drop every queued message of `start`, and the halves they carry, through nested queues."""
+        work = list(start)
+        while work:
+            r = work.pop()
+            while r.queue:
+                q = r.queue.popleft()
+                self._credit(q.credit_sid, q.credit)
+                for att in q.attachments:
+                    if att.is_sender:
+                        s = self._senders.get(att.handle)
+                        if s is None:
+                            continue
+                        s.app_dropped = True
+                        if lost and s.state is not SState.GONE:
+                            self._sender_ctrl_reset(s, ResetCode.LOST)
+                        elif s.state is SState.OPEN:
+                            self._cancel(s)
+                        self._maybe_forget_sender(s)
+                    else:
+                        inner = self._receivers.get(att.handle)
+                        if inner is None:
+                            continue
+                        inner.app_dropped = True
+                        if inner.state is not RState.GONE:
+                            if lost:
+                                if inner.ctrl is not None and inner.ctrl_open:
+                                    inner.ctrl_open = False
+                                    self._ctrl_reset(inner.ctrl, ResetCode.LOST)
+                                self._end_receiver(inner, EndReason.LOST)
+                            else:
+                                self._close_receiver(inner, EndReason.CLOSED, discard=False)
+                        self._maybe_forget_receiver(inner)
+                        work.append(inner)
+            r.queue_bytes = 0
+
+    # ---- application ----
+    def _take(self: Engine, r: Receiver) -> Delivered | None:
+        if not r.queue:
+            return None
+        q = r.queue.popleft()
+        r.queue_bytes -= len(q.payload)
+        self._credit(q.credit_sid, q.credit)
+        for att in q.attachments:
+            self._expose(att)
+        return Delivered(q.payload, q.attachments, r.channel, q.number, q.delivery)
+
+    def _expose(self: Engine, att: Attachment) -> None:
+        """The application now holds this half: report what it missed."""
+        if att.is_sender:
+            s = self._senders.get(att.handle)
+            if s is not None and not s.exposed:
+                s.exposed = True
+                if s.end_reported and s.end_reason is not None:
+                    self._event(SenderEnded(s.handle, s.end_reason))
+            return
+        r = self._receivers.get(att.handle)
+        if r is not None and not r.exposed:
+            r.exposed = True
+            if r.queue:
+                self._event(MessageAvailable(r.handle))
+            self._report_receiver_end(r)

@@ -1,0 +1,283 @@
+"""The sender procedures (spec: sending, finish, cancel, acks on the sender side).
+
+send: mint one channel ID per attachment and create the local halves (not
+reachable, linked from this message), then write the Message frame: on the
+channel's one ordered uni stream, on a fresh uni stream (FIN after it), or as
+a datagram (own number space; SentUnreliable within min(sent_unreliable_delay,
+RTT/2), or as soon as the control stream is attached). finish waits for the
+control stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel
+resets message streams at once and the control stream (code 1) once
+attached. Acks on an unreachable sender are reported when it becomes
+reachable; CloseReceiver settles everything still open as nacked and ends
+the sender.
+"""
+
+# mypy: disable-error-code="misc"
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import EndReason, LimitExceeded, ResetCode
+from ..wire.channel_id import ChannelId
+from ..wire.errors import ProtocolError
+from ..wire.frames import (
+    AckNackUnreliable,
+    AckReliable,
+    ChannelControl,
+    CloseReceiver,
+    FinishSender,
+    Frame,
+    SentUnreliable,
+    encode_frame,
+    encode_message,
+)
+from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
+from .receiver import Receiver
+from .sender import Sender, SState
+from .streams import VERSION_BYTES, Role
+from .transport import ResetStream, SendDatagram, SendStreamData
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class SendingMixin:
+    """Sender-side procedures."""
+
+    # ---- application calls ----
+    def _send(self: Engine, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery) -> SendResult:
+        if not s.can_send:
+            raise self._sender_error(s)
+        if len(payload) > self.config.max_frame_size:
+            raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {self.config.max_frame_size}")
+        if len(self._senders) + len(self._receivers) + len(attach) > self.config.max_channels:
+            raise LimitExceeded(f"more than max_channels={self.config.max_channels} channels")
+        minter = copy.deepcopy(self._minter) if attach else self._minter
+        peer = self._side.other
+        ids = [minter.mint(to=peer if not k.gives_sender else self._side, oneshot=k.oneshot) for k in attach]
+        reliable = delivery is not Delivery.UNRELIABLE
+        number = s.next_rel if reliable else s.next_unrel
+        data = encode_message(s.channel, number, ids, payload)
+        if not reliable:
+            if self._need_version:
+                data = VERSION_BYTES + data
+            if len(data) > self.config.max_datagram_payload:
+                raise LimitExceeded(
+                    f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload "
+                    f"{self.config.max_datagram_payload}"
+                )
+        self._minter = minter
+        created = [self._create_local_half(ChannelId(cid), kind) for cid, kind in zip(ids, attach, strict=True)]
+        if created:
+            self._links.add_link(s.handle, s.channel, (reliable, number), created)
+        sid: int | None
+        if delivery is Delivery.ORDERED:
+            if s.ordered_sid is None:
+                sid = s.ordered_sid = self._open_uni(data)
+            else:
+                sid = s.ordered_sid
+                self._cmd(SendStreamData(sid, data))
+            s.next_rel += 1
+        elif delivery is Delivery.UNORDERED:
+            sid = self._open_uni(data, fin=True)
+            s.unordered_sids[number] = sid
+            s.next_rel += 1
+        else:
+            sid = None
+            self._cmd(SendDatagram(data))
+            s.next_unrel += 1
+            s.undeclared += 1
+            if s.ctrl is not None:
+                delay = min(self.config.sent_unreliable_delay, self.rtt / 2)
+                self._timers.set_earlier(("su", s.handle), self.now + delay)
+        if s.channel.oneshot:
+            self._finish(s)
+        return SendResult(number, tuple(created), sid)
+
+    def _create_local_half(self: Engine, channel: ChannelId, kind: AttachKind) -> int:
+        """A half we keep for a channel we just minted: unreachable, no control stream until the peer opens it."""
+        h = self._new_handle()
+        if kind.gives_sender:
+            self._receivers[h] = Receiver(h, channel, exposed=True, claimed=True)
+            self._rx_by_channel[channel] = h
+        else:
+            self._senders[h] = Sender(h, channel, reachable=False, exposed=True)
+            self._tx_by_channel[channel] = h
+        self._links.add_unreachable(h, channel, not kind.gives_sender)
+        return h
+
+    def _create_remote_sender(self: Engine, channel: ChannelId) -> Sender:
+        """A sender the peer attached to a message: reachable; we open its control stream."""
+        h = self._new_handle()
+        s = self._senders[h] = Sender(h, channel, reachable=True, exposed=False)
+        self._tx_by_channel[channel] = h
+        s.ctrl = self._open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, h)
+        s.ctrl_open = True
+        return s
+
+    def _finish(self: Engine, s: Sender) -> None:
+        if s.state in (SState.FINISH_WAIT, SState.FINISHED):
+            return
+        if s.state is not SState.OPEN:
+            raise self._sender_error(s)
+        s.state = SState.FINISH_WAIT
+        if s.ordered_sid is not None:
+            self._cmd(SendStreamData(s.ordered_sid, b"", True))
+        if s.ctrl is not None:
+            self._do_finish(s)
+
+    def _do_finish(self: Engine, s: Sender) -> None:
+        frames: list[Frame] = []
+        if s.undeclared:
+            frames.append(SentUnreliable(s.undeclared))
+            s.undeclared = 0
+        frames.append(FinishSender(s.next_rel))
+        self._timers.cancel(("su", s.handle))
+        s.state = SState.FINISHED
+        s.ctrl_open = False
+        assert s.ctrl is not None
+        self._ctrl_write(s.ctrl, b"".join(encode_frame(f) for f in frames), fin=True)
+
+    def _cancel(self: Engine, s: Sender) -> None:
+        if s.state not in (SState.OPEN, SState.FINISH_WAIT):
+            return
+        s.state = SState.CANCEL_WAIT
+        self._reset_message_streams(s, ResetCode.CANCELLED)
+        self._timers.cancel(("su", s.handle))
+        if s.ctrl is not None:
+            self._do_cancel(s)
+
+    def _do_cancel(self: Engine, s: Sender) -> None:
+        s.state = SState.CANCELLED
+        if s.ctrl is not None and s.ctrl_open:
+            s.ctrl_open = False
+            self._ctrl_reset(s.ctrl, ResetCode.CANCELLED)
+
+    def _reset_message_streams(self: Engine, s: Sender, code: int) -> None:
+        for sid in s.message_sids():
+            self._cmd(ResetStream(sid, code))
+        s.ordered_sid = None
+        s.unordered_sids.clear()
+
+    # ---- control stream ----
+    def _sender_attached(self: Engine, s: Sender, sid: int) -> None:
+        s.ctrl = sid
+        s.ctrl_open = True
+        if s.state is SState.FINISH_WAIT:
+            self._do_finish(s)
+        elif s.state is SState.CANCEL_WAIT:
+            self._do_cancel(s)
+        elif s.undeclared:
+            self._sent_unreliable_due(s.handle)
+
+    def _sent_unreliable_due(self: Engine, handle: int) -> None:
+        s = self._senders.get(handle)
+        if s is None or s.state is not SState.OPEN or not s.ctrl_open or not s.undeclared or s.ctrl is None:
+            return
+        self._ctrl_write(s.ctrl, encode_frame(SentUnreliable(s.undeclared)))
+        s.undeclared = 0
+
+    def _sender_frame(self: Engine, s: Sender, frame: Frame) -> None:
+        if s.state is SState.GONE:
+            return
+        if isinstance(frame, AckReliable):
+            for a, b in s.ack_reliable(frame.ranges):
+                self._report(s, True, True, a, b)
+        elif isinstance(frame, AckNackUnreliable):
+            for a, b, positive in s.acknack_unreliable(frame.ranges):
+                self._report(s, positive, False, a, b)
+        elif isinstance(frame, CloseReceiver):
+            acks, nacks = s.close_receiver(frame.ranges)
+            for a, b in acks:
+                self._report(s, True, True, a, b)
+            for a, b in nacks:
+                self._report(s, False, True, a, b)
+            if s.next_unrel > s.unrel_resolved:
+                first, s.unrel_resolved = s.unrel_resolved, s.next_unrel
+                self._report(s, False, False, first, s.next_unrel)
+            reason = {
+                SState.FINISHED: EndReason.FINISHED,
+                SState.CANCELLED: EndReason.CLOSED,
+                SState.CANCEL_WAIT: EndReason.CLOSED,
+            }.get(s.state, EndReason.RECEIVER_DROPPED)
+            if s.state is not SState.FINISHED:
+                self._reset_message_streams(s, ResetCode.CANCELLED)
+            if s.ctrl is not None and s.ctrl_open:
+                s.ctrl_open = False
+                self._ctrl_reset(s.ctrl, ResetCode.CANCELLED)
+            self._sender_gone(s, reason)
+        else:
+            raise ProtocolError(f"{type(frame).__name__} sent to a sender")
+
+    def _sender_ctrl_reset(self: Engine, s: Sender, code: int) -> None:
+        """The receiver reset its direction: 'lost' (or 'cancelled') ends the sender, open messages nacked."""
+        if s.state is SState.GONE:
+            return
+        self._nack_everything(s)
+        self._reset_message_streams(s, ResetCode.LOST)
+        if s.ctrl is not None and s.ctrl_open:
+            s.ctrl_open = False
+            self._ctrl_reset(s.ctrl, ResetCode.LOST)
+        self._sender_gone(s, EndReason.LOST if code == ResetCode.LOST else EndReason.RECEIVER_DROPPED)
+
+    def _nack_everything(self: Engine, s: Sender) -> None:
+        """Every message not yet acked (or acked but unreported) is nacked."""
+        for a, b in s.unresolved_reliable():
+            self._report(s, False, True, a, b)
+        s.rel_prefix = s.next_rel
+        s.rel_acked.clear()
+        if s.next_unrel > s.unrel_resolved:
+            first, s.unrel_resolved = s.unrel_resolved, s.next_unrel
+            self._report(s, False, False, first, s.next_unrel)
+
+    # ---- reporting ----
+    def _report(self: Engine, s: Sender, acked: bool, reliable: bool, first: int, stop: int) -> None:
+        """Report a run once: acks of an unreachable sender wait; nacks cascade at once."""
+        if reliable and s.unordered_sids:
+            for n in [n for n in s.unordered_sids if first <= n < stop]:
+                del s.unordered_sids[n]
+        keys = [k for k in self._links.children_keys(s.handle) if k[0] == reliable and first <= k[1] < stop]
+        if acked:
+            if s.reachable:
+                if s.exposed:
+                    self._event(MessagesAcked(s.handle, reliable, first, stop))
+            else:
+                s.deferred.append((reliable, first, stop))
+            if keys:
+                self._links.acked(s.handle, keys, self._on_reachable)
+        else:
+            if s.exposed:
+                self._event(MessagesNacked(s.handle, reliable, first, stop))
+            if keys:
+                self._links.nacked(s.handle, keys, self._on_lost)
+
+    def _sender_gone(self: Engine, s: Sender, reason: EndReason) -> None:
+        """The sender ceased to exist; its end is reported once it is reachable (or lost)."""
+        s.state = SState.GONE
+        if self._tx_by_channel.get(s.channel) == s.handle:
+            del self._tx_by_channel[s.channel]
+        self._timers.cancel(("su", s.handle))
+        if s.ctrl is not None:
+            rec = self._streams.get(s.ctrl)
+            if rec is not None:
+                rec.half = None
+        if s.end_reason is None or reason is EndReason.LOST:
+            s.end_reason = reason
+        self._maybe_end_sender(s)
+
+    def _maybe_end_sender(self: Engine, s: Sender) -> None:
+        if s.state is not SState.GONE or s.end_reported:
+            return
+        if not (s.reachable or s.end_reason is EndReason.LOST):
+            return
+        s.end_reported = True
+        if s.exposed and not s.app_dropped:
+            assert s.end_reason is not None
+            self._event(SenderEnded(s.handle, s.end_reason))
+        self._maybe_forget_sender(s)
+
+    def _maybe_forget_sender(self: Engine, s: Sender) -> None:
+        if s.state is SState.GONE and s.app_dropped and self._senders.get(s.handle) is s:
+            del self._senders[s.handle]

@@ -1,0 +1,71 @@
+"""Deadlines keyed by what they are for.
+
+Each key (e.g. ("ack", handle)) has at most one deadline; setting it again
+replaces it, cancelling removes it. A heap with lazy deletion gives the
+earliest deadline cheaply; `due(now)` pops every key whose deadline passed.
+The engine never sleeps: it reports `next()` and is called back at that time.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable
+
+
+class Timers:
+    """A set of keyed deadlines."""
+
+    def __init__(self) -> None:
+        self._at: dict[Hashable, float] = {}
+        self._heap: list[tuple[float, int, Hashable]] = []
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def set(self, key: Hashable, when: float) -> None:
+        """Arm (or move) the deadline for `key`."""
+        if self._at.get(key) == when:
+            return
+        self._at[key] = when
+        self._seq += 1
+        heapq.heappush(self._heap, (when, self._seq, key))
+
+    def set_earlier(self, key: Hashable, when: float) -> None:
+        """Arm `key` at `when` unless it is already armed earlier."""
+        cur = self._at.get(key)
+        if cur is None or when < cur:
+            self.set(key, when)
+
+    def cancel(self, key: Hashable) -> None:
+        """Disarm `key` (no-op if not armed)."""
+        self._at.pop(key, None)
+
+    def _clean(self) -> None:
+        heap = self._heap
+        while heap and self._at.get(heap[0][2]) != heap[0][0]:
+            heapq.heappop(heap)
+        if len(heap) > 64 and len(heap) > 4 * len(self._at):
+            self._heap = [(w, i, k) for i, (k, w) in enumerate(self._at.items())]
+            heapq.heapify(self._heap)
+
+    def next(self) -> float | None:
+        """The earliest armed deadline."""
+        self._clean()
+        return self._heap[0][0] if self._heap else None
+
+    def due(self, now: float) -> list[Hashable]:
+        """Disarm and return every key whose deadline is <= now, earliest first."""
+        out: list[Hashable] = []
+        while True:
+            self._clean()
+            if not self._heap or self._heap[0][0] > now:
+                return out
+            _, _, key = heapq.heappop(self._heap)
+            del self._at[key]
+            out.append(key)
+
+    def clear(self) -> None:
+        """Disarm everything."""
+        self._at.clear()
+        self._heap.clear()
