@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 
-from aqueduct.wire import ChannelId, FrameReader, ProtocolError, Side, decode_frames, encode_frames, encode_varint
+from aqueduct.wire import (
+    ChannelId,
+    CloseCode,
+    FrameReader,
+    ProtocolError,
+    Side,
+    decode_frames,
+    encode_frames,
+    encode_varint,
+)
 from aqueduct.wire.vectors import decode_kind, frames_from_json, frames_to_json
 
 VECTORS_PATH = Path(__file__).resolve().parents[2] / "specs" / "vectors" / "aqueduct-wire.json"
@@ -85,8 +94,10 @@ def test_channel_id_vector_fields_rebuild_the_id(v: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("v", INVALID, ids=ids(INVALID))
 def test_invalid_vector_raises_protocol_error(v: dict[str, Any]) -> None:
-    with pytest.raises(ProtocolError):
+    with pytest.raises(ProtocolError) as err:
         decode_kind(v["kind"], bytes.fromhex(v["hex"]))
+    assert err.value.code in (CloseCode.FRAME_ENCODING, CloseCode.LIMIT_EXCEEDED)
+    assert "offset" in str(err.value) or "empty" in str(err.value) or "var len int" in str(err.value)
 
 
 @pytest.mark.parametrize("v", [v for v in INVALID if v["kind"] == "frames"], ids=lambda v: v["name"])
