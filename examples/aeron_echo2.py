@@ -1,0 +1,374 @@
+# The guide's "Echo 2.0", to its specification.  A client says HELLO <key> (a fresh random 32-bit
+# one-time pad) on the all-clients channel; the server answers on its dynamic-MDC all-clients
+# publication, prefixed by the client's session id, either "<sid> ERROR <why>" (server full, too
+# many duologues for the client's IP) or "<sid> CONNECT <port> <control-port> <session ^ key>".
+# A duologue is a publication/subscription pair on its own ports, restricted to a session id the
+# server picked from the reserved range and sent only encrypted with the client's pad.  The client
+# then talks ECHO <text> on the duologue; anything else ends it with "ERROR bad message".  The server
+# expires duologues whose client never came or has gone, after a configurable time.
+"""Echo 2.0: `python examples/aeron_echo2.py demo --clients 5` (limits make some of them fail)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from aeron_echo_messages import send_message, string_poller
+
+from aeron_compat import Aeron, ChannelUriStringBuilder, Context, Header, Image, Publication, Subscription
+
+STREAM_ID = 0x2044F002
+RESERVED_SESSION_ID_LOW = 1
+RESERVED_SESSION_ID_HIGH = 2**31 - 1
+log = logging.getLogger("aeron_echo.echo2")
+
+
+def echo_context() -> Context:
+    """Both sides leave the reserved range to the server's session allocator."""
+    return Context(publication_reserved_session_id_low=RESERVED_SESSION_ID_LOW,
+                   publication_reserved_session_id_high=RESERVED_SESSION_ID_HIGH)
+
+
+def channel(endpoint: str | None = None, control: str | None = None, session_id: int | None = None) -> str:
+    """A reliable udp channel; with `control`, dynamic multi-destination-cast."""
+    b = ChannelUriStringBuilder().media("udp").reliable(True).endpoint(endpoint).session_id(session_id)
+    if control is not None:
+        b.control(control).control_mode("dynamic")
+    return b.build()
+
+
+def to_int32(n: int) -> int:
+    """An unsigned 32-bit value as the signed session id it encodes."""
+    return n - 2**32 if n >= 2**31 else n
+
+
+@dataclass
+class EchoServerConfiguration:
+    """Where the server listens and its limits."""
+
+    host: str = "localhost"
+    port: int = 9000
+    control_port: int = 9001
+    base_port: int = 9010
+    max_clients: int = 4
+    max_duologues_per_ip: int = 3
+    expiry_seconds: float = 10.0
+
+
+class PortAllocator:
+    """Random ports from [base, base + count), none reused until freed."""
+
+    def __init__(self, base: int, count: int) -> None:
+        self.free = list(range(base, base + count))
+
+    def allocate(self) -> int:
+        """A free port (IndexError when none is left)."""
+        return self.free.pop(random.randrange(len(self.free)))
+
+    def release(self, port: int) -> None:
+        """Give `port` back."""
+        self.free.append(port)
+
+
+class SessionAllocator:
+    """Random session ids from the reserved range, none reused until freed."""
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+        self.used: set[int] = set()
+
+    def allocate(self) -> int:
+        """A fresh session id."""
+        while True:
+            candidate = random.randint(self.low, self.high)
+            if candidate not in self.used:
+                self.used.add(candidate)
+                return candidate
+
+    def release(self, session_id: int) -> None:
+        """Give `session_id` back."""
+        self.used.discard(session_id)
+
+
+@dataclass
+class Duologue:
+    """One client's private publication (t) and subscription (u), owned by an IP address."""
+
+    owner: str
+    session_id: int
+    port: int
+    control_port: int
+    pub: Publication
+    sub: Subscription
+    last_active: float
+    poll: Callable[[], int] = field(default=lambda: 0)
+    closed: bool = False
+
+    def close(self) -> None:
+        """Close t and u."""
+        self.closed = True
+        self.pub.close()
+        self.sub.close()
+
+
+class EchoServer:
+    """The all-clients channel, the duologue list and its limits; single-threaded (call do_work)."""
+
+    def __init__(self, aeron: Aeron, config: EchoServerConfiguration, clock: Callable[[], float] = time.monotonic):
+        self.aeron, self.config, self.clock = aeron, config, clock
+        host = config.host
+        self.all_clients_pub = aeron.add_publication(channel(control=f"{host}:{config.control_port}"), STREAM_ID)
+        self.all_clients_sub = aeron.add_subscription(channel(endpoint=f"{host}:{config.port}"), STREAM_ID,
+                                                      self.on_initial_client_connected,
+                                                      self.on_initial_client_disconnected)
+        self.addresses: dict[int, str] = {}
+        self.duologues: list[Duologue] = []
+        self.ports = PortAllocator(config.base_port, 2 * config.max_clients)
+        self.sessions = SessionAllocator(RESERVED_SESSION_ID_LOW, RESERVED_SESSION_ID_HIGH)
+        self._poll_initial = string_poller(self.all_clients_sub, self.on_initial_client_message)
+
+    # --- the all-clients channel ------------------------------------------------------------------
+    def on_initial_client_connected(self, image: Image) -> None:
+        """Remember the IP address behind a session of the all-clients channel."""
+        self.addresses[image.session_id] = image.source_identity.rpartition(":")[0]
+        log.debug("[%d] initial client connected (%s)", image.session_id, image.source_identity)
+
+    def on_initial_client_disconnected(self, image: Image) -> None:
+        """Forget it."""
+        self.addresses.pop(image.session_id, None)
+
+    def on_initial_client_message(self, text: str, header: Header) -> None:
+        """HELLO <key>: refuse with ERROR, or allocate a duologue and answer CONNECT."""
+        sid = header.session_id
+        word, _, key_text = text.partition(" ")
+        try:
+            key = int(key_text, 16) if word == "HELLO" else -1
+        except ValueError:
+            key = -1
+        if not 0 <= key < 2**32:
+            self.reply(f"{sid} ERROR bad message")
+            return
+        owner = self.addresses.get(sid, "")
+        if len(self.duologues) >= self.config.max_clients:
+            self.reply(f"{sid} ERROR server full")
+            return
+        if sum(d.owner == owner for d in self.duologues) >= self.config.max_duologues_per_ip:
+            self.reply(f"{sid} ERROR too many connections for IP address")
+            return
+        duologue = self.allocate_duologue(owner)
+        encrypted = (duologue.session_id ^ key) & 0xFFFFFFFF
+        self.reply(f"{sid} CONNECT {duologue.port} {duologue.control_port} {encrypted:08X}")
+
+    def reply(self, text: str) -> None:
+        """Broadcast on the all-clients publication."""
+        send_message(self.all_clients_pub, text, raise_on_failure=False)
+
+    # --- duologues ---------------------------------------------------------------------------------
+    def allocate_duologue(self, owner: str) -> Duologue:
+        """Ports, a reserved session id, and the pair of channels restricted to it."""
+        host = self.config.host
+        port, control_port = self.ports.allocate(), self.ports.allocate()
+        session_id = self.sessions.allocate()
+        pub = self.aeron.add_exclusive_publication(
+            channel(control=f"{host}:{control_port}", session_id=session_id), STREAM_ID)
+        sub = self.aeron.add_subscription(channel(endpoint=f"{host}:{port}", session_id=session_id), STREAM_ID)
+        duologue = Duologue(owner, session_id, port, control_port, pub, sub, self.clock())
+        duologue.poll = string_poller(sub, lambda text, hdr: self.on_duologue_message(duologue, text, hdr))
+        self.duologues.append(duologue)
+        log.debug("created duologue %d at %d/%d for %s", session_id, port, control_port, owner)
+        return duologue
+
+    def on_duologue_message(self, duologue: Duologue, text: str, header: Header) -> None:
+        """ECHO <text> is echoed; anything else ends the duologue."""
+        image = duologue.sub.image_by_session_id(header.session_id)
+        if image is None or image.source_identity.rpartition(":")[0] != duologue.owner:
+            return
+        if text.startswith("ECHO "):
+            send_message(duologue.pub, text, raise_on_failure=False)
+            return
+        send_message(duologue.pub, "ERROR bad message", raise_on_failure=False)
+        self.delete_duologue(duologue)
+
+    def delete_duologue(self, duologue: Duologue) -> None:
+        """Close its channels and free its ports and session id."""
+        if duologue in self.duologues:
+            self.duologues.remove(duologue)
+        duologue.close()
+        self.ports.release(duologue.port)
+        self.ports.release(duologue.control_port)
+        self.sessions.release(duologue.session_id)
+
+    def expire(self) -> None:
+        """Delete duologues nobody has subscribed to for `expiry_seconds`."""
+        now = self.clock()
+        for duologue in list(self.duologues):
+            if duologue.pub.is_connected:
+                duologue.last_active = now
+            elif now - duologue.last_active >= self.config.expiry_seconds:
+                log.debug("duologue %d expired", duologue.session_id)
+                self.delete_duologue(duologue)
+
+    def do_work(self) -> int:
+        """Poll the all-clients channel and every duologue once, then expire."""
+        work = self._poll_initial()
+        for duologue in list(self.duologues):
+            if not duologue.closed:
+                work += duologue.poll()
+        self.expire()
+        return work
+
+    def close(self) -> None:
+        """Delete every duologue."""
+        for duologue in list(self.duologues):
+            self.delete_duologue(duologue)
+
+
+class EchoClientRejected(Exception):
+    """The server answered ERROR."""
+
+
+class EchoClient:
+    """HELLO on the all-clients channel, then ECHO on the duologue; a state machine driven by do_work."""
+
+    def __init__(self, aeron: Aeron, server_host: str, port: int, control_port: int, local_host: str = "localhost",
+                 timeout: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.aeron, self.server_host, self.local_host = aeron, server_host, local_host
+        self.clock, self.timeout = clock, timeout
+        self.pub = aeron.add_publication(channel(endpoint=f"{server_host}:{port}"), STREAM_ID)
+        self.sub = aeron.add_subscription(
+            channel(endpoint=f"{local_host}:0", control=f"{server_host}:{control_port}"), STREAM_ID)
+        self.key = random.getrandbits(32)
+        self.state = "HELLO"
+        self.error: str | None = None
+        self.responses: list[str] = []
+        self.duologue_pub: Publication | None = None
+        self.duologue_sub: Subscription | None = None
+        self._deadline = clock() + timeout
+        self._poll = string_poller(self.sub, self.on_initial_response)
+
+    def do_work(self) -> int:
+        """One step: send HELLO once connected, wait for the answer, then poll the duologue."""
+        if self.state == "HELLO":
+            if self.pub.is_connected and self.sub.is_connected:
+                send_message(self.pub, f"HELLO {self.key:08X}")
+                self.state = "WAIT"
+            elif self.clock() > self._deadline:
+                self.fail("could not reach the server")
+            return 0
+        if self.state == "WAIT" and self.clock() > self._deadline:
+            self.fail("no response from the server")
+        return self._poll() if self.state in ("WAIT", "ECHO") else 0
+
+    def fail(self, why: str) -> None:
+        """Log, record and stop."""
+        log.error("[%d] %s", self.pub.session_id, why)
+        self.error = why
+        self.state = "FAILED"
+
+    def on_initial_response(self, text: str, header: Header) -> None:
+        """<sid> ERROR ... / <sid> CONNECT port control-port encrypted, for our session only."""
+        parts = text.split(" ")
+        if self.state != "WAIT" or len(parts) < 2 or parts[0] != str(self.pub.session_id):
+            return
+        if parts[1] == "ERROR":
+            self.fail("server returned an error: " + " ".join(parts[2:]))
+            return
+        if parts[1] != "CONNECT" or len(parts) != 5:
+            return
+        port, control_port, encrypted = int(parts[2]), int(parts[3]), int(parts[4], 16)
+        session_id = to_int32(encrypted ^ self.key)
+        host = self.server_host
+        self.duologue_sub = self.aeron.add_subscription(
+            channel(endpoint=f"{self.local_host}:0", control=f"{host}:{control_port}", session_id=session_id),
+            STREAM_ID)
+        self.duologue_pub = self.aeron.add_publication(
+            channel(endpoint=f"{host}:{port}", session_id=session_id), STREAM_ID)
+        self.pub.close()
+        self.sub.close()
+        self._poll = string_poller(self.duologue_sub, self.on_echo_response)
+        self.state = "ECHO"
+
+    def send_echo(self, text: str) -> None:
+        """ECHO <text> on the duologue."""
+        if self.duologue_pub is None:
+            raise RuntimeError("not connected to a duologue")
+        send_message(self.duologue_pub, f"ECHO {text}")
+
+    def send_raw(self, text: str) -> None:
+        """Anything at all on the duologue (to see the server's ERROR)."""
+        if self.duologue_pub is None:
+            raise RuntimeError("not connected to a duologue")
+        send_message(self.duologue_pub, text)
+
+    def on_echo_response(self, text: str, header: Header) -> None:
+        """ECHO <text> is kept; ERROR ends the client."""
+        if text.startswith("ERROR "):
+            self.fail(text[len("ERROR "):])
+        else:
+            self.responses.append(text.removeprefix("ECHO "))
+
+    def close(self) -> None:
+        """Close whatever is open."""
+        for resource in (self.pub, self.sub, self.duologue_pub, self.duologue_sub):
+            if resource is not None:
+                resource.close()
+
+
+def run_until(step: Callable[[], object], done: Callable[[], bool], seconds: float = 5.0) -> bool:
+    """Call `step` until `done()` or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        step()
+    return True
+
+
+def demo(clients: int, max_clients: int, per_ip: int) -> int:
+    """A server and `clients` clients in one process (each with its own driver)."""
+    config = EchoServerConfiguration(max_clients=max_clients, max_duologues_per_ip=per_ip)
+    with Aeron.connect(echo_context()) as server_aeron:
+        server = EchoServer(server_aeron, config)
+        aerons = [Aeron.connect(echo_context()) for _ in range(clients)]
+        try:
+            for i, aeron in enumerate(aerons):
+                client = EchoClient(aeron, "localhost", config.port, config.control_port)
+
+                def step(c: EchoClient = client) -> None:
+                    server.do_work()
+                    c.do_work()
+
+                run_until(step, lambda c=client: c.state in ("ECHO", "FAILED"))  # type: ignore[misc]
+                if client.state == "ECHO":
+                    client.send_echo(f"hello from client {i}")
+                    run_until(step, lambda c=client: bool(c.responses))  # type: ignore[misc]
+                print(f"client {i}: {client.state} {client.error or client.responses}")
+        finally:
+            for aeron in aerons:
+                aeron.close()
+            server.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`demo [--clients N] [--max-clients N] [--per-ip N]`."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("mode", choices=["demo"])
+    parser.add_argument("--clients", type=int, default=5)
+    parser.add_argument("--max-clients", type=int, default=4)
+    parser.add_argument("--per-ip", type=int, default=3)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    return demo(args.clients, args.max_clients, args.per_ip)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+# Helpers shared by the aeron echo examples (the guide's EchoMessages): UTF-8 strings in, UTF-8
+# strings out, and a send that retries back pressure for a bounded number of attempts.
+"""Sending and receiving UTF-8 strings on aeron_compat publications and subscriptions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from aeron_compat import FragmentAssembler, Header, Publication, PublicationResult, Subscription
+
+log = logging.getLogger("aeron_echo")
+
+
+class EchoSendError(Exception):
+    """A message could not be sent within the allowed attempts."""
+
+
+def send_message(pub: Publication, text: str, attempts: int = 500, raise_on_failure: bool = True) -> bool:
+    """Offer `text`; retry BACK_PRESSURED / NOT_CONNECTED / ADMIN_ACTION up to `attempts` times."""
+    data = text.encode()
+    result = 0
+    for _ in range(attempts):
+        result = pub.offer(data)
+        if result > 0:
+            log.debug("[%d] send: %s", pub.session_id, text)
+            return True
+        if result == PublicationResult.CLOSED:
+            break
+    if raise_on_failure:
+        raise EchoSendError(f"could not send {text!r}: {PublicationResult(result).name}")
+    log.error("could not send %r: %s", text, PublicationResult(result).name)
+    return False
+
+
+def string_poller(sub: Subscription, on_text: Callable[[str, Header], object], limit: int = 10) -> Callable[[], int]:
+    """A do-work function polling `sub` and handing each whole message to `on_text(text, header)`."""
+    assembler = FragmentAssembler(lambda buf, hdr: on_text(bytes(buf).decode("utf-8", "replace"), hdr))
+    return lambda: sub.poll(assembler, limit)
