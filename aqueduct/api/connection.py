@@ -275,6 +275,16 @@ class Connection:
                 raise ERROR_FOR_REASON[reason](f"channel ended: {reason.value}")
             await self._wait(handle)
 
+    async def sender_ended(self, handle: int) -> EndReason:
+        """Wait until the engine ends a sender; its reason."""
+        while True:
+            reason = self._sender_ended.get(handle)
+            if reason is not None:
+                return reason
+            if self.closed.done():
+                return EndReason.CONNECTION_LOST
+            await self._wait(handle)
+
     def _decode(self, d: app.Delivered) -> Message:
         halves: list[Half] = [
             networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)

@@ -56,6 +56,7 @@ class Link(Protocol):
     def finish(self, handle: int) -> None: ...
     def cancel(self, handle: int) -> None: ...
     async def recv(self, handle: int) -> Message: ...
+    async def sender_ended(self, handle: int) -> EndReason: ...
     def close_receiver(self, handle: int) -> None: ...
     def drop_sender(self, handle: int) -> None: ...
     def drop_receiver(self, handle: int) -> None: ...
@@ -182,6 +183,19 @@ class Sender:
         pipe.items.append(Message(obj, delivery, pipe.count))
         pipe.count += 1
         pipe.wake()
+
+    async def ended(self) -> EndReason:
+        """Wait until this channel can take no more messages and say why (e.g. RECEIVER_DROPPED)."""
+        while True:
+            if self._link is not None:
+                assert self._handle is not None
+                return await self._link.sender_ended(self._handle)
+            pipe = self._pipe
+            if pipe is None:
+                return EndReason.CLOSED
+            if pipe.receiver_gone:
+                return EndReason.RECEIVER_DROPPED
+            await pipe.wait()
 
     async def finish(self) -> None:
         """Gracefully end the channel: the receiver gets every message, then the end."""

@@ -1,0 +1,26 @@
+"""`aqueduct cert`: write a development CA and a loopback server certificate to a directory."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..quic.certs import DEV_NAMES, fingerprint, make_dev_certs
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `cert` subcommand."""
+    p = sub.add_parser("cert", help="create a dev CA and server certificate (ca.pem, cert.pem, key.pem)")
+    p.add_argument("--dir", default="certs", help="output directory (default: ./certs)")
+    p.add_argument("--name", action="append", dest="names", help=f"server name (repeatable; default {DEV_NAMES})")
+    p.add_argument("--days", type=int, default=365, help="validity in days")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate the files and print where they are."""
+    paths = make_dev_certs(args.dir, tuple(args.names) if args.names else DEV_NAMES, args.days)
+    print(f"CA certificate:     {paths.ca}")
+    print(f"server certificate: {paths.cert}")
+    print(f"server key:         {paths.key}")
+    print(f"server fingerprint: sha256:{fingerprint(paths.cert.read_bytes())}")
+    return 0

@@ -1,0 +1,61 @@
+"""`aqueduct serve --echo`: run the echo service (raw codec) until killed.
+
+Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0
+picks a free port) and one line per connection when it ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from ..api.codec import RawCodec
+from ..api.echo import echo_connection
+from ..api.endpoints import serve
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `serve` subcommand."""
+    p = sub.add_parser("serve", help="run an Aqueduct service (--echo: the interop echo service)")
+    p.add_argument("--echo", action="store_true", required=True, help="serve the echo rule (raw codec)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=4433, help="UDP port (0: pick a free one)")
+    p.add_argument("--cert", required=True, help="server certificate chain (PEM)")
+    p.add_argument("--key", required=True, help="server private key (PEM)")
+    p.add_argument("--single-use-tickets", action="store_true", help="accept 0-RTT work before the handshake ends")
+    p.set_defaults(func=run)
+
+
+async def _main(args: argparse.Namespace) -> None:
+    async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
+                     single_use_tickets=args.single_use_tickets) as server:
+        host, port = server.address
+        print(f"listening on {host}:{port}", flush=True)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def one(conn: object) -> None:
+            from ..api.connection import Connection
+
+            assert isinstance(conn, Connection)
+            peer = conn.protocol._quic._network_paths[0].addr if conn.protocol._quic._network_paths else "?"
+            n = await echo_connection(conn)
+            ev = await conn.wait_closed()
+            print(f"connection from {peer[0]}:{peer[1]} ended: {n} entrypoint messages, "
+                  f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
+                  f"close code {ev.error_code}", flush=True)
+
+        async for conn in server:
+            task = asyncio.ensure_future(one(conn))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted."""
+    try:
+        asyncio.run(_main(args))
+    except OSError as exc:
+        print(f"aqueduct serve: {exc}", file=sys.stderr)
+        return 1
+    return 0

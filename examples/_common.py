@@ -1,0 +1,37 @@
+"""Shared by the examples: a throwaway dev certificate and a served-in-the-background server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aqueduct
+from aqueduct.quic.certs import DevCerts, make_dev_certs
+
+
+@contextlib.asynccontextmanager
+async def running_server(
+    handler: Callable[[aqueduct.Connection], Awaitable[None]],
+) -> AsyncIterator[tuple[str, DevCerts]]:
+    """Serve on a free loopback port with fresh certs; yield (url, certs); run `handler` per connection."""
+    with tempfile.TemporaryDirectory() as tmp:
+        certs = make_dev_certs(tmp)
+        async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key) as server:
+            tasks: set[asyncio.Task[None]] = set()
+
+            async def accept() -> None:
+                async for conn in server:
+                    task = asyncio.ensure_future(handler(conn))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+
+            acceptor = asyncio.ensure_future(accept())
+            host, port = server.address
+            try:
+                yield f"aqueduct://{host}:{port}", certs
+            finally:
+                acceptor.cancel()
+                for task in tasks:
+                    task.cancel()

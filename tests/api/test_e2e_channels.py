@@ -1,0 +1,138 @@
+"""End to end over real aioquic on loopback: delivery modes, nested attachments, finish / cancel / close."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import aqueduct
+from aqueduct import ChannelCancelled, ConnectionLost, Delivery, ReceiverDropped
+from aqueduct.errors import EndReason
+from aqueduct.quic.certs import DevCerts
+
+from .conftest import guard, running
+
+
+async def test_request_with_reply_channel(certs: DevCerts) -> None:
+    async def handler(conn: aqueduct.Connection) -> None:
+        async for req in conn.entrypoint:
+            async with req["reply"] as reply:
+                await reply.send({"answer": req["ask"].upper()})
+
+    async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
+        reply_tx, reply_rx = aqueduct.channel()
+        await conn.entrypoint.send({"ask": "time", "reply": reply_tx})
+        assert await guard(reply_rx.recv()) == {"answer": "TIME"}
+        with pytest.raises(StopAsyncIteration):
+            await guard(reply_rx.recv())
+
+
+async def test_every_delivery_mode(certs: DevCerts) -> None:
+    got: asyncio.Queue[aqueduct.Message] = asyncio.Queue()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        while True:
+            got.put_nowait(await conn.entrypoint.recv_message())
+
+    async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
+        sent = {Delivery.ORDERED: ["o1", "o2"], Delivery.UNORDERED: ["u1", "u2"], Delivery.UNRELIABLE: ["d1"]}
+        for mode, values in sent.items():
+            for v in values:
+                await conn.entrypoint.send(v, mode=mode)
+        received = [await guard(got.get()) for _ in range(5)]
+        # The receiver sees how a message travelled: on a stream (reliable) or in a datagram.
+        reliable = [m.value for m in received if m.delivery is not Delivery.UNRELIABLE]
+        assert sorted(reliable) == ["o1", "o2", "u1", "u2"]
+        assert reliable.index("o1") < reliable.index("o2")
+        assert [m.value for m in received if m.delivery is Delivery.UNRELIABLE] == ["d1"]
+
+
+async def test_attachments_three_levels_deep_both_directions(certs: DevCerts) -> None:
+    async def handler(conn: aqueduct.Connection) -> None:
+        async for req in conn.entrypoint:
+            level1: aqueduct.Sender = req["deep"]["deeper"][0]  # level 1: a sender inside nested data
+            b_tx, b_rx = aqueduct.channel()
+            await level1.send({"nested": {"back": b_rx}})  # level 2: a receiver, server -> client
+            async with b_tx:
+                c_tx, c_rx = aqueduct.channel()
+                await b_tx.send({"list": [1, {"c": c_tx}]})  # level 3 travels inside level 2
+            level3_req = await c_rx.recv()
+            async with level3_req["final"] as final:  # level 4 in the other direction
+                await final.send("bottom")
+
+    async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
+        a_tx, a_rx = aqueduct.channel()
+        await conn.entrypoint.send({"deep": {"deeper": [a_tx]}})
+        level2 = await guard(a_rx.recv())
+        back: aqueduct.Receiver = level2["nested"]["back"]
+        level3 = await guard(back.recv())
+        c_tx: aqueduct.Sender = level3["list"][1]["c"]
+        f_tx, f_rx = aqueduct.channel()
+        await c_tx.send({"final": f_tx})
+        assert await guard(f_rx.recv()) == "bottom"
+
+
+async def test_finish_cancel_and_close_are_seen_by_the_peer(certs: DevCerts) -> None:
+    outcomes: asyncio.Queue[str] = asyncio.Queue()
+
+    async def drain(rx: aqueduct.Receiver) -> None:
+        try:
+            items = [m async for m in rx]
+            outcomes.put_nowait(f"finished {items}")
+        except ChannelCancelled:
+            outcomes.put_nowait("cancelled")
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        tasks = []
+        async for req in conn.entrypoint:
+            if "drain" in req:
+                tasks.append(asyncio.ensure_future(drain(req["drain"])))
+            else:
+                req["close"].close()
+
+    async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
+        tx, rx = aqueduct.channel()
+        await conn.entrypoint.send({"drain": rx})
+        await tx.send(1)
+        await tx.finish()
+        assert await guard(outcomes.get()) == "finished [1]"
+
+        tx2, rx2 = aqueduct.channel()
+        await conn.entrypoint.send({"drain": rx2})
+        await tx2.send(1)
+        tx2.cancel()
+        assert await guard(outcomes.get()) == "cancelled"
+
+        tx3, rx3 = aqueduct.channel()
+        await conn.entrypoint.send({"close": rx3})
+        assert await guard(tx3.ended()) is EndReason.RECEIVER_DROPPED
+        with pytest.raises(ReceiverDropped):
+            await tx3.send("too late")
+
+
+async def test_closing_the_connection_reaches_every_handle(certs: DevCerts) -> None:
+    held: asyncio.Queue[aqueduct.Receiver] = asyncio.Queue()
+    lost: asyncio.Queue[str] = asyncio.Queue()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        req = await conn.entrypoint.recv()
+        held.put_nowait(req["rx"])
+        try:
+            await req["rx"].recv()
+        except ConnectionLost:
+            lost.put_nowait("receiver")
+        try:
+            await conn.entrypoint.recv()
+        except ConnectionLost:
+            lost.put_nowait("entrypoint")
+
+    async with running(certs, handler) as (url, _):
+        conn = await aqueduct.connect(url, ca=certs.ca)
+        tx, rx = aqueduct.channel()
+        await conn.entrypoint.send({"rx": rx})
+        await guard(held.get())
+        await conn.close(code=0, reason="bye")
+        assert {await guard(lost.get()), await guard(lost.get())} == {"receiver", "entrypoint"}
+        with pytest.raises(ConnectionLost):
+            await tx.send("after close")
