@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable
 
 from .credit import INFINITE, restore_amount
 from .endpoint import DEFAULT_MAX_PACKET_SIZE, Endpoint
@@ -35,25 +34,11 @@ from .events import (
     StreamEnded,
     StreamOpened,
 )
+from .pulse import Pulse
 
 DEFAULT_WINDOW = 256 * 1024
 DEFAULT_MAX_STREAMS = 64
 _READ_SIZE = 64 * 1024
-
-
-class _Pulse:
-    """Wakes every current waiter; waiters re-check their own condition."""
-
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
-
-    def fire(self) -> None:
-        self._event.set()
-        self._event.clear()
-
-    async def wait_for(self, ready: Callable[[], bool]) -> None:
-        while not ready():
-            await self._event.wait()
 
 
 class Stream:
@@ -67,7 +52,7 @@ class Stream:
         self._stopped = False
         self._ended = False
         self._pings: deque[tuple[float, asyncio.Future[float]]] = deque()
-        self._pulse = _Pulse()
+        self._pulse = Pulse()
 
     @property
     def buffered(self) -> int:
@@ -186,7 +171,7 @@ class Connection:
         self._writer = writer
         self._streams: dict[int, Stream] = {}
         self._accepted: deque[Stream] = deque()
-        self._pulse = _Pulse()
+        self._pulse = Pulse()
         self._send_wake = asyncio.Event()
         endpoint.give_global_credit(max_streams)
         self._tasks = [
