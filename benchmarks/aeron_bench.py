@@ -1,0 +1,104 @@
+# Offer-to-poll throughput and round-trip latency of small messages on aeron_compat.
+# Throughput: one thread offers bursts until back pressured and polls them, so the figure is the
+# full offer + poll cost per message (Python has no parallel threads to overlap them).  RTT: a
+# ping publication and a pong publication on two streams; each round trip is offer, poll, offer,
+# poll.  Channels: aeron:ipc and aeron:udp (in-process loopback media; QUIC media when available).
+"""`python benchmarks/aeron_bench.py [--seconds S] [--size N] [--channels ipc,udp]`."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from aeron_compat import Aeron, Context
+
+CHANNELS = {
+    "ipc": ("aeron:ipc", "aeron:ipc"),
+    "udp": ("aeron:udp?endpoint=localhost:29001", "aeron:udp?endpoint=localhost:29002"),
+}
+
+
+def throughput(aeron: Aeron, channel: str, size: int, seconds: float) -> float:
+    """Messages per second from offer to poll, one thread."""
+    sub = aeron.add_subscription(channel, 1)
+    pub = aeron.add_publication(channel, 1)
+    payload = bytes(size)
+    received = 0
+
+    def handler(buf: memoryview, hdr: object) -> None:
+        nonlocal received
+        received += 1
+
+    offer, poll = pub.offer, sub.poll
+    sent = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(1000):
+            if offer(payload) > 0:
+                sent += 1
+            else:
+                break
+        poll(handler, 1_000_000)
+    while poll(handler, 1_000_000):
+        pass
+    elapsed = time.perf_counter() - start
+    assert received == sent, (received, sent)
+    pub.close()
+    sub.close()
+    return received / elapsed
+
+
+def round_trips(aeron: Aeron, ping_channel: str, pong_channel: str, size: int, count: int) -> list[float]:
+    """Round-trip times in seconds of `count` ping-pongs."""
+    ping_pub = aeron.add_publication(ping_channel, 2)
+    ping_sub = aeron.add_subscription(ping_channel, 2)
+    pong_pub = aeron.add_publication(pong_channel, 3)
+    pong_sub = aeron.add_subscription(pong_channel, 3)
+    payload = bytes(size)
+    got = [0]
+
+    def echo(buf: memoryview, hdr: object) -> None:
+        while pong_pub.offer(buf) < 0:
+            pass
+
+    def done(buf: memoryview, hdr: object) -> None:
+        got[0] += 1
+
+    times = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        while ping_pub.offer(payload) < 0:
+            pass
+        while not ping_sub.poll(echo, 1):
+            pass
+        while not pong_sub.poll(done, 1):
+            pass
+        times.append(time.perf_counter() - t0)
+    for r in (ping_pub, ping_sub, pong_pub, pong_sub):
+        r.close()
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--size", type=int, default=32)
+    parser.add_argument("--rtts", type=int, default=20000)
+    parser.add_argument("--channels", default="ipc,udp")
+    args = parser.parse_args(argv)
+    for name in args.channels.split(","):
+        a, b = CHANNELS[name]
+        with Aeron.connect(Context(counters_interval=0)) as aeron:
+            rate = throughput(aeron, a, args.size, args.seconds)
+            rtt = sorted(round_trips(aeron, a, b, args.size, args.rtts))
+        p50, p99 = rtt[len(rtt) // 2] * 1e6, rtt[int(len(rtt) * 0.99)] * 1e6
+        print(f"{name:4s} {args.size} B: offer->poll {rate / 1e6:.2f} M msgs/s ({rate * args.size / 1e6:.1f} MB/s); "
+              f"RTT p50 {p50:.2f} us, p99 {p99:.2f} us, mean {statistics.fmean(rtt) * 1e6:.2f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
