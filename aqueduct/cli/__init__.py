@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-_COMMANDS = ["wire", "cert", "serve", "demo"]
+_COMMANDS = ["wire", "cert", "serve", "demo", "analyze"]
 
 
 def build_parser() -> argparse.ArgumentParser:

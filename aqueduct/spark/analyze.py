@@ -1,0 +1,362 @@
+"""`aqueduct analyze`: a PySpark job over a recording directory.
+
+Spark does the heavy part: it scans the segments once into a cached,
+payload-free frame and aggregates it (flows per connection, channel,
+delivery mode and direction, with approximate ack-latency percentiles;
+rollups per connection and per delivery mode; channel lifetimes and end
+states; a throughput timeline; a latency histogram; connection stats). The
+results are small and come back to the driver as Arrow tables (no Python
+workers are needed on executors, so any cluster runs it unchanged); the
+driver adds tree depth and fan-out, writes each table as Parquet, prints a
+report and draws the charts. Runs as `aqueduct analyze`, `python -m
+aqueduct.spark.analyze` or `spark-submit .../aqueduct/spark/analyze.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from aqueduct.recording.schema import END_KINDS, Kind
+from aqueduct.spark.options import add_analyze_arguments
+from aqueduct.spark.progress import Progress
+from aqueduct.spark.trees import tree_nodes
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+QUANTILES = (0.5, 0.99, 0.999)
+PERCENTILE_ACCURACY = 10_000
+TOP_CHANNELS = 10
+TIMELINE_BUCKETS = 500
+HIST_BINS_PER_DECADE = 20
+MESSAGE_KINDS = (Kind.MESSAGE_SENT.value, Kind.MESSAGE_RECEIVED.value)
+OUTCOME_KINDS = (Kind.ACKED.value, Kind.NACKED.value)
+EVENT_COLUMNS = [
+    "time_ns", "kind", "connection", "channel", "direction", "delivery", "number", "length",
+    "attachments", "latency_ns", "parent", "rtt_us", "cwnd", "bytes_in_flight", "packets_lost",
+]  # fmt: skip
+STEPS = 9
+"""Progress steps of `analyze` (reading plus eight result groups)."""
+
+
+def load_events(spark: SparkSession, path: str) -> DataFrame:
+    """The recording's sealed segments, without payloads."""
+    return spark.read.option("pathGlobFilter", "*.parquet").parquet(path).select(*EVENT_COLUMNS)
+
+
+def _flow_aggregates() -> list[Column]:
+    from pyspark.sql import functions as F
+
+    kind = F.col("kind")
+    is_msg = kind.isin(*MESSAGE_KINDS)
+    acked = kind == Kind.ACKED.value
+    return [
+        F.count(F.when(is_msg, 1)).alias("messages"),
+        F.coalesce(F.sum(F.when(is_msg, F.col("length"))), F.lit(0)).alias("bytes"),
+        F.min(F.when(is_msg, F.col("time_ns"))).alias("first_ns"),
+        F.max(F.when(is_msg, F.col("time_ns"))).alias("last_ns"),
+        F.count(F.when(acked, 1)).alias("acked"),
+        F.count(F.when(kind == Kind.NACKED.value, 1)).alias("nacked"),
+        F.percentile_approx(F.when(acked, F.col("latency_ns")), list(QUANTILES), PERCENTILE_ACCURACY).alias("lat"),
+    ]
+
+
+def flow_metrics(events: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """Counts, bytes, throughput, outcome rates and ack-latency percentiles grouped by `keys`."""
+    from pyspark.sql import functions as F
+
+    agg = events.filter(F.col("kind").isin(*MESSAGE_KINDS, *OUTCOME_KINDS)).groupBy(*keys).agg(*_flow_aggregates())
+    span = (F.col("last_ns") - F.col("first_ns")) / 1e9
+    out = F.col("direction") == "out"
+    sent = F.when(out & (F.col("messages") > 0), F.col("messages"))
+    return agg.select(
+        *keys,
+        "messages",
+        "bytes",
+        "first_ns",
+        "last_ns",
+        F.when(span > 0, span).alias("span_s"),
+        F.when(span > 0, F.col("messages") / span).alias("msgs_per_s"),
+        F.when(span > 0, F.col("bytes") / span).alias("bytes_per_s"),
+        "acked",
+        "nacked",
+        (F.col("nacked") / sent).alias("nack_rate"),
+        ((sent - F.col("acked")) / sent).alias("loss_rate"),
+        *[(F.col("lat")[i] / 1e6).alias(name) for i, name in enumerate(("p50_ms", "p99_ms", "p999_ms"))],
+    ).orderBy(*keys)
+
+
+def channel_lifetimes(events: DataFrame) -> DataFrame:
+    """Per channel: start, end, lifetime, end state (`open` if none recorded), messages and bytes."""
+    from pyspark.sql import functions as F
+
+    kind = F.col("kind")
+    is_msg = kind.isin(*MESSAGE_KINDS)
+    first_end = F.min(F.when(kind.isin(*END_KINDS), F.struct(F.col("time_ns"), kind.alias("state"))))
+    agg = (
+        events.filter(F.col("channel").isNotNull())
+        .groupBy("connection", "channel")
+        .agg(
+            F.min("time_ns").alias("first_ns"),
+            F.min(F.when(kind == Kind.CHANNEL_CREATED.value, F.col("time_ns"))).alias("created_ns"),
+            first_end.alias("end"),
+            F.count(F.when(is_msg, 1)).alias("messages"),
+            F.coalesce(F.sum(F.when(is_msg, F.col("length"))), F.lit(0)).alias("bytes"),
+            F.array_join(F.array_sort(F.collect_set(F.when(is_msg, F.col("delivery")))), ",").alias("delivery"),
+        )
+    )
+    start = F.coalesce(F.col("created_ns"), F.col("first_ns"))
+    return agg.select(
+        "connection",
+        "channel",
+        "delivery",
+        start.alias("start_ns"),
+        F.col("end.time_ns").alias("end_ns"),
+        ((F.col("end.time_ns") - start) / 1e9).alias("lifetime_s"),
+        F.coalesce(F.col("end.state"), F.lit("open")).alias("end_state"),
+        "messages",
+        "bytes",
+    ).orderBy("connection", "channel")
+
+
+def attachment_edges(events: DataFrame) -> DataFrame:
+    """(connection, parent, child): from message attachments and from channel_created parents."""
+    from pyspark.sql import functions as F
+
+    carried = events.filter(F.col("kind").isin(*MESSAGE_KINDS) & (F.size("attachments") > 0)).select(
+        "connection", F.col("channel").alias("parent"), F.explode("attachments").alias("child")
+    )
+    created = events.filter((F.col("kind") == Kind.CHANNEL_CREATED.value) & F.col("parent").isNotNull()).select(
+        "connection", "parent", F.col("channel").alias("child")
+    )
+    return carried.unionByName(created).distinct()
+
+
+def timeline(events: DataFrame, t0: int, width_ns: int) -> DataFrame:
+    """Messages and bytes per time bucket and direction."""
+    from pyspark.sql import functions as F
+
+    bucket = F.floor((F.col("time_ns") - F.lit(t0)) / F.lit(width_ns)).cast("long")
+    return (
+        events.filter(F.col("kind").isin(*MESSAGE_KINDS))
+        .groupBy(bucket.alias("bucket"), "direction")
+        .agg(F.count(F.lit(1)).alias("messages"), F.coalesce(F.sum("length"), F.lit(0)).alias("bytes"))
+        .select(
+            (F.col("bucket") * width_ns / 1e9).alias("t_s"),
+            "direction",
+            (F.col("messages") / (width_ns / 1e9)).alias("msgs_per_s"),
+            (F.col("bytes") / (width_ns / 1e9)).alias("bytes_per_s"),
+        )
+        .orderBy("t_s", "direction")
+    )
+
+
+def latency_histogram(events: DataFrame) -> DataFrame:
+    """Ack latencies per delivery mode in log-spaced bins (`HIST_BINS_PER_DECADE` per decade of microseconds)."""
+    from pyspark.sql import functions as F
+
+    us = F.greatest(F.col("latency_ns"), F.lit(1)) / 1e3
+    b = F.floor(F.log10(us) * HIST_BINS_PER_DECADE).cast("long")
+    return (
+        events.filter((F.col("kind") == Kind.ACKED.value) & F.col("latency_ns").isNotNull())
+        .groupBy("delivery", b.alias("bin"))
+        .agg(F.count(F.lit(1)).alias("count"))
+        .select(
+            "delivery",
+            F.pow(F.lit(10.0), F.col("bin") / HIST_BINS_PER_DECADE).alias("lo_us"),
+            F.pow(F.lit(10.0), (F.col("bin") + 1) / HIST_BINS_PER_DECADE).alias("hi_us"),
+            "count",
+        )
+        .orderBy("delivery", "lo_us")
+    )
+
+
+def connection_stats(events: DataFrame) -> DataFrame:
+    """Per connection: RTT median and max, mean congestion window, peak bytes in flight, packets lost."""
+    from pyspark.sql import functions as F
+
+    return (
+        events.filter(F.col("kind") == Kind.CONNECTION_STATS.value)
+        .groupBy("connection")
+        .agg(
+            F.count(F.lit(1)).alias("samples"),
+            F.percentile_approx("rtt_us", 0.5, PERCENTILE_ACCURACY).alias("rtt_p50_us"),
+            F.max("rtt_us").alias("rtt_max_us"),
+            F.avg("cwnd").alias("cwnd_mean"),
+            F.max("bytes_in_flight").alias("bytes_in_flight_max"),
+            (F.max("packets_lost") - F.min("packets_lost")).alias("packets_lost"),
+        )
+        .orderBy("connection")
+    )
+
+
+def _trees(channels: pa.Table, edges: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Add parent/depth/fanout to the channel table; per-connection tree summary."""
+    per_conn_channels: dict[str, list[int]] = defaultdict(list)
+    for conn, ch in zip(channels["connection"].to_pylist(), channels["channel"].to_pylist(), strict=True):
+        per_conn_channels[conn].append(ch)
+    per_conn_edges: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for conn, p, c in zip(*(edges[n].to_pylist() for n in ("connection", "parent", "child")), strict=True):
+        per_conn_edges[conn].append((p, c))
+    info = {conn: tree_nodes(chs, per_conn_edges.get(conn, ())) for conn, chs in per_conn_channels.items()}
+    keys = zip(channels["connection"].to_pylist(), channels["channel"].to_pylist(), strict=True)
+    nodes = [info[conn][ch] for conn, ch in keys]
+    channels = (
+        channels.append_column("parent", pa.array([n.parent for n in nodes], pa.int64()))
+        .append_column("depth", pa.array([n.depth for n in nodes], pa.int64()))
+        .append_column("fanout", pa.array([n.fanout for n in nodes], pa.int64()))
+    )
+    rows = []
+    for conn in sorted(info):
+        ns = list(info[conn].values())
+        parents = [n.fanout for n in ns if n.fanout]
+        depths = [n.depth for n in ns if n.depth is not None]
+        rows.append(
+            {
+                "connection": conn,
+                "channels": len(ns),
+                "roots": sum(1 for n in ns if n.parent is None),
+                "max_depth": max(depths, default=0),
+                "max_fanout": max(parents, default=0),
+                "mean_fanout": sum(parents) / len(parents) if parents else 0.0,
+            }
+        )
+    schema = pa.schema(
+        [("connection", pa.string()), ("channels", pa.int64()), ("roots", pa.int64()), ("max_depth", pa.int64()),
+         ("max_fanout", pa.int64()), ("mean_fanout", pa.float64())]
+    )  # fmt: skip
+    return channels, pa.Table.from_pylist(rows, schema=schema)
+
+
+def analyze(spark: SparkSession, path: str, progress: Progress | None = None) -> dict[str, pa.Table]:
+    """Run every aggregation over the recording at `path`; the result tables, by name."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    progress = progress or Progress(STEPS, out=io.StringIO())
+    out: dict[str, pa.Table] = {}
+    with progress.step("reading the recording"):
+        events = load_events(spark, path).persist(StorageLevel.MEMORY_AND_DISK)
+        summary = events.agg(
+            F.count(F.lit(1)).alias("events"),
+            F.countDistinct("connection").alias("connections"),
+            F.count(F.when(F.col("kind").isin(*MESSAGE_KINDS), 1)).alias("messages"),
+            F.coalesce(F.sum(F.when(F.col("kind").isin(*MESSAGE_KINDS), F.col("length"))), F.lit(0)).alias("bytes"),
+            F.min("time_ns").alias("first_ns"),
+            F.max("time_ns").alias("last_ns"),
+        ).toArrow()
+        out["summary"] = summary
+    try:
+        with progress.step("flows per connection, channel and delivery mode"):
+            out["flows"] = flow_metrics(events, ["connection", "channel", "delivery", "direction"]).toArrow()
+        with progress.step("rollups per connection and per delivery mode"):
+            out["by_connection"] = flow_metrics(events, ["connection", "direction"]).toArrow()
+            out["by_delivery"] = flow_metrics(events, ["delivery", "direction"]).toArrow()
+        with progress.step("channel lifetimes and end states"):
+            channels = channel_lifetimes(events).toArrow()
+        with progress.step("attachment trees"):
+            out["channels"], out["trees"] = _trees(channels, attachment_edges(events).toArrow())
+            order = pc.sort_indices(out["channels"], [("bytes", "descending"), ("connection", "ascending"),
+                                                              ("channel", "ascending")])  # fmt: skip
+            out["top_channels"] = out["channels"].take(order[:TOP_CHANNELS])
+        with progress.step("throughput timeline"):
+            first, last = summary["first_ns"][0].as_py(), summary["last_ns"][0].as_py()
+            span = (last - first) if first is not None else 0
+            width = max(1_000_000_000, math.ceil(span / TIMELINE_BUCKETS / 1e9) * 1_000_000_000)
+            out["timeline"] = timeline(events, first or 0, width).toArrow()
+        with progress.step("ack latency histogram"):
+            out["latency_histogram"] = latency_histogram(events).toArrow()
+        with progress.step("connection stats"):
+            out["connection_stats"] = connection_stats(events).toArrow()
+        with progress.step("summary"):
+            out["summary"] = summary.append_column(
+                "channels", pa.array([out["channels"].num_rows], pa.int64())
+            ).append_column("span_s", pa.array([span / 1e9], pa.float64()))
+    finally:
+        events.unpersist()
+    return out
+
+
+def write_tables(tables: dict[str, pa.Table], out_dir: Path) -> list[Path]:
+    """Each table as `out_dir/NAME.parquet` (temp file and rename, like the recorder)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, table in tables.items():
+        final = out_dir / f"{name}.parquet"
+        tmp = out_dir / f".{name}.parquet.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, final)
+        paths.append(final)
+    return paths
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line when run as a module or by spark-submit (same options as `aqueduct analyze`)."""
+    parser = argparse.ArgumentParser(prog="aqueduct analyze", description="Analyze an Aqueduct recording with Spark.")
+    return add_analyze_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Analyze, write, print and draw; the exit status."""
+    from aqueduct.recording.segments import sealed_segments
+    from aqueduct.spark.report import render
+    from aqueduct.spark.session import JavaMissing, spark_session
+
+    recording = str(args.recording)
+    is_local = "://" not in recording or recording.startswith("file://")
+    local_path = Path(recording.removeprefix("file://"))
+    if is_local and (not local_path.is_dir() or not sealed_segments(local_path)):
+        print(f"aqueduct analyze: no sealed recording segments in {recording}", file=sys.stderr)
+        return 2
+    out_dir = Path(args.out or f"{recording.rstrip('/')}.analysis")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    progress = Progress(STEPS)
+    started = time.monotonic()
+    progress.note(
+        f"aqueduct analyze: starting Spark ({args.master or 'local[*]'}); its log goes to {out_dir}/spark.log"
+    )
+    try:
+        spark = spark_session(args.master, app_name="aqueduct-analyze", jvm_log=str(out_dir / "spark.log"))
+    except JavaMissing as exc:
+        print(f"aqueduct analyze: {exc}", file=sys.stderr)
+        return 3
+    progress.note(
+        f"Spark {spark.version} up in {time.monotonic() - started:.1f} s (master {spark.sparkContext.master})"
+    )
+    progress.watch(spark.sparkContext)
+    try:
+        tables = analyze(spark, str(local_path.resolve()) if is_local else recording, progress)
+    finally:
+        progress.close()
+        spark.stop()
+    write_tables(tables, out_dir)
+    print(render(tables))
+    if not args.no_charts:
+        from aqueduct.spark.charts import draw
+
+        for png in draw(tables, out_dir):
+            print(f"chart: {png}")
+    print(f"tables: {out_dir}/*.parquet; analyzed in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for `python -m aqueduct.spark.analyze` and spark-submit."""
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

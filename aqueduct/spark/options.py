@@ -1,0 +1,16 @@
+"""Command-line options of `aqueduct analyze`, kept free of heavy imports so `aqueduct --help` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the recording argument and the analyze options to `parser`."""
+    parser.add_argument("recording", help="recording directory (local path, or any URL Spark can read)")
+    parser.add_argument(
+        "--master", default=None, help="Spark master URL (default local[*]; ignored under spark-submit)"
+    )
+    parser.add_argument("--out", default=None, help="where result tables and charts go (default DIR.analysis)")
+    parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+    return parser

@@ -1,0 +1,150 @@
+"""A SparkSession that works out of the box on a laptop and unchanged on a cluster.
+
+`spark_session(master)` sets the environment a PySpark driver needs before
+its JVM starts (loopback bind for local masters, the running Python for
+workers), checks that a Java runtime exists and says what to install if
+not, turns the UI and console progress bars off and quiets log4j to errors.
+Under `spark-submit` (PYSPARK_GATEWAY_PORT is set) the JVM already exists:
+the master and deploy settings come from spark-submit and are not touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+MIN_JAVA = 17
+INSTALL_HINT = (
+    "install a Java runtime (17 or 21), e.g. `sudo apt-get install openjdk-17-jre-headless` on Debian/Ubuntu, "
+    "`sudo dnf install java-17-openjdk-headless` on Fedora, `brew install openjdk@17` on macOS, "
+    "then make sure `java` is on PATH or JAVA_HOME points at it"
+)
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+
+
+class JavaMissing(RuntimeError):
+    """No usable Java runtime for Spark."""
+
+
+def under_spark_submit() -> bool:
+    """Whether this Python was started by spark-submit (its JVM is already running)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def find_java() -> tuple[str, int]:
+    """The java executable and its major version; JavaMissing with an install hint otherwise."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        where = f"JAVA_HOME={home} has no bin/java" if home else "no `java` on PATH and JAVA_HOME is unset"
+        raise JavaMissing(f"Spark needs Java, but {where}: {INSTALL_HINT}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JavaMissing(f"`{java} -version` failed ({exc}): {INSTALL_HINT}") from exc
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        raise JavaMissing(f"cannot tell the version of {java} from {out.strip()!r}: {INSTALL_HINT}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0" style
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise JavaMissing(f"{java} is Java {major}; Spark 4 needs Java {MIN_JAVA} or newer: {INSTALL_HINT}")
+    return java, major
+
+
+def _is_loopback_master(master: str) -> bool:
+    return master.startswith("local") or bool(re.match(r"spark://(127\.0\.0\.1|localhost)[:/]", master))
+
+
+def prepare_environment(master: str) -> None:
+    """Environment variables the driver and its workers need (existing values win)."""
+    if _is_loopback_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_CONF_DIR", _quiet_conf_dir())
+
+
+def _quiet_conf_dir() -> str:
+    """A SPARK_CONF_DIR holding only a log4j2.properties that logs errors (spark-class puts it on the classpath)."""
+    path = Path(tempfile.gettempdir()) / f"aqueduct-spark-conf-{os.getuid()}"
+    path.mkdir(exist_ok=True)
+    props = path / "log4j2.properties"
+    if not props.exists() or props.read_text() != _LOG4J:
+        props.write_text(_LOG4J)
+    return str(path)
+
+
+@contextlib.contextmanager
+def _stderr_to(path: str | None) -> Iterator[None]:
+    """Point fd 2 at `path` while a JVM is spawned, so the JVM's own stderr goes there (Python's is restored)."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
+def spark_session(
+    master: str | None = None,
+    app_name: str = "aqueduct",
+    config: dict[str, str] | None = None,
+    jvm_log: str | None = None,
+) -> SparkSession:
+    """A quiet SparkSession on `master` (default local[*]), or the spark-submit one.
+
+    `jvm_log`: a file that receives the JVM's stderr (its startup chatter and error logs) when this call starts it.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        master = master or os.environ.get("AQUEDUCT_SPARK_MASTER") or DEFAULT_MASTER
+        find_java()
+        prepare_environment(master)
+        builder = builder.master(master)
+        if _is_loopback_master(master):
+            builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    builder = (
+        builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", os.environ.get("AQUEDUCT_SPARK_PARTITIONS", "8"))
+    )
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
+    with _stderr_to(None if under_spark_submit() else jvm_log):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
