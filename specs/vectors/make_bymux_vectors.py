@@ -1,6 +1,6 @@
 """Write specs/vectors/bymux.json from the hand-written case table below.
 
-Run: `.venv/bin/python tests/bymux/make_vectors.py`. Packet bytes are built
+Run: `.venv/bin/python specs/vectors/make_bymux_vectors.py`. Packet bytes are built
 here from the decided bit order (type << 5 | global << 4 | id width << 2 |
 value width), independently of aeron_compat.bymux.codec, and every expected
 outcome is typed by hand; nothing is computed by the implementation under test.
@@ -20,7 +20,7 @@ from typing import Any
 
 CREDIT, WRITE, PING, PONG, CLOSE, STOP_READ = range(6)
 INF = (1 << 64) - 1
-OUT = Path(__file__).resolve().parents[2] / "specs" / "vectors" / "bymux.json"
+OUT = Path(__file__).resolve().parent / "bymux.json"
 
 
 def head(ptype: int, glob: bool, idw: int = 0, vw: int = 0) -> str:
