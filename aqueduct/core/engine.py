@@ -55,7 +55,7 @@ from .receiving import ReceivingMixin
 from .sender import Sender, SState
 from .sending import SendingMixin
 from .startup import StartupMixin
-from .streams import VERSION_BYTES, Role, StreamIds, StreamRec
+from .streams import VERSION_BYTES, Role, StreamIds, StreamRec, opened_by
 from .timers import Timers
 from .transport import (
     CloseConnection,
@@ -382,10 +382,26 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             self._maybe_drop_stream(rec)
 
     def _ctrl_reset(self, sid: int, code: int) -> None:
-        """Reset our direction of a control stream."""
-        self._cmd(ResetStream(sid, code))
+        """Reset our direction of a control stream.
+
+        A QUIC reset may discard bytes the peer has not read, so on a stream we opened
+        the reset waits until the peer has sent a frame (or ended its direction): only
+        then do we know it read our ChannelControl and can tell which channel is reset.
+        """
         rec = self._streams.get(sid)
+        if rec is not None and opened_by(sid) is self._side and rec.frames_seen == 0 and not rec.in_done:
+            rec.pending_reset = code
+            return
+        self._cmd(ResetStream(sid, code))
         if rec is not None:
+            rec.out_done = True
+            rec.pending_reset = None
+            self._maybe_drop_stream(rec)
+
+    def _flush_pending_reset(self, rec: StreamRec) -> None:
+        if rec.pending_reset is not None:
+            code, rec.pending_reset = rec.pending_reset, None
+            self._cmd(ResetStream(rec.stream_id, code))
             rec.out_done = True
             self._maybe_drop_stream(rec)
 

@@ -99,6 +99,8 @@ class IncomingMixin:
             if self._closed:
                 return
         self._credit(ev.stream_id, other)
+        if rec.frames_seen:
+            self._flush_pending_reset(rec)
         if ev.end_stream:
             self._on_stream_fin(rec)
 
@@ -157,6 +159,7 @@ class IncomingMixin:
         if rec.role in (Role.TO_SENDER, Role.TO_RECEIVER) and not rec.final_seen:
             raise ProtocolError(f"control stream {rec.stream_id} finished without its final frame")
         rec.in_done = True
+        self._flush_pending_reset(rec)
         self._maybe_drop_stream(rec)
 
     def _on_stream_reset(self: Engine, ev: StreamReset) -> None:
@@ -177,6 +180,7 @@ class IncomingMixin:
         rec.reader = FrameReader(self.config.max_frame_size)
         half = rec.half
         role = rec.role
+        self._flush_pending_reset(rec)
         self._maybe_drop_stream(rec)
         if half is None:
             return

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import EndReason, ResetCode
+from ..errors import ResetCode
 from ..wire.channel_id import ChannelId
 from ..wire.errors import ProtocolError
 from ..wire.frames import ClosedChannelLost, encode_frame
@@ -43,20 +43,21 @@ class LossMixin:
         if s.exposed:
             for reliable, first, stop in deferred:
                 self._event(MessagesAcked(s.handle, reliable, first, stop))
-        self._maybe_end_sender(s)
+        self._maybe_forget_sender(s)
 
     def _on_lost(self: Engine, node_id: int, node: Node) -> None:
         if node.is_sender:
             s = self._senders.get(node_id)
             if s is not None and s.state is not SState.GONE:
+                if s.ctrl is not None and not s.ctrl_open:
+                    # finished or cancelled: our direction is closed, so the peer learns it this way
+                    self._send_closed_channel_lost(node.channel)
                 self._drop_deferred_as_nacks(s)
                 self._sender_ctrl_reset(s, ResetCode.LOST)
                 return
             self._send_closed_channel_lost(node.channel)
             if s is not None:
                 self._drop_deferred_as_nacks(s)
-                s.end_reason = EndReason.LOST
-                self._maybe_end_sender(s)
             return
         r = self._receivers.get(node_id)
         if r is not None and r.state is not RState.GONE:
@@ -69,6 +70,7 @@ class LossMixin:
         if s.exposed:
             for reliable, first, stop in deferred:
                 self._event(MessagesNacked(s.handle, reliable, first, stop))
+        self._maybe_forget_sender(s)
 
     def _send_closed_channel_lost(self: Engine, channel: int) -> None:
         self._open_uni(encode_frame(ClosedChannelLost(channel)), fin=True)

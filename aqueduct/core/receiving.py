@@ -150,17 +150,21 @@ class ReceivingMixin:
 
     # ---- control stream ----
     def _receiver_attached(self: Engine, r: Receiver, sid: int) -> None:
+        """The peer opened our control stream; a first frame tells it we read its ChannelControl."""
         r.ctrl = sid
         r.ctrl_open = True
         if r.close_reason is not None:
             self._close_receiver(r, r.close_reason)
         else:
+            self._ctrl_write(sid, encode_frame(AckNackUnreliable(())))
             self._rx_schedule(r)
 
     def _receiver_frame(self: Engine, r: Receiver, frame: Frame) -> None:
         if r.state is RState.GONE:
             return
         if isinstance(frame, SentUnreliable):
+            if not frame.count:
+                return
             r.declared += frame.count
             wait = max(self.config.nack_timeout, 2 * self.rtt)
             r.declarations.append((r.declared, self.now + wait))

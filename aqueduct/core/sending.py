@@ -163,8 +163,11 @@ class SendingMixin:
 
     # ---- control stream ----
     def _sender_attached(self: Engine, s: Sender, sid: int) -> None:
+        """The peer opened our control stream; a first frame tells it we read its ChannelControl."""
         s.ctrl = sid
         s.ctrl_open = True
+        if s.state is SState.OPEN and not s.undeclared:
+            self._ctrl_write(sid, encode_frame(SentUnreliable(0)))
         if s.state is SState.FINISH_WAIT:
             self._do_finish(s)
         elif s.state is SState.CANCEL_WAIT:
@@ -254,7 +257,7 @@ class SendingMixin:
                 self._links.nacked(s.handle, keys, self._on_lost)
 
     def _sender_gone(self: Engine, s: Sender, reason: EndReason) -> None:
-        """The sender ceased to exist; its end is reported once it is reachable (or lost)."""
+        """The sender ceased to exist: SenderEnded now; acks it still holds back are reported later."""
         s.state = SState.GONE
         if self._tx_by_channel.get(s.channel) == s.handle:
             del self._tx_by_channel[s.channel]
@@ -263,21 +266,13 @@ class SendingMixin:
             rec = self._streams.get(s.ctrl)
             if rec is not None:
                 rec.half = None
-        if s.end_reason is None or reason is EndReason.LOST:
-            s.end_reason = reason
-        self._maybe_end_sender(s)
-
-    def _maybe_end_sender(self: Engine, s: Sender) -> None:
-        if s.state is not SState.GONE or s.end_reported:
-            return
-        if not (s.reachable or s.end_reason is EndReason.LOST):
-            return
-        s.end_reported = True
-        if s.exposed and not s.app_dropped:
-            assert s.end_reason is not None
-            self._event(SenderEnded(s.handle, s.end_reason))
+        s.end_reason = reason
+        if not s.end_reported:
+            s.end_reported = True
+            if s.exposed and not s.app_dropped:
+                self._event(SenderEnded(s.handle, reason))
         self._maybe_forget_sender(s)
 
     def _maybe_forget_sender(self: Engine, s: Sender) -> None:
-        if s.state is SState.GONE and s.app_dropped and self._senders.get(s.handle) is s:
+        if s.state is SState.GONE and s.app_dropped and not s.deferred and self._senders.get(s.handle) is s:
             del self._senders[s.handle]

@@ -23,7 +23,7 @@ until it has the server's headers) and is mandatory on CONNECTION only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 from ..wire.channel_id import Side
@@ -66,7 +66,8 @@ class StreamRec:
     """FinishSender / CloseReceiver / ClosedChannelLost already read."""
     out_started: bool = False
     """We have written on our direction (for the client's Version prefix)."""
-    pending_credit: int = field(default=0)
+    pending_reset: int | None = None
+    """A reset of our direction waiting until the peer has shown it read our ChannelControl."""
 
 
 def is_uni(stream_id: int) -> bool:
