@@ -1,4 +1,4 @@
-"""bymux streams on Aqueduct channels: the same application test as over TCP, plus credit and breach checks."""
+"""bymux streams on Aqueduct channels (in-process and over QUIC): the TCP application test, credit, breaches."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 from bymux_app import run_echo_app
 
 from aeron_compat.bymux import ConnectionTerminated, Rule, read_exactly
-from aeron_compat.bymux.on_aqueduct import ChannelConnection, local_pair
-from aqueduct.api import Sender, channel
+from aeron_compat.bymux.on_aqueduct import ChannelConnection, accept_on_aqueduct, local_pair, open_on_aqueduct
+from aqueduct.api import Sender, channel, connect, serve
+from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 
 async def test_echo_app_over_local_aqueduct_channels() -> None:
@@ -106,3 +107,20 @@ async def test_open_without_global_credit_terminates() -> None:
     with pytest.raises(ConnectionTerminated) as info:
         await conn.accept_stream()
     assert info.value.rule is Rule.CREATE_WITHOUT_GLOBAL_CREDIT
+
+
+@pytest.fixture(scope="module")
+def dev_certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
+    return make_dev_certs(tmp_path_factory.mktemp("bymux-certs"))
+
+
+async def test_echo_app_over_aqueduct_on_quic(dev_certs: DevCerts) -> None:
+    async with serve("127.0.0.1", 0, cert=dev_certs.cert, key=dev_certs.key) as server:
+        port = server.address[1]
+        async with connect(f"aqueduct://127.0.0.1:{port}", ca=dev_certs.ca) as aq_client:
+            client = await open_on_aqueduct(aq_client.entrypoint)
+            aq_server = await server.accept()
+            peer = await accept_on_aqueduct(aq_server.entrypoint)
+            await run_echo_app(client, peer)
+            await client.close()
+            await peer.close()
