@@ -52,12 +52,22 @@ class Header:
     """The header of the fragment being delivered (reused between fragments, as in Aeron)."""
 
     __slots__ = ("flags", "frame_length", "initial_term_id", "position", "reserved_value", "session_id",
-                 "stream_id", "term_id", "term_offset", "type")
+                 "stream_id", "term_id", "term_length", "term_offset", "type")
 
     def __init__(self) -> None:
         self.frame_length = self.flags = self.type = self.term_offset = 0
         self.session_id = self.stream_id = self.term_id = self.reserved_value = 0
-        self.initial_term_id = self.position = 0
+        self.initial_term_id = self.position = self.term_length = 0
+
+    @property
+    def aligned_length(self) -> int:
+        """Frame length rounded up to 32."""
+        return align(self.frame_length)
+
+    @property
+    def payload_length(self) -> int:
+        """Bytes of payload in this fragment."""
+        return self.frame_length - DATA_HEADER_LENGTH
 
 
 FragmentHandler = Callable[[memoryview, Header], object]
@@ -92,7 +102,7 @@ class Image:
         self._zeros = bytes(term_length)
         self._header = Header()
         self._header.session_id, self._header.stream_id = session_id, stream_id
-        self._header.initial_term_id = initial_term_id
+        self._header.initial_term_id, self._header.term_length = initial_term_id, term_length
 
     # ------------------------------------------------------------------ input
 

@@ -93,7 +93,7 @@ class Receiver:
                     self._on_setup(frame, source, now)
                 elif isinstance(frame, Rttm) and frame.session_id in self.images:
                     self.images[frame.session_id].on_rttm(frame, now)
-        self._collect()
+        self.collect()
 
     def _elicit_setup(self, session_id: int, stream_id: int, source: Address, now: int) -> None:
         if self._ignored_until.get(session_id, now) > now:
@@ -139,7 +139,7 @@ class Receiver:
                 self._last_announce_ns = now
         for session in [s for s, t in self._ignored_until.items() if t <= now]:
             del self._ignored_until[session]
-        self._collect()
+        self.collect()
 
     def poll(self, handler: FragmentHandler, fragment_limit: int, now: int) -> int:
         """Deliver up to `fragment_limit` fragments, round robin over images."""
@@ -153,16 +153,17 @@ class Receiver:
                 if count >= fragment_limit:
                     break
                 count += image.poll(handler, fragment_limit - count, now)
-        self._collect()
+        self.collect()
         return count
 
     def probe_rtt(self, now: int) -> None:
         """RTTM probes to the sender of every image."""
         for image in self.images.values():
             image.probe_rtt(now)
-        self._collect()
+        self.collect()
 
-    def _collect(self) -> None:
+    def collect(self) -> None:
+        """Gather images' outgoing datagrams and retire ended images."""
         for session, image in list(self.images.items()):
             if image.outbox:
                 self.outbox.extend(image.outbox)
