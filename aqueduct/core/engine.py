@@ -451,6 +451,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if send_close:
             self._cmds.append(CloseConnection(code, reason))
         for s in list(self._senders.values()):
+            s.deferred.clear()
             if not s.end_reported:
                 s.state = SState.GONE
                 s.end_reason = EndReason.CONNECTION_LOST
