@@ -23,7 +23,7 @@ from collections import deque
 
 from .credit import INFINITE, restore_amount
 from .endpoint import DEFAULT_MAX_PACKET_SIZE, Endpoint
-from .errors import BymuxError, ConnectionLost, ConnectionTerminated, StreamStopped
+from .errors import BymuxError, ConnectionLost, ConnectionTerminated, StreamStopped, UsageError
 from .events import (
     CloseReceived,
     CreditReceived,
@@ -113,7 +113,10 @@ class Stream:
             raise StreamStopped(f"stream {self.stream_id} has ended")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[float] = loop.create_future()
-        conn.endpoint.ping(self.stream_id)
+        try:
+            conn.endpoint.ping(self.stream_id)
+        except UsageError:
+            raise StreamStopped(f"stream {self.stream_id}: closed and stopped reading") from None
         self._pings.append((loop.time(), fut))
         conn._kick()
         return await fut
@@ -254,6 +257,7 @@ class Connection:
         if self.lost is not None:
             return
         self.lost = error
+        self._send_wake.set()
         self._writer.close()
         for stream in self._streams.values():
             stream._end_pings(error)

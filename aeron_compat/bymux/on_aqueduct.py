@@ -304,6 +304,7 @@ class ChannelConnection:
         self._next_id = 0 if initiator else 1
         self._pulse = Pulse()
         self._task: asyncio.Task[None] | None = None
+        self._credit_tasks: set[asyncio.Task[None]] = set()
 
     async def _start(self) -> ChannelConnection:
         self._task = asyncio.create_task(self._pump())
@@ -359,7 +360,8 @@ class ChannelConnection:
 
     async def _give_global_credit(self, amount: int) -> None:
         self._recv_credit += amount
-        await self._send(["credit", amount])
+        with contextlib.suppress(ConnectionLost):
+            await self._send(["credit", amount])
 
     def _note_buffered(self) -> None:
         self.max_buffered = max(self.max_buffered, self.buffered_bytes)
@@ -386,9 +388,9 @@ class ChannelConnection:
             theirs = sum(1 for sid in self._streams if sid % 2 != (0 if self.initiator else 1))
             grant = restore_amount(self.max_streams, theirs, self._recv_credit)
             if grant:
-                self._recv_credit += grant
-                with contextlib.suppress(AqueductError):
-                    self._ctl_out.try_send(["credit", grant])
+                task = asyncio.create_task(self._give_global_credit(grant))
+                self._credit_tasks.add(task)
+                task.add_done_callback(self._credit_tasks.discard)
 
     async def _pump(self) -> None:
         try:

@@ -388,3 +388,37 @@ def test_random_chunking_gives_identical_results(seed: list[tuple[int, int]], cu
     assert _outcome(data, cut_points) == _outcome(data, [])
     if len(data) < 400:
         assert _outcome(data, list(range(1, len(data)))) == _outcome(data, [])
+
+
+# ------------------------------------------------------------- bad input
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.integers(1, 50))
+def test_garbage_only_terminates_and_never_hoards(data: bytes, step: int) -> None:
+    a, b = pair()
+    sid = b.open_stream()
+    pump(a, b)
+    a.give_credit(sid, 100)
+    pump(a, b)
+    try:
+        for i in range(0, len(data), step):
+            a.receive_data(data[i : i + step])
+            assert a.buffered_bytes <= 17 + len(a.data_to_send())
+    except ConnectionTerminated as exc:
+        assert exc.rule.value in str(exc)
+        assert a.closed
+
+
+def test_long_write_streams_through_without_buffering() -> None:
+    a, b = pair()
+    sid = b.open_stream()
+    pump(a, b)
+    a.give_credit(sid, 0)
+    pump(a, b)
+    drain(a)
+    a.receive_data(encode_head(PacketHead(PacketType.WRITE, sid, 1 << 40)))
+    for _ in range(64):
+        a.receive_data(bytes(16384))
+        assert a.buffered_bytes == 0
+    assert sum(len(e.data) for e in drain(a) if isinstance(e, DataReceived)) == 64 * 16384
