@@ -27,7 +27,7 @@ from ..errors import (
     ReceiverDropped,
     WouldBlock,
 )
-from ..quic.protocol import AqueductProtocol
+from ..quic.protocol import AqueductProtocol, consume_exception
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
 from .codec import CODEC_HEADER, Codec
@@ -68,6 +68,7 @@ class Connection:
         self._tasks: set[asyncio.Task[None]] = set()
         self._entrypoint: Sender | Receiver | None = None
         self.ready: asyncio.Future[Connection] = self._loop.create_future()
+        self.ready.add_done_callback(consume_exception)
         self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
         self.peer_headers: Headers = ()
         protocol.listener = self._on_events

@@ -50,6 +50,12 @@ BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate a
 AppListener = Callable[[list[AppEvent]], None]
 
 
+def consume_exception(fut: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (it is also reported through other paths)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 class AqueductProtocol(QuicConnectionProtocol):
     """Feeds aioquic events to an Engine and executes the Engine's commands."""
 
@@ -76,6 +82,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self.engine: Engine | None = None
         self.listener: AppListener | None = None
         self.handshake: asyncio.Future[qe.HandshakeCompleted] = self._loop.create_future()
+        self.handshake.add_done_callback(consume_exception)
         self.terminated: asyncio.Future[tp.ConnectionTerminated] = self._loop.create_future()
         self.early_data_attempted = False
         self.datagram_payload_limit = self.settings.datagram_payload_limit(self.settings.max_datagram_frame_size)
