@@ -43,8 +43,8 @@ from .netconfig import NetConfig
 from .script import Action, ActionKind, random_script
 from .sim import EngineLike, Simulation, SimulationError
 
-LEAK_KEYS = ("senders", "receivers", "links", "timers", "pending_receivers", "held_bytes")
-"""state_sizes() keys that must be zero once every handle is gone."""
+LEAK_KEYS = ("senders", "receivers", "links", "timers", "pending_receivers", "held_bytes", "channel_map")
+"""state_sizes() keys that must be zero once every handle is gone; `streams` may keep the connection control stream."""
 
 
 class DrivenEngine(EngineLike, Protocol):
@@ -255,10 +255,9 @@ class Run:
         if self.connection_lost and a.kind is not ActionKind.DRAIN:
             self.stats["skipped"] += 1
             return
-        app = self.apps[a.side]
-        done = getattr(self, f"_do_{a.kind.value}")(app, a)
-        if not done:
-            self.stats["skipped"] += 1
+        do = getattr(self, f"_do_{a.kind.value}")
+        if not do(self.apps[a.side], a) and not do(self.apps[a.side.other], a):
+            self.stats["skipped"] += 1  # neither app had a handle to do it with
 
     def _engine(self, side: Side) -> DrivenEngine:
         return self.sim.endpoint(side).engine
@@ -301,8 +300,16 @@ class Run:
             app.sender_state[h] = "ended" if app.sender_state[h] == "ended" else "finishing"
         return True
 
+    def _spare_entrypoint(self, app: _App, handles: list[int], a: Action, sender: bool) -> list[int]:
+        """Ending the entrypoint ends most of a script's activity: only large picks may do it."""
+        if a.pick >= 4:
+            return handles
+        tag = self.ledger.sender_tag if sender else self.ledger.receiver_tag
+        return [h for h in handles if tag(app.side, h) != "E"]
+
     def _do_finish(self, app: _App, a: Action) -> bool:
-        h = self._pick([h for h in app.senders if app.sender_state[h] == "open"], a.pick)
+        live = [h for h in app.senders if app.sender_state[h] == "open"]
+        h = self._pick(self._spare_entrypoint(app, live, a, True), a.pick)
         if h is None:
             return False
         self._finish(app, h)
@@ -316,7 +323,8 @@ class Run:
         self.ledger.channels[tag].finish_called = True
 
     def _do_cancel(self, app: _App, a: Action) -> bool:
-        h = self._pick([h for h in app.senders if app.sender_state[h] == "open"], a.pick)
+        live = [h for h in app.senders if app.sender_state[h] == "open"]
+        h = self._pick(self._spare_entrypoint(app, live, a, True), a.pick)
         if h is None:
             return False
         self._engine(app.side).cancel(h, now=self.sim.now)
@@ -332,7 +340,7 @@ class Run:
             rec.sender_abandoned = True
 
     def _do_drop_sender(self, app: _App, a: Action) -> bool:
-        h = self._pick(app.senders, a.pick)
+        h = self._pick(self._spare_entrypoint(app, app.senders, a, True), a.pick)
         if h is None:
             return False
         self._drop_sender(app, h)
@@ -342,10 +350,12 @@ class Run:
         self._engine(app.side).drop_sender(h, now=self.sim.now)
         app.senders.remove(h)
         self._abandon_sender(app, h)
+        if h not in app.seen_sender_end:
+            self.ledger.channels[self._tag(app, h, True)].dropped_early = True
 
     def _do_close_receiver(self, app: _App, a: Action) -> bool:
         live = [h for h in app.receivers if h not in app.receiver_ended and h not in app.receiver_closed]
-        h = self._pick(live, a.pick)
+        h = self._pick(self._spare_entrypoint(app, live, a, False), a.pick)
         if h is None:
             return False
         self._engine(app.side).close_receiver(h, now=self.sim.now)
@@ -361,7 +371,7 @@ class Run:
             self.ledger.channels[tag].receiver_discarded = True
 
     def _do_drop_receiver(self, app: _App, a: Action) -> bool:
-        h = self._pick(app.receivers, a.pick)
+        h = self._pick(self._spare_entrypoint(app, app.receivers, a, False), a.pick)
         if h is None:
             return False
         self._drop_receiver(app, h)
@@ -371,6 +381,13 @@ class Run:
         self._discard_receiver(app, h)
         self._engine(app.side).drop_receiver(h, now=self.sim.now)
         app.receivers.remove(h)
+        if h not in app.seen_receiver_end:
+            self.ledger.channels[self._tag(app, h, False)].dropped_early = True
+
+    def _tag(self, app: _App, h: int, sender: bool) -> str:
+        tag = (self.ledger.sender_tag if sender else self.ledger.receiver_tag)(app.side, h)
+        assert tag is not None
+        return tag
 
     def _do_take(self, app: _App, a: Action) -> bool:
         h = self._pick([h for h in app.receivers if h in app.available], a.pick)
@@ -470,7 +487,7 @@ class Run:
         if self.connection_lost:
             return
         for rec in self.ledger.channels.values():
-            clean = rec.finish_called and not rec.sender_abandoned and not rec.receiver_discarded
+            clean = rec.finish_called and not (rec.sender_abandoned or rec.receiver_discarded or rec.dropped_early)
             if clean and rec.receiver is not None and rec.sender is not None:
                 if rec.sender_end is not EndReason.FINISHED or rec.receiver_end is not EndReason.FINISHED:
                     self.violations.append(
@@ -483,13 +500,15 @@ class Run:
             eng = self._engine(side)
             sizes = eng.state_sizes()
             leaks = {k: sizes.get(k, 0) for k in LEAK_KEYS if sizes.get(k, 0)}
+            if sizes.get("streams", 0) > (0 if self.connection_lost else 1):
+                leaks["streams"] = sizes["streams"]
             if leaks:
                 self.violations.append(f"leak: {side.name} state_sizes {leaks} after every handle was dropped")
             if eng.next_deadline() is not None:
                 self.violations.append(f"leak: {side.name} still has a deadline at {eng.next_deadline()}")
 
 
-def draw(seed: int, *, actions: int = 24, loss: float | None = None) -> tuple[NetConfig, list[Action]]:
+def draw(seed: int, *, actions: int = 40, loss: float | None = None) -> tuple[NetConfig, list[Action]]:
     """The network and script a seed stands for."""
     rng = random.Random(seed)
     net = NetConfig.random(rng, loss=loss)
@@ -497,7 +516,7 @@ def draw(seed: int, *, actions: int = 24, loss: float | None = None) -> tuple[Ne
 
 
 def run_seed(
-    seed: int, *, actions: int = 24, loss: float | None = None, factory: EngineFactory | None = None
+    seed: int, *, actions: int = 40, loss: float | None = None, factory: EngineFactory | None = None
 ) -> RunResult:
     """Draw a network and a script from `seed`, run and check them."""
     net, script = draw(seed, actions=actions, loss=loss)

@@ -63,5 +63,5 @@ class NetConfig:
             reset_keep=rng.random(),
             zero_rtt=rng.random() < 0.5,
             accept_0rtt=rng.random() < 0.5,
-            stream_window=rng.choice((64, 512, 4096)) if flow_control else None,
+            stream_window=rng.choice((600, 2048, 8192)) if flow_control else None,
         )

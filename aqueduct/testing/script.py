@@ -34,11 +34,11 @@ _WEIGHTS: dict[ActionKind, float] = {
     ActionKind.SEND: 40,
     ActionKind.TAKE: 14,
     ActionKind.DRAIN: 8,
-    ActionKind.FINISH: 8,
-    ActionKind.CANCEL: 4,
-    ActionKind.CLOSE_RECEIVER: 4,
-    ActionKind.DROP_SENDER: 4,
-    ActionKind.DROP_RECEIVER: 4,
+    ActionKind.FINISH: 5,
+    ActionKind.CANCEL: 3,
+    ActionKind.CLOSE_RECEIVER: 3,
+    ActionKind.DROP_SENDER: 3,
+    ActionKind.DROP_RECEIVER: 3,
     ActionKind.CLOSE_CONNECTION: 0.3,
 }
 _DELIVERIES = (Delivery.ORDERED, Delivery.ORDERED, Delivery.UNORDERED, Delivery.UNRELIABLE)

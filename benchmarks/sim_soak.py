@@ -1,0 +1,63 @@
+"""Soak the engine in the simulator: run many random seeds, print violations with their replay command.
+
+    .venv/bin/python benchmarks/sim_soak.py --seeds 10000 --start 0 [--loss 0.3] [--actions 24] [-v]
+
+Exit code 1 if any seed violated an invariant. With -v, each failing seed's
+script is shrunk and printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from aqueduct.testing.driver import run_seed, shrink
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the seeds; return 1 on any violation."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, default=1000, help="how many seeds")
+    p.add_argument("--start", type=int, default=0, help="first seed")
+    p.add_argument("--loss", type=float, default=None, help="fixed datagram loss (default: random per seed)")
+    p.add_argument("--actions", type=int, default=40, help="max app actions per script")
+    p.add_argument("-v", "--verbose", action="store_true", help="shrink and print each failing script")
+    p.add_argument("--max-failures", type=int, default=20, help="stop after this many failing seeds")
+    args = p.parse_args(argv)
+    t0 = time.monotonic()
+    failed = 0
+    totals: dict[str, int] = {}
+    for i, seed in enumerate(range(args.start, args.start + args.seeds)):
+        r = run_seed(seed, actions=args.actions, loss=args.loss)
+        for k, v in r.stats.items():
+            totals[k] = totals.get(k, 0) + v
+        if not r.ok:
+            failed += 1
+            loss = f" --loss {args.loss}" if args.loss is not None else ""
+            print(f"FAIL seed {seed}: {r.violations[0]}  ({len(r.violations)} violations)")
+            print(f"  replay: .venv/bin/python benchmarks/sim_soak.py --start {seed} --seeds 1{loss} -v")
+            if args.verbose:
+                for v in r.violations[:10]:
+                    print(f"    {v}")
+                small = shrink(r)
+                print(f"  network: {r.net}")
+                print(f"  shrunk to {len(small.script)} actions: {small.violations[:2]}")
+                for a in small.script:
+                    print(f"    {a}")
+            if failed >= args.max_failures:
+                print("too many failures, stopping")
+                break
+        if (i + 1) % 500 == 0:
+            print(f"{i + 1} seeds, {failed} failed, {time.monotonic() - t0:.1f} s", flush=True)
+    n = i + 1
+    print(
+        f"done: {n} seeds from {args.start}, {failed} failed, {time.monotonic() - t0:.1f} s; "
+        f"messages sent {totals.get('sent', 0)}, delivered {totals.get('delivered', 0)}, "
+        f"acked {totals.get('acked', 0)}, nacked {totals.get('nacked', 0)}"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
