@@ -185,7 +185,8 @@ async def serve(
     server = Server(codec or DEFAULT_CODEC)
     transport, quic_server = await open_server(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
-        headers=_headers(headers, server.codec), settings=settings, engine_config=engine_config, tickets=ServerTicketStore(single_use=single_use_tickets),
+        headers=_headers(headers, server.codec), settings=settings, engine_config=engine_config,
+        tickets=ServerTicketStore(single_use=single_use_tickets),
     )
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])
