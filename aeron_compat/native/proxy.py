@@ -4,13 +4,14 @@ Theory: the sender side talks to the proxy's `front` socket as if it were the
 endpoint; the proxy forwards to `target` from its `back` socket, so the
 receiver answers (SM, NAK, RTTM) to `back`, and those go out of `front` to
 the last address that sent to it. Each forwarded datagram is dropped with
-probability `loss` (seeded), and optionally recorded, which is how real
+probability `loss` (seeded) or when `drop(direction, data)` says so, and optionally recorded, which is how real
 drivers' frames are captured for the codec vectors.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aeron_compat.native.driver import Host, NativeDriver
@@ -37,8 +38,10 @@ class ImpairmentProxy:
     """Forwards datagrams both ways between a client and `target`, dropping some."""
 
     def __init__(self, driver: NativeDriver, target: Address, loss: float = 0.0, seed: int = 0,
-                 record: bool = False, bind: Address = ("127.0.0.1", 0)) -> None:
+                 record: bool = False, bind: Address = ("127.0.0.1", 0),
+                 drop: Callable[[str, bytes], bool] | None = None) -> None:
         self.target = target
+        self.drop = drop
         self.loss = loss
         self.rng = random.Random(seed)
         self.record = record
@@ -66,7 +69,7 @@ class ImpairmentProxy:
             return
         if self.record:
             self.recorded.append((direction, data))
-        if self.loss and self.rng.random() < self.loss:
+        if (self.loss and self.rng.random() < self.loss) or (self.drop is not None and self.drop(direction, data)):
             self.dropped += 1
             return
         self.forwarded += 1

@@ -4,9 +4,9 @@ Theory: interop tests and benchmarks start this file in the pyaeron virtual
 environment (see `interop.py`) with one JSON argument naming a role. It
 reports JSON lines on stdout and takes line commands on stdin, so the test
 process controls it without shared state. Roles:
-  sub  - subscribe, report each message's length and CRC32; `pause_after`
-         stops polling until the command `resume`; image (un)availability
-         is reported; exits on `exit` or end of input.
+  sub  - subscribe, report each message's length and CRC32 (at `count`, and
+         on the command `report`); `pause_after` stops polling until the
+         command `resume`; image (un)availability is reported.
   pub  - publish `count` messages of the given sizes (payload from `message`),
          retrying back pressure; `close` ends the stream.
   pong - echo every message from one channel onto another.
@@ -39,12 +39,22 @@ def emit(**fields: Any) -> None:
     sys.stdout.flush()
 
 
+_pending = bytearray()
+
+
 def command(timeout: float = 0.0) -> str | None:
-    """The next stdin line if one is ready ('' at end of input)."""
-    ready, _, _ = select.select([sys.stdin], [], [], timeout)
-    if not ready:
-        return None
-    return sys.stdin.readline().strip() or "exit"
+    """The next stdin line if one is ready ("exit" at end of input); unbuffered so select stays truthful."""
+    while b"\n" not in _pending:
+        ready, _, _ = select.select([sys.stdin.fileno()], [], [], timeout)
+        if not ready:
+            return None
+        chunk = os.read(sys.stdin.fileno(), 4096)
+        if not chunk:
+            return "exit"
+        _pending.extend(chunk)
+    line, _, rest = bytes(_pending).partition(b"\n")
+    _pending[:] = rest
+    return line.decode().strip()
 
 
 def offer(pub: Any, data: bytes, deadline: float) -> None:
@@ -77,6 +87,8 @@ def run_sub(aeron: Any, cfg: dict[str, Any]) -> None:
             break
         if cmd == "resume":
             paused = False
+        if cmd == "report":
+            emit(event="report", count=len(got), messages=got)
         if paused:
             continue
         before = len(got)

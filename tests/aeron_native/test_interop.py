@@ -1,0 +1,146 @@
+"""Interop with a real Aeron media driver (pyaeron's embedded C driver) over loopback UDP.
+
+The real peer runs in its own Python 3.12 process (see aeron_compat/native/interop.py); an
+impairment proxy in this process sits between the peers, recording frames and dropping some.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aeron_compat.native.api import NativePublication, NativeSubscription
+from aeron_compat.native.driver import NativeDriver
+from aeron_compat.native.frames import Nak, decode_datagram
+from aeron_compat.native.interop import InteropUnavailable, RealPeer, ensure_venv
+from aeron_compat.native.proxy import ImpairmentProxy
+from aeron_compat.native.publisher import OfferCode
+from aeron_native.simnet import Collector, message
+
+pytestmark = pytest.mark.timeout(120)
+MAX_PAYLOAD = 1408 - 32
+SIZES = [0, 10, MAX_PAYLOAD, MAX_PAYLOAD + 1, 5000] + [32] * 1000
+STREAM = 1001
+
+
+@pytest.fixture(scope="module")
+def real_python() -> Path:
+    try:
+        return ensure_venv()
+    except InteropUnavailable as exc:
+        pytest.skip(f"real-Aeron interop needs Python 3.12+ for pyaeron: {exc}")
+
+
+@pytest.fixture
+def driver() -> Iterator[NativeDriver]:
+    with NativeDriver() as d:
+        yield d
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def poll_until(sub: NativeSubscription, coll: Collector, done: object, timeout: float = 30.0) -> None:
+    """Poll (idling 0.5 ms between empty polls) until `done()` or fail at `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not done():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out with {len(coll.messages)} messages")
+        if not sub.poll(coll, 256):
+            time.sleep(0.0005)
+
+
+def offer_all(pub: NativePublication, msgs: list[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    for m in msgs:
+        while pub.offer(m) < 0:
+            assert time.monotonic() < deadline, "offers kept failing"
+            time.sleep(0.0001)
+
+
+def naks_in(proxy: ImpairmentProxy) -> int:
+    return sum(isinstance(f, Nak) for d, data in proxy.recorded if d == "to_client" for f in decode_datagram(data))
+
+
+@pytest.mark.parametrize("loss", [0.0, 0.05])
+def test_real_publication_to_native_subscription(real_python: Path, driver: NativeDriver, loss: float) -> None:
+    sub_port = free_port()
+    sub = NativeSubscription(f"aeron:udp?endpoint=127.0.0.1:{sub_port}", STREAM, driver)
+    proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=7, record=True)
+    host, port = proxy.address
+    msgs = [message(i, s) for i, s in enumerate(SIZES)]
+    with RealPeer(real_python, role="pub", channel=f"aeron:udp?endpoint={host}:{port}|term-length=64k",
+                  stream=STREAM, sizes=SIZES) as peer:
+        peer.expect("connected")
+        coll = Collector()
+        poll_until(sub, coll, lambda: len(coll.messages) >= len(msgs))
+        assert coll.messages == msgs
+        peer.expect("sent")
+        image = sub.images[0]
+        peer.send("close")
+        poll_until(sub, coll, lambda: not sub.images)
+        assert image.is_end_of_stream
+    if loss:
+        assert proxy.dropped > 0 and naks_in(proxy) > 0
+    sub.close()
+
+
+@pytest.mark.parametrize("loss", [0.0, 0.05])
+def test_native_publication_to_real_subscription(real_python: Path, driver: NativeDriver, loss: float) -> None:
+    sub_port = free_port()
+    with RealPeer(real_python, role="sub", channel=f"aeron:udp?endpoint=127.0.0.1:{sub_port}", stream=STREAM,
+                  count=len(SIZES)) as peer:
+        peer.expect("ready")
+        proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=11, record=True)
+        host, port = proxy.address
+        pub = NativePublication(f"aeron:udp?endpoint={host}:{port}|term-length=64k", STREAM, driver)
+        assert pub.offer(b"too early") == OfferCode.NOT_CONNECTED
+        peer.expect("available")
+        offer_all(pub, [message(i, s) for i, s in enumerate(SIZES)])
+        done = peer.expect("done")
+        assert done["messages"] == [[s, zlib.crc32(message(i, s))] for i, s in enumerate(SIZES)]
+        pub.close()
+        assert peer.expect("unavailable")["session"] == pub.session_id
+    if loss:
+        assert proxy.dropped > 0 and naks_in(proxy) > 0 and pub._pub.retransmits_sent > 0
+
+
+def test_real_subscriber_that_stops_polling_back_pressures_native_offer(real_python: Path,
+                                                                        driver: NativeDriver) -> None:
+    sub_port = free_port()
+    with RealPeer(real_python, role="sub", channel=f"aeron:udp?endpoint=127.0.0.1:{sub_port}", stream=STREAM,
+                  pause_after=10) as peer:
+        peer.expect("ready")
+        pub = NativePublication(f"aeron:udp?endpoint=127.0.0.1:{sub_port}|term-length=64k", STREAM, driver)
+        peer.expect("available")
+        accepted = 0
+        result = 0
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            result = pub.offer(message(accepted, 32))
+            if result == OfferCode.BACK_PRESSURED and peer.log[-1]["event"] == "paused":
+                break
+            if result > 0:
+                accepted += 1
+            elif result == OfferCode.BACK_PRESSURED:
+                peer.expect("paused")
+        assert result == OfferCode.BACK_PRESSURED
+        # nothing lost: the receiver window plus half a term of 64-byte frames, then no more
+        assert accepted * 64 <= 64 * 1024 + 32 * 1024
+        peer.send("resume")
+        deadline = time.monotonic() + 20
+        report: dict[str, object] = {"count": 0}
+        while report["count"] != accepted and time.monotonic() < deadline:
+            peer.send("report")
+            report = peer.expect("report")
+        assert report["messages"] == [[32, zlib.crc32(message(i, 32))] for i in range(accepted)]
+        assert pub.offer(b"flowing again") > 0
+        pub.close()
