@@ -14,18 +14,22 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .codes import RegistrationError
 from .context import Context
 from .counters import Counters, base_dir, write_snapshot
+from .ids import next_correlation_id
 from .image import Image
 from .logbuffer import compute_position, position_bits_to_shift
-from .loopback import LOOPBACK, normalise_host
-from .matcher import Key, Matcher, next_correlation_id
+from .loopback import LOOPBACK, LoopbackNetwork, normalise_host
+from .matcher import Key, Matcher
 from .publication import PublicationLog
 from .subscription import ImageHandler, Subscription
 from .uri import ChannelUri, parse_endpoint, parse_size
+
+if TYPE_CHECKING:
+    from .aqueduct_media import AqueductNetwork
 
 _driver_ids = itertools.count(1)
 
@@ -48,7 +52,11 @@ class MediaDriver:
         self.driver_id = next(_driver_ids)
         self.counters = Counters()
         self.ipc = Matcher()
-        self.network: Matcher = LOOPBACK
+        self.network: LoopbackNetwork | AqueductNetwork = LOOPBACK
+        if self.ctx.udp_media == "aqueduct":
+            from .aqueduct_media import AqueductNetwork
+
+            self.network = AqueductNetwork(self)
         self.address = f"127.0.0.1:{LOOPBACK.ephemeral_port()}"
         self.logs: list[PublicationLog] = []
         self.subscriptions: list[Subscription] = []
@@ -73,8 +81,11 @@ class MediaDriver:
     def add_publication(self, channel_str: str, stream_id: int, exclusive: bool) -> PublicationLog:
         """A log for `channel_str`/`stream_id`: shared by concurrent publications, fresh for exclusive ones."""
         channel = ChannelUri.parse(channel_str)
+        self._check_open()
+        keys = self._publication_keys(channel)
+        if not channel.is_ipc():
+            self.network.prepare(keys)
         with self._lock:
-            self._check_open()
             if not exclusive:
                 for log in self.logs:
                     if (not log.exclusive and not log.closed and log.stream_id == stream_id
@@ -82,7 +93,8 @@ class MediaDriver:
                         log.refs += 1
                         return log
             log = self._new_log(channel, channel_str, stream_id, exclusive)
-            keys = self._publication_keys(channel, log)
+            if channel.get("control-mode") == "response":
+                log.response_correlation_id = 0
             log.refs = 1
             self.logs.append(log)
             self.counters.add("exclusive_publications" if exclusive else "publications")
@@ -124,16 +136,15 @@ class MediaDriver:
             if not low <= candidate <= high and candidate not in used:
                 return candidate
 
-    def _publication_keys(self, channel: ChannelUri, log: PublicationLog) -> set[Key]:
+    def _publication_keys(self, channel: ChannelUri) -> set[Key]:
         if channel.is_ipc():
             return {("ipc",)}
         mode = channel.get("control-mode")
         if mode == "response":
-            image = self.network.find_image(int(channel.get("response-correlation-id") or 0))
+            image = self.find_image(int(channel.get("response-correlation-id") or 0))
             if image is None:
                 raise RegistrationError("response-correlation-id: no image with that correlation id")
-            log.response_correlation_id = 0
-            return {("resp", image.response_correlation_id)}
+            return {self.network.response_key(image)}
         if mode == "manual":
             return set()
         if "control" in channel.params:
@@ -160,10 +171,10 @@ class MediaDriver:
                 log.destinations.remove(endpoint)
             keys = {("ep", e) for e in log.destinations}
             self.network.set_keys(log, keys)
-            for image in self.network.images_of(log, lambda k: k in keys):
+            for sink in self.network.sinks_of(log, lambda k: k in keys):
                 with log.lock:
-                    log.remove_sink(image)
-                image.lost()
+                    log.remove_sink(sink)
+                sink.lost()
 
     @staticmethod
     def _check_manual(log: PublicationLog) -> None:
@@ -186,11 +197,10 @@ class MediaDriver:
                          on_unavailable: ImageHandler | None) -> Subscription:
         """A subscription, linked at once to every matching publication."""
         channel = ChannelUri.parse(channel_str)
+        self._check_open()
+        sub = Subscription(self, channel, channel_str, stream_id, next_correlation_id(), on_available, on_unavailable)
+        key = self._subscription_key(channel, sub)
         with self._lock:
-            self._check_open()
-            sub = Subscription(self, channel, channel_str, stream_id, next_correlation_id(),
-                               on_available, on_unavailable)
-            key = self._subscription_key(channel, sub)
             self.subscriptions.append(sub)
             self.counters.add("subscriptions")
             self._domain(channel).add_subscription(sub, key)
@@ -206,7 +216,7 @@ class MediaDriver:
             return ("resp", sub.registration_id)
         if "endpoint" in channel.params:
             host, port = parse_endpoint(channel.params["endpoint"], "endpoint")
-            sub.resolved_endpoint = LOOPBACK.bind(self.driver_id, host, port)
+            sub.resolved_endpoint = self.network.bind(self.driver_id, host, port)
             self._bindings[sub.registration_id] = sub.resolved_endpoint
         if "control" in channel.params:
             return ("ctl", _endpoint(channel, "control"))
@@ -222,14 +232,18 @@ class MediaDriver:
             self._domain(sub.channel_uri).remove_subscription(sub)
             endpoint = self._bindings.pop(sub.registration_id, None)
             if endpoint is not None:
-                LOOPBACK.unbind(endpoint)
+                self.network.unbind(endpoint)
 
     def _domain(self, channel: ChannelUri) -> Matcher:
         return self.ipc if channel.is_ipc() else self.network
 
     def find_image(self, correlation_id: int) -> Image | None:
         """An image of this driver by correlation id."""
-        return self.network.find_image(correlation_id) or self.ipc.find_image(correlation_id)
+        for sub in self.subscriptions:
+            for image in sub._images:
+                if image.correlation_id == correlation_id:
+                    return image
+        return None
 
     # --- counters --------------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -275,6 +289,8 @@ class MediaDriver:
             self.release_publication(log)
         for sub in list(self.subscriptions):
             sub.close()
+        if not isinstance(self.network, LoopbackNetwork):
+            self.network.close()
         self._stop.set()
         if self._conductor is not None:
             self._conductor.join()

@@ -53,6 +53,8 @@ class Image:
         self._eos_position: int | None = None
         self.is_closed = False
         self._values = subscription.driver.counters.values
+        self._consumed_hook: Callable[[], None] | None = None
+        self._report_at = 0
 
     # --- the source side ---------------------------------------------------------------------------
     def deliver(self, frames: list[Frame]) -> None:
@@ -100,6 +102,8 @@ class Image:
                 handler(memoryview(frame.payload), header)
         finally:
             self._values["bytes_received"] += self.position - start
+            if self._consumed_hook is not None and self.position >= self._report_at:
+                self._consumed_hook()
             if self._eos_position is not None:
                 self._close_if_drained()
         return count
@@ -125,6 +129,8 @@ class Image:
                     break
         finally:
             self._values["bytes_received"] += self.position - start
+            if self._consumed_hook is not None and self.position >= self._report_at:
+                self._consumed_hook()
             if self._eos_position is not None:
                 self._close_if_drained()
         return count

@@ -11,7 +11,8 @@ import itertools
 import threading
 
 from .codes import RegistrationError
-from .matcher import Matcher
+from .image import Image
+from .matcher import Key, Matcher
 
 
 def normalise_host(host: str) -> str:
@@ -46,6 +47,13 @@ class LoopbackNetwork(Matcher):
                 raise RegistrationError(f"endpoint: {endpoint} is already bound by another driver")
             self.bound[endpoint] = (driver_id, refs + 1)
             return endpoint
+
+    def prepare(self, keys: set[Key]) -> None:
+        """Nothing to set up before matching in-process (the Aqueduct media binds control endpoints)."""
+
+    def response_key(self, image: Image) -> Key:
+        """Key of a response publication answering `image`."""
+        return ("resp", image.response_correlation_id)
 
     def unbind(self, endpoint: str) -> None:
         """Release one use of `endpoint`."""

@@ -7,21 +7,28 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .image import Image
 from .publication import PublicationLog
-from .subscription import Subscription
 
 Key = tuple[Any, ...]
-_correlation_ids = itertools.count(1)
 
 
-def next_correlation_id() -> int:
-    """Process-wide unique id for images and registrations."""
-    return next(_correlation_ids)
+class Subscriber(Protocol):
+    """A local Subscription, or a remote one known through a link."""
+
+    stream_id: int
+    session_filter: int | None
+    is_closed: bool
+    _images: tuple[Image, ...]
+
+    def _sinks_from(self, log: PublicationLog) -> list[Any]:
+        """Sinks this subscriber already has for `log`."""
+
+    def _attach(self, log: PublicationLog) -> None:
+        """Start receiving `log` (creates a sink and adds it to the log)."""
 
 
 class Matcher:
@@ -29,7 +36,7 @@ class Matcher:
 
     def __init__(self) -> None:
         self.logs: list[tuple[PublicationLog, set[Key]]] = []
-        self.subs: list[tuple[Subscription, Key]] = []
+        self.subs: list[tuple[Subscriber, Key]] = []
 
     def add_log(self, log: PublicationLog, keys: set[Key]) -> None:
         """Register a log and link it to matching subscriptions."""
@@ -47,42 +54,29 @@ class Matcher:
         """Forget a log."""
         self.logs = [(lg, k) for lg, k in self.logs if lg is not log]
 
-    def add_subscription(self, sub: Subscription, key: Key) -> None:
+    def add_subscription(self, sub: Subscriber, key: Key) -> None:
         """Register a subscription and link it to matching logs."""
         self.subs.append((sub, key))
         for log, keys in list(self.logs):
             self._link(log, keys, sub, key)
 
-    def remove_subscription(self, sub: Subscription) -> None:
+    def remove_subscription(self, sub: Subscriber) -> None:
         """Forget a subscription."""
         self.subs = [(s, k) for s, k in self.subs if s is not sub]
 
-    def find_image(self, correlation_id: int) -> Image | None:
-        """The image with `correlation_id` among this domain's subscriptions."""
-        for sub, _ in self.subs:
-            for image in sub._images:
-                if image.correlation_id == correlation_id:
-                    return image
-        return None
-
-    def images_of(self, log: PublicationLog, keep: Callable[[Key], bool]) -> list[Image]:
-        """Images fed by `log` in subscriptions whose key fails `keep`."""
-        out: list[Image] = []
+    def sinks_of(self, log: PublicationLog, keep: Callable[[Key], bool]) -> list[Any]:
+        """Sinks fed by `log` in subscriptions whose key fails `keep`."""
+        out: list[Any] = []
         for sub, key in self.subs:
             if not keep(key):
-                out.extend(i for i in sub._images if i._source is log)
+                out.extend(sub._sinks_from(log))
         return out
 
     @staticmethod
-    def _link(log: PublicationLog, keys: set[Key], sub: Subscription, key: Key) -> None:
+    def _link(log: PublicationLog, keys: set[Key], sub: Subscriber, key: Key) -> None:
         if log.closed or sub.is_closed or log.stream_id != sub.stream_id or key not in keys:
             return
         if sub.session_filter is not None and sub.session_filter != log.session_id:
             return
-        if any(i._source is log for i in sub._images):
-            return
-        with log.lock:
-            image = Image(sub, log.session_id, log.initial_term_id, log.term_length, log.appender.tail,
-                          log.source_identity, next_correlation_id(), log, log.response_correlation_id)
-            log.add_sink(image)
-        sub._add_image(image)
+        if not sub._sinks_from(log):
+            sub._attach(log)

@@ -12,11 +12,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .ids import next_correlation_id
 from .image import ControlledFragmentHandler, FragmentHandler, Image
 from .uri import ChannelUri
 
 if TYPE_CHECKING:
     from .driver import MediaDriver
+    from .publication import PublicationLog
 
 ImageHandler = Callable[[Image], object]
 
@@ -43,6 +45,16 @@ class Subscription:
         self.is_closed = False
 
     # --- driven by the sources ---------------------------------------------------------------------
+    def _sinks_from(self, log: PublicationLog) -> list[Image]:
+        return [i for i in self._images if i._source is log]
+
+    def _attach(self, log: PublicationLog) -> None:
+        with log.lock:
+            image = Image(self, log.session_id, log.initial_term_id, log.term_length, log.appender.tail,
+                          log.source_identity, next_correlation_id(), log, log.response_correlation_id)
+            log.add_sink(image)
+        self._add_image(image)
+
     def _add_image(self, image: Image) -> None:
         self._images = (*self._images, image)
         self.driver.counters.values["images"] += 1

@@ -35,6 +35,12 @@ class Context:
     """Upper end of the reserved session id range."""
     udp_media: str = "loopback"
     """How aeron:udp travels: 'loopback' (in-process) or 'aqueduct' (QUIC, when available)."""
+    tls_cert: str | Path | None = None
+    """Certificate the driver serves with (aqueduct media); None: the user's shared dev certificate."""
+    tls_key: str | Path | None = None
+    """Key of `tls_cert`."""
+    tls_ca: str | Path | None = None
+    """CA that remote drivers' certificates must chain to; None: the dev CA."""
     counters_interval: float = 0.25
     """Seconds between counters snapshots written for `aeron_compat stat` (0 disables)."""
     error_handler: Callable[[BaseException], Any] | None = None
