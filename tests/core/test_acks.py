@@ -120,7 +120,8 @@ def test_sender_reports_every_number_once() -> None:
     for _ in range(3):
         c.send(1, b"u", delivery=Delivery.UNRELIABLE)
     c.events()
-    feed(c, 1, [AckReliable((0, 1, 1)), AckNackUnreliable((1, 1)), CloseReceiver((0, 1, 2))])  # #1 re-stated as acked: ignored
+    # CloseReceiver re-states #1 as acked: ignored, not a double ack
+    feed(c, 1, [AckReliable((0, 1, 1)), AckNackUnreliable((1, 1)), CloseReceiver((0, 1, 2))])
     evs = c.events()
     seen: list[tuple[bool, int]] = []
     for e in of(evs, MessagesAcked) + of(evs, MessagesNacked):

@@ -1,0 +1,173 @@
+"""Finish, cancel and close, on both halves."""
+
+from __future__ import annotations
+
+from core_helpers import client_ready, feed, of, pair, resets, server_ready, written
+
+from aqueduct.core.app import (
+    Delivery,
+    MessagesAcked,
+    MessagesNacked,
+    ReceiverEnded,
+    SenderEnded,
+)
+from aqueduct.core.transport import DatagramReceived, SendStreamData, StreamReset
+from aqueduct.errors import EndReason, ResetCode
+from aqueduct.wire.frames import (
+    AckNackUnreliable,
+    ChannelControl,
+    CloseReceiver,
+    FinishSender,
+    Message,
+    SentUnreliable,
+    encode_frames,
+)
+
+
+def _numbers(events, kind, reliable):  # type: ignore[no-untyped-def]
+    return sorted(n for e in of(events, kind) if e.reliable == reliable for n in range(e.first, e.stop))
+
+
+def test_finish_declares_pending_unreliable_then_finish_sender_then_fin() -> None:
+    c = client_ready()
+    c.send(1, b"r")
+    c.send(1, b"u", delivery=Delivery.UNRELIABLE)
+    c.send(1, b"u", delivery=Delivery.UNRELIABLE)
+    c.finish(1)
+    assert written(c.commands(), 1) == []  # waits for the control stream
+    feed(c, 1, [ChannelControl(0)])
+    cmds = c.commands()
+    assert written(cmds, 1) == [SentUnreliable(2), FinishSender(1)]
+    ends = [x.end_stream for x in cmds if isinstance(x, SendStreamData) and x.stream_id == 1]
+    assert ends[-1] is True
+
+
+def test_finishing_receiver_waits_the_nack_timeout_for_missing_unreliable() -> None:
+    sim = pair()
+    c, s = sim.client.engine, sim.server.engine
+    ep = c.entrypoint or 0
+    sim.drop_next_datagram(c.side)
+    c.send(ep, b"lost", delivery=Delivery.UNRELIABLE, now=sim.now)
+    c.send(ep, b"kept", delivery=Delivery.UNRELIABLE, now=sim.now)
+    c.finish(ep, now=sim.now)
+    t0 = sim.now
+    sim.run_until_idle()
+    (ended_at,) = [t for t, e in sim.server.log if isinstance(e, ReceiverEnded)]
+    assert ended_at >= t0 + 1.0  # not nacked merely because the sender finished
+    assert _numbers(sim.client.events, MessagesNacked, False) == [0]
+    assert _numbers(sim.client.events, MessagesAcked, False) == [1]
+    assert sim.client.events[-1] == SenderEnded(ep, EndReason.FINISHED)
+    assert [m.payload for m in [s.take_message(s.entrypoint or 0)] if m] == [b"kept"]
+
+
+def test_after_finished_the_queue_stays_takeable() -> None:
+    sim = pair()
+    c, s = sim.client.engine, sim.server.engine
+    for i in range(3):
+        c.send(c.entrypoint or 0, bytes([i]), now=sim.now)
+    c.finish(c.entrypoint or 0, now=sim.now)
+    sim.run_until_idle()
+    rx = s.entrypoint or 0
+    assert s.receiver_status(rx) is EndReason.FINISHED
+    assert [s.take_message(rx).payload for _ in range(3)] == [b"\0", b"\1", b"\2"]  # type: ignore[union-attr]
+    assert s.take_message(rx) is None
+
+
+def test_cancel_resets_streams_and_the_receiver_discards_queued_messages() -> None:
+    sim = pair()
+    c, s = sim.client.engine, sim.server.engine
+    ep = c.entrypoint or 0
+    for _ in range(3):
+        c.send(ep, b"queued", now=sim.now)
+    sim.run_until_idle()
+    sim.trace = []
+    c.cancel(ep, now=sim.now)
+    sim.run_until_idle()
+    assert any("ResetStream" in line and "CANCELLED" in line for line in sim.trace)
+    rx = s.entrypoint or 0
+    assert ReceiverEnded(rx, EndReason.CANCELLED) in sim.server.events
+    assert s.take_message(rx) is None
+    assert SenderEnded(ep, EndReason.CLOSED) in sim.client.events
+    assert _numbers(sim.client.events, MessagesAcked, True) == [0, 1, 2]
+
+
+def test_cancel_before_the_control_stream_resets_message_streams_at_once() -> None:
+    c = client_ready()
+    sid = c.send(1, b"x").stream_id
+    c.commands()
+    c.cancel(1)
+    assert resets(c.commands()) == {sid: ResetCode.CANCELLED}
+    feed(c, 1, [ChannelControl(0)])
+    assert resets(c.commands()) == {1: ResetCode.CANCELLED}
+
+
+def test_receiver_may_close_any_time_and_the_sender_nacks_the_unaccounted() -> None:
+    sim = pair()
+    c, s = sim.client.engine, sim.server.engine
+    ep = c.entrypoint or 0
+    c.send(ep, b"a", now=sim.now)
+    sim.run_until_idle()
+    s.close_receiver(s.entrypoint or 0, now=sim.now)
+    for _ in range(3):
+        c.send(ep, b"late", now=sim.now)
+        c.send(ep, b"late", delivery=Delivery.UNRELIABLE, now=sim.now)
+    sim.run_until_idle()
+    assert SenderEnded(ep, EndReason.RECEIVER_DROPPED) in sim.client.events
+    assert ReceiverEnded(s.entrypoint or 0, EndReason.CLOSED) in sim.server.events
+    rel = _numbers(sim.client.events, MessagesAcked, True) + _numbers(sim.client.events, MessagesNacked, True)
+    assert sorted(rel) == [0, 1, 2, 3]
+    assert _numbers(sim.client.events, MessagesNacked, False) == [0, 1, 2]
+
+
+def test_close_receiver_ranges_start_at_the_ack_reliable_start() -> None:
+    s = server_ready()
+    feed(s, 2, [Message(0, 0), Message(0, 1)])
+    s.handle_timer(1.0)
+    s.commands()
+    feed(s, 6, [Message(0, 3)])
+    s.handle_event(DatagramReceived(encode_frames([Message(0, 0)])), 1.0)
+    s.close_receiver(s.entrypoint or 0)
+    cmds = s.commands()
+    assert written(cmds, 1) == [AckNackUnreliable((1,)), CloseReceiver((0, 1, 1))]  # from 2: #2 missing, #3 acked
+    assert [x.end_stream for x in cmds if isinstance(x, SendStreamData) and x.stream_id == 1][-1]
+
+
+def test_drop_sender_cancels_unless_finished() -> None:
+    c = client_ready()
+    feed(c, 1, [ChannelControl(0)])
+    c.commands()
+    c.drop_sender(1)
+    assert resets(c.commands()) == {1: ResetCode.CANCELLED}
+    c2 = client_ready()
+    feed(c2, 1, [ChannelControl(0)])
+    c2.finish(1)
+    c2.drop_sender(1)
+    assert resets(c2.commands()) == {}
+
+
+def test_drop_receiver_closes_it() -> None:
+    s = server_ready()
+    feed(s, 2, [Message(0, 0)])
+    s.drop_receiver(s.entrypoint or 0)
+    assert written(s.commands(), 1)[-1] == CloseReceiver((1,))
+    assert s.state_sizes()["receivers"] == 0
+
+
+def test_cancelled_reset_from_the_sender_closes_the_receiver() -> None:
+    s = server_ready()
+    feed(s, 2, [Message(0, 0)])
+    s.handle_event(StreamReset(1, ResetCode.CANCELLED), 0.0)
+    assert written(s.commands(), 1)[-1] == CloseReceiver((1,))
+    assert ReceiverEnded(s.entrypoint or 0, EndReason.CANCELLED) in s.events()
+    assert s.take_message(s.entrypoint or 0) is None
+
+
+def test_lost_reset_from_the_sender_ends_the_receiver_without_close() -> None:
+    s = server_ready()
+    feed(s, 2, [Message(0, 0)])
+    s.handle_event(StreamReset(1, ResetCode.LOST), 0.0)
+    cmds = s.commands()
+    assert resets(cmds) == {1: ResetCode.LOST}
+    assert all(not isinstance(f, CloseReceiver) for f in written(cmds, 1))
+    assert ReceiverEnded(s.entrypoint or 0, EndReason.LOST) in s.events()
+    assert s.take_message(s.entrypoint or 0) is None
