@@ -439,6 +439,8 @@ class AqueductNetwork(Matcher):
             with contextlib.suppress(Exception):
                 await listener.stack.aclose()
         self.listeners.clear()
-        for task in list(self.tasks):
-            if task is not current:
-                task.cancel()
+        pending = [t for t in self.tasks if t is not current]
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*pending, return_exceptions=True), 2.0)

@@ -1,0 +1,185 @@
+"""aeron:udp carried by Aqueduct over QUIC on loopback: each Aeron client has its own driver/endpoint."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from aeron_compat import Aeron, Context
+
+STREAM = 77
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Spin on `condition` (the network runs on the drivers' loop threads)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.001)
+
+
+@pytest.fixture
+def quic() -> Iterator[Callable[[], Aeron]]:
+    errors: list[BaseException] = []
+    opened: list[Aeron] = []
+
+    def make() -> Aeron:
+        client = Aeron.connect(Context(udp_media="aqueduct", counters_interval=0, error_handler=errors.append))
+        opened.append(client)
+        return client
+
+    yield make
+    for client in reversed(opened):
+        client.close()
+    assert errors == []
+
+
+def receive(sub, count: int) -> list[bytes]:  # type: ignore[no-untyped-def]
+    got: list[bytes] = []
+    wait_until(lambda: sub.poll(lambda buf, hdr: got.append(bytes(buf)), 100) >= 0 and len(got) >= count)
+    return got
+
+
+def offer(pub, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    wait_until(lambda: pub.offer(data) > 0)
+
+
+def test_unicast_delivers_in_order_with_the_peer_as_source(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25100", STREAM)
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25100", STREAM)
+    wait_until(lambda: pub.is_connected)
+    messages = [bytes([i]) * (i * 20) for i in range(60)]
+    for m in messages:
+        offer(pub, m)
+    assert receive(sub, 60) == messages
+    (image,) = sub.images
+    assert image.source_identity.startswith("127.0.0.1:") and image.session_id == pub.session_id
+
+
+def test_fragmented_messages_reassemble_across_the_network(quic: Callable[[], Aeron]) -> None:
+    from aeron_compat import FragmentAssembler
+
+    server, client = quic(), quic()
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25110", STREAM)
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25110|mtu=512", STREAM)
+    wait_until(lambda: pub.is_connected)
+    big = bytes(range(256)) * 30
+    offer(pub, big)
+    whole: list[bytes] = []
+    assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
+    wait_until(lambda: sub.poll(assembler, 100) >= 0 and bool(whole))
+    assert whole == [big]
+
+
+def test_window_back_pressures_until_the_subscriber_polls(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25120", STREAM)
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25120|term-length=64k", STREAM)
+    wait_until(lambda: pub.is_connected)
+    accepted = 0
+    while pub.offer(bytes(96)) > 0:
+        accepted += 1
+    assert accepted == 32768 // 128 and pub.position_limit == 32768
+    assert receive(sub, accepted) == [bytes(96)] * accepted
+    wait_until(lambda: pub.offer(bytes(96)) > 0)
+
+
+def test_close_gives_end_of_stream_and_unavailable_image(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    gone: list[int] = []
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25130", STREAM,
+                                  on_unavailable_image=lambda i: gone.append(i.session_id))
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25130", STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"last")
+    session = pub.session_id
+    image_holder = []
+    wait_until(lambda: bool(image_holder.extend(sub.images) or image_holder))
+    pub.close()
+    assert receive(sub, 1) == [b"last"]
+    wait_until(lambda: sub.poll(lambda b, h: None, 1) >= 0 and gone == [session])
+    assert image_holder[0].is_end_of_stream
+
+
+def test_dynamic_mdc_reaches_two_subscribers_over_their_own_connections(quic: Callable[[], Aeron]) -> None:
+    server, one, two = quic(), quic(), quic()
+    pub = server.add_publication("aeron:udp?control=localhost:25140|control-mode=dynamic", STREAM)
+    a = one.add_subscription("aeron:udp?endpoint=localhost:0|control=localhost:25140", STREAM)
+    b = two.add_subscription("aeron:udp?endpoint=localhost:0|control=localhost:25140|control-mode=dynamic", STREAM)
+    wait_until(lambda: len(pub._log.sinks) == 2)
+    offer(pub, b"to everyone")
+    assert receive(a, 1) == [b"to everyone"] and receive(b, 1) == [b"to everyone"]
+
+
+def test_manual_mdc_add_and_remove_destination_mid_stream(quic: Callable[[], Aeron]) -> None:
+    server, one, two = quic(), quic(), quic()
+    lost: list[int] = []
+    a = one.add_subscription("aeron:udp?endpoint=localhost:25151", STREAM)
+    b = two.add_subscription("aeron:udp?endpoint=localhost:25152", STREAM,
+                             on_unavailable_image=lambda i: lost.append(i.session_id))
+    pub = server.add_publication("aeron:udp?control=localhost:25150|control-mode=manual", STREAM)
+    pub.add_destination("aeron:udp?endpoint=localhost:25151")
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"1")
+    pub.add_destination("aeron:udp?endpoint=localhost:25152")
+    wait_until(lambda: len(pub._log.sinks) == 2)
+    offer(pub, b"2")
+    assert receive(a, 2) == [b"1", b"2"] and receive(b, 1) == [b"2"]
+    pub.remove_destination("aeron:udp?endpoint=localhost:25152")
+    offer(pub, b"3")
+    assert receive(a, 1) == [b"3"]
+    wait_until(lambda: b.poll(lambda buf, hdr: None, 10) >= 0 and lost == [pub.session_id])
+
+
+def test_session_specific_subscription_over_the_network(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25160|session-id=5150", STREAM)
+    other = client.add_exclusive_publication("aeron:udp?endpoint=localhost:25160", STREAM)
+    mine = client.add_exclusive_publication("aeron:udp?endpoint=localhost:25160|session-id=5150", STREAM)
+    wait_until(lambda: mine.is_connected)
+    assert not other.is_connected
+    offer(mine, b"mine")
+    assert receive(sub, 1) == [b"mine"] and [i.session_id for i in sub.images] == [5150]
+
+
+def test_response_channel_returns_on_the_clients_connection(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    server_sub = server.add_subscription("aeron:udp?endpoint=localhost:25170", STREAM)
+    reply_sub = client.add_subscription("aeron:udp?control-mode=response|control=localhost:25170", STREAM)
+    pub = client.add_publication(
+        f"aeron:udp?endpoint=localhost:25170|response-correlation-id={reply_sub.registration_id}", STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"ping")
+    assert receive(server_sub, 1) == [b"ping"]
+    image = server_sub.images[0]
+    reply = server.add_publication(
+        f"aeron:udp?control-mode=response|response-correlation-id={image.correlation_id}", STREAM)
+    wait_until(lambda: reply.is_connected)
+    offer(reply, b"pong")
+    assert receive(reply_sub, 1) == [b"pong"]
+    assert server.driver.network.listeners.keys() == {"127.0.0.1:25170"}
+    assert client.driver.network.listeners == {}
+
+
+def test_unreliable_lane_delivers_small_frames(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25180", STREAM)
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25180|reliable=false", STREAM)
+    wait_until(lambda: pub.is_connected)
+    for i in range(20):
+        offer(pub, b"u%d" % i)
+    got = receive(sub, 20)
+    assert got == [b"u%d" % i for i in range(20)]
+
+
+def test_subscriber_driver_leaving_disconnects_the_publication(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25190", STREAM)
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25190", STREAM)
+    wait_until(lambda: pub.is_connected)
+    sub.close()
+    wait_until(lambda: not pub.is_connected)
