@@ -1,0 +1,156 @@
+"""Channels made by attachments: control streams, early messages, ghosts, refusals, filters, limits."""
+
+from __future__ import annotations
+
+from core_helpers import client_ready, close_code, feed, of, pair, resets, server_ready, written
+
+from aqueduct.core.app import AttachKind, Delivery, MessageAvailable, MessagesAcked, MessagesNacked, SenderEnded
+from aqueduct.core.config import EngineConfig
+from aqueduct.core.transport import DatagramReceived, GrantCredit, StreamDataReceived, StreamReset
+from aqueduct.errors import EndReason, ResetCode
+from aqueduct.wire.channel_id import ChannelId, Side
+from aqueduct.wire.errors import CloseCode
+from aqueduct.wire.frames import ChannelControl, Message, encode_frames
+
+
+def test_attachments_create_both_halves_and_the_non_minting_side_opens_control_streams() -> None:
+    sim = pair()
+    sim.trace = []
+    c, s = sim.client.engine, sim.server.engine
+    rx_c, tx_c = c.send(c.entrypoint or 0, b"two channels", [AttachKind.SENDER, AttachKind.RECEIVER]).created
+    sim.run_until_idle()
+    outer = s.take_message(s.entrypoint or 0)
+    assert outer is not None
+    tx_s, rx_s = outer.attachments
+    assert (tx_s.index, tx_s.is_sender, rx_s.index, rx_s.is_sender) == (0, True, 1, False)
+    assert tx_s.channel.minted_by is Side.CLIENT and tx_s.channel.to is Side.CLIENT
+    s.send(tx_s.handle, b"to client", now=sim.now)
+    c.send(tx_c, b"to server", now=sim.now)
+    sim.run_until_idle()
+    assert c.take_message(rx_c).payload == b"to client"  # type: ignore[union-attr]
+    assert s.take_message(rx_s.handle).payload == b"to server"  # type: ignore[union-attr]
+    client_bidi = [sid for sid in sim.streams(Side.CLIENT) if sid & 3 == 0]
+    assert client_bidi == [0]  # only the server opened channel control streams
+    assert sum("data=b'\\x02" in line and "S SendStreamData" in line for line in sim.trace) == 2
+
+
+def test_a_message_that_arrives_before_the_message_creating_its_channel() -> None:
+    sim = pair()
+    c, s = sim.client.engine, sim.server.engine
+    res = c.send(c.entrypoint or 0, b"outer", [AttachKind.RECEIVER], now=sim.now)
+    assert res.stream_id is not None
+    sim.hold_stream(Side.CLIENT, res.stream_id)
+    (tx,) = res.created
+    c.send(tx, b"early", now=sim.now)
+    sim.run_until_idle()
+    assert s.state_sizes()["pending_receivers"] == 1
+    assert not [e for e in sim.server.events if isinstance(e, MessageAvailable) and e.receiver != s.entrypoint]
+    assert not [e for e in sim.client.events if isinstance(e, MessagesAcked) and e.sender == tx]  # not reachable yet
+    sim.release_stream(Side.CLIENT, res.stream_id)
+    sim.run_until_idle()
+    outer = s.take_message(s.entrypoint or 0)
+    assert outer is not None
+    (att,) = outer.attachments
+    assert s.take_message(att.handle).payload == b"early"  # type: ignore[union-attr]
+    assert s.state_sizes()["pending_receivers"] == 0
+    assert MessagesAcked(tx, True, 0, 1) in sim.client.events  # reported once the creator was acked
+
+
+def _ghost_run(filter_size: int):  # type: ignore[no-untyped-def]
+    sim = pair(server=EngineConfig(discarded_filter_size=filter_size))
+    c, s = sim.client.engine, sim.server.engine
+    (tx,) = c.send(c.entrypoint or 0, b"outer", [AttachKind.RECEIVER], now=sim.now).created
+    sim.run_until_idle()
+    outer = s.take_message(s.entrypoint or 0)
+    assert outer is not None
+    rx = outer.attachments[0].handle
+    sim.delay_next_datagram(Side.CLIENT, 5.0)
+    c.send(tx, b"very late", delivery=Delivery.UNRELIABLE, now=sim.now)
+    c.finish(tx, now=sim.now)
+    sim.run_until(lambda: s.receiver_status(rx) is EndReason.FINISHED)
+    assert s.take_message(rx) is None
+    s.drop_receiver(rx, now=sim.now)
+    sim.trace = []
+    sim.run_until_idle()
+    assert MessagesNacked(tx, False, 0, 1) in sim.client.events
+    return sim
+
+
+def test_a_ghost_receiver_is_created_by_a_late_message_and_reset_lost() -> None:
+    sim = _ghost_run(filter_size=0)
+    s = sim.server.engine
+    # the ghost's ChannelControl, then the client's refusal
+    assert any("S SendStreamData" in line and "data=b'\\x02" in line for line in sim.trace)
+    assert any("C ResetStream" in line and "LOST" in line for line in sim.trace)
+    assert not [e for e in sim.server.events if isinstance(e, MessageAvailable) and e.receiver != s.entrypoint]
+    assert s.state_sizes()["pending_receivers"] == 0 and s.state_sizes()["receivers"] == 1
+
+
+def test_the_recently_discarded_filter_drops_late_messages_without_a_ghost() -> None:
+    sim = _ghost_run(filter_size=16)
+    assert not any("S SendStreamData" in line and "data=b'\\x02" in line for line in sim.trace)
+    assert sim.server.engine.state_sizes()["pending_receivers"] == 0
+
+
+def test_channel_control_for_an_unknown_channel_is_reset_lost() -> None:
+    c = client_ready()
+    unknown = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=9)
+    feed(c, 5, [ChannelControl(unknown)])
+    assert resets(c.commands()) == {5: ResetCode.LOST}
+    assert not c.closed
+
+
+def test_channel_control_for_a_sender_that_already_has_one_is_reset_lost() -> None:
+    c = client_ready()
+    feed(c, 1, [ChannelControl(0)])
+    feed(c, 5, [ChannelControl(0)])
+    assert resets(c.commands()) == {5: ResetCode.LOST}
+    assert not of(c.events(), SenderEnded)
+    c.send(c.entrypoint or 0, b"still fine", delivery=Delivery.UNRELIABLE, now=0.0)
+    c.handle_timer(1.0)
+    assert written(c.commands(), 1)  # SentUnreliable on the first control stream
+
+
+def test_a_refused_auto_created_receiver_ends_and_is_forgotten() -> None:
+    s = server_ready()
+    other = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=4)
+    feed(s, 2, [Message(other, 0, (), b"x")])
+    assert s.state_sizes()["pending_receivers"] == 1
+    ctrl = 5  # the server's next bidi stream after the entrypoint's
+    assert written(s.commands(), ctrl) == [ChannelControl(other)]
+    s.handle_event(StreamReset(ctrl, ResetCode.LOST), 0.0)
+    assert resets(s.commands()) == {ctrl: ResetCode.LOST}
+    sizes = s.state_sizes()
+    assert sizes["pending_receivers"] == 0 and sizes["receivers"] == 1 and sizes["streams"] == 3  # 0, 1, uni 2
+
+
+def test_messages_for_unknown_channels_we_minted_are_dropped_with_their_credit() -> None:
+    s = server_ready()
+    ours = ChannelId.make(to=Side.SERVER, minted_by=Side.SERVER, oneshot=False, index=3)
+    data = encode_frames([Message(ours, 0, (), b"stray")])
+    s.handle_event(StreamDataReceived(2, data), 0.0)
+    assert s.commands() == [GrantCredit(2, len(data))]
+    assert s.events() == []
+
+
+def test_auto_created_receivers_are_bounded() -> None:
+    s = server_ready(EngineConfig(max_pending_receivers=2))
+    ids = [ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=i) for i in (1, 2, 3)]
+    feed(s, 2, [Message(i, 0) for i in ids])
+    assert close_code(s.commands()) == CloseCode.LIMIT_EXCEEDED
+
+
+def test_receiver_queues_are_bounded() -> None:
+    s = server_ready(EngineConfig(max_receiver_queue_messages=2))
+    feed(s, 2, [Message(0, n) for n in range(3)])
+    assert close_code(s.commands()) == CloseCode.LIMIT_EXCEEDED
+
+
+def test_unreliable_messages_over_the_queue_bound_are_dropped_then_nacked() -> None:
+    s = server_ready(EngineConfig(max_receiver_queue_messages=1))
+    for n in range(2):
+        s.handle_event(DatagramReceived(encode_frames([Message(0, n)])), 0.0)
+    assert not s.closed
+    rx = s.entrypoint or 0
+    assert s.take_message(rx) is not None and s.take_message(rx) is None
+
