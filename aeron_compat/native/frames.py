@@ -430,13 +430,6 @@ def _decode_one(buf: memoryview, pos: int, frame_length: int, flags: int, ftype:
     return UnknownFrame(ftype, flags, bytes(buf[pos + HEADER.size : pos + frame_length]))
 
 
-def wire_length(frame_length: int, ftype: int) -> int:
-    """Bytes a frame occupies in a datagram before alignment (heartbeats and PADs travel as bare headers)."""
-    if ftype == FrameType.PAD or (ftype == FrameType.DATA and frame_length == 0):
-        return DATA_HEADER_LENGTH
-    return frame_length
-
-
 def scan_datagram(data: bytes | bytearray | memoryview) -> list[tuple[int, int, int, int]]:
     """Validate frame boundaries; return (offset, frame_length, flags, type) per frame."""
     buf = memoryview(data)
@@ -451,13 +444,13 @@ def scan_datagram(data: bytes | bytearray | memoryview) -> list[tuple[int, int, 
             raise AeronWireError(f"unsupported frame version {version}")
         if frame_length < 0:
             raise AeronWireError(f"negative frame length {frame_length}")
-        on_wire = wire_length(frame_length, ftype)
+        on_wire = DATA_HEADER_LENGTH if ftype == FrameType.PAD or (ftype == 1 and frame_length == 0) else frame_length
         if on_wire < HEADER.size:
             raise AeronWireError(f"frame length {frame_length} is shorter than the frame header")
         if on_wire > end - pos:
             raise AeronWireError(f"frame length {on_wire} overruns the datagram ({end - pos} bytes left)")
         out.append((pos, frame_length, flags, ftype))
-        pos += align(on_wire)
+        pos += (on_wire + 31) & ~31
     return out
 
 

@@ -131,6 +131,26 @@ class Image:
         if position == self.rebuild_position:
             self.rebuild_position = log.scan_complete(position, self.hwm_position)
 
+    def insert_block(self, data: memoryview, length: int, term_id: int, term_offset: int, now: int) -> bool:
+        """Store `data[:length]`, a contiguous run of frames starting at (term_id, term_offset).
+
+        Returns False (nothing stored) when the run is not new data in the window; the caller then
+        falls back to frame-by-frame insertion.
+        """
+        log = self.log
+        position = log.position(term_id, term_offset)
+        end = position + align(length)
+        if (position < self.rebuild_position or end > self.subscriber_position + log.term_length
+                or term_offset + length > log.term_length):
+            return False
+        self.last_packet_ns = now
+        log.partition(position)[term_offset : term_offset + length] = data[:length]
+        if end > self.hwm_position:
+            self.hwm_position = end
+        if position == self.rebuild_position:
+            self.rebuild_position = end if end == self.hwm_position else log.scan_complete(end, self.hwm_position)
+        return True
+
     def on_setup_again(self, source: Address, now: int) -> None:
         """The sender repeated SETUP (our SM was lost): answer at once."""
         self.source = source
@@ -206,20 +226,26 @@ class Image:
         pos = self.subscriber_position
         limit = self.rebuild_position
         hdr = self._header
+        mask = log.term_length - 1
         count = 0
         while pos < limit and count < fragment_limit:
             buf = log.partition(pos)
-            off = log.term_offset(pos)
-            length, _, flags, ftype, _, _, _, term_id, reserved = HEADER_FIELDS.unpack_from(buf, off)
-            nxt = pos + align(length)
-            if ftype == FrameType.DATA:
-                hdr.frame_length, hdr.flags, hdr.type, hdr.term_offset = length, flags, ftype, off
-                hdr.term_id, hdr.reserved_value, hdr.position = term_id, reserved, nxt
-                self.subscriber_position = nxt
-                handler(memoryview(buf)[off + DATA_HEADER_LENGTH : off + length], hdr)
-                count += 1
-            self.subscriber_position = pos = nxt
-            if log.term_offset(pos) == 0:
+            view = memoryview(buf)
+            off = pos & mask
+            term_end = off + min(limit - pos, log.term_length - off)
+            while off < term_end and count < fragment_limit:
+                length, _, flags, ftype, _, _, _, term_id, reserved = HEADER_FIELDS.unpack_from(buf, off)
+                nxt = off + ((length + 31) & ~31)
+                if ftype == FrameType.DATA:
+                    hdr.frame_length, hdr.flags, hdr.type, hdr.term_offset = length, flags, ftype, off
+                    hdr.term_id, hdr.reserved_value = term_id, reserved
+                    hdr.position = self.subscriber_position = pos + (nxt - off)
+                    handler(view[off + DATA_HEADER_LENGTH : off + length], hdr)
+                    count += 1
+                pos += nxt - off
+                off = nxt
+            self.subscriber_position = pos
+            if pos & mask == 0:
                 self._clean_ahead(pos)
         if self.subscriber_position - self.last_sm_position >= self.window // 4:
             self.send_sm(now)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
 from aeron_compat.native.frames import (
+    DATA_HEADER,
     DATA_HEADER_LENGTH,
     AeronWireError,
     ErrorFrame,
@@ -36,7 +37,7 @@ from aeron_compat.native.frames import (
     decode_datagram,
     encode_frame,
 )
-from aeron_compat.native.termlog import TermLog, max_message_length
+from aeron_compat.native.termlog import FRAME_LENGTH, PARTITIONS, TermLog, max_message_length
 
 Address = tuple[str, int]
 Outgoing = tuple[bytes, Address]
@@ -135,6 +136,11 @@ class Publisher:
         self.max_message_length = max_message_length(c.term_length)
         self.term_window_length = c.term_length // 2
         self.max_position = c.term_length * (2**31)
+        self._connected_until = self.now_ns
+
+    def _refresh_connected(self) -> None:
+        last = max((r.last_sm_ns for r in self.receivers.values()), default=None)
+        self._connected_until = self.now_ns if last is None else last + self.config.connection_timeout_ns
 
     # ------------------------------------------------------------------ destinations
 
@@ -149,12 +155,13 @@ class Publisher:
         self.destinations.pop(address, None)
         for key in [k for k in self.receivers if k[1] == address]:
             del self.receivers[key]
+        self._refresh_connected()
 
     # ------------------------------------------------------------------ state
 
     def is_connected(self, now: int) -> bool:
         """Whether some receiver has sent an SM within the connection timeout."""
-        return any(now - r.last_sm_ns < self.config.connection_timeout_ns for r in self.receivers.values())
+        return now < self._connected_until
 
     @property
     def position_limit(self) -> int:
@@ -184,22 +191,34 @@ class Publisher:
         length = len(payload)
         if length > self.max_message_length:
             raise ValueError(f"message of {length} bytes exceeds max message length {self.max_message_length}")
-        if not self.is_connected(now):
+        if now >= self._connected_until:
             return OfferCode.NOT_CONNECTED
-        if self.position >= self.position_limit:
+        position = self.position
+        if position >= self.sender_position + self.term_window_length:
             return OfferCode.BACK_PRESSURED
         max_payload = self.max_payload_length
-        full, rest = divmod(length, max_payload)
-        required = full * align(max_payload + DATA_HEADER_LENGTH) + (align(rest + DATA_HEADER_LENGTH) if rest else 0)
-        required = required or DATA_HEADER_LENGTH
-        if self.position + required > self.max_position:
+        if length <= max_payload:
+            required = (length + DATA_HEADER_LENGTH + 31) & ~31
+        else:
+            full, rest = divmod(length, max_payload)
+            required = full * (max_payload + DATA_HEADER_LENGTH) + (align(rest + DATA_HEADER_LENGTH) if rest else 0)
+        if position + required > self.max_position:
             return OfferCode.MAX_POSITION_EXCEEDED
-        term_offset = self.log.term_offset(self.position)
-        if term_offset + required > self.config.term_length:
-            self.log.write_padding(self.position, self.config.session_id, self.config.stream_id)
-            self.position += self.config.term_length - term_offset
+        log = self.log
+        term_offset = position & (log.term_length - 1)
+        if term_offset + required > log.term_length:
+            log.write_padding(position, self.config.session_id, self.config.stream_id)
+            self.position += log.term_length - term_offset
             return OfferCode.ADMIN_ACTION
-        self._append(memoryview(payload).cast("B"), reserved_value)
+        if length <= max_payload:  # the common case, inlined
+            buf = log.terms[(position >> log.shift) % PARTITIONS]
+            buf[term_offset + DATA_HEADER_LENGTH : term_offset + DATA_HEADER_LENGTH + length] = payload
+            DATA_HEADER.pack_into(buf, term_offset, length + DATA_HEADER_LENGTH, 0, Flags.UNFRAGMENTED,
+                                  FrameType.DATA, term_offset, self.config.session_id, self.config.stream_id,
+                                  log.term_id(position), reserved_value)
+            self.position = position + required
+        else:
+            self._append(memoryview(payload).cast("B"), reserved_value)
         return self.position
 
     def _append(self, data: memoryview, reserved_value: int) -> None:
@@ -239,28 +258,24 @@ class Publisher:
     def _batch(self, start: int, stop: int) -> tuple[bytes, int]:
         """One datagram of whole frames from `start` (below `stop`, within one term and the MTU)."""
         log, mtu = self.log, self.config.mtu
-        buf = log.partition(start)
-        first = log.term_offset(start)
-        pos = start
-        wire = 0
-        while pos < stop:
-            length, ftype = log.frame_at(pos)
+        buf = log.terms[(start >> log.shift) % PARTITIONS]
+        first = start & (log.term_length - 1)
+        end = first + min(stop - start, log.term_length - first, mtu)
+        off = first
+        skipped = 0  # padding bytes covered by a PAD header but not sent
+        while off < end:
+            (length,) = FRAME_LENGTH.unpack_from(buf, off)
             if length <= 0:
                 break
-            if ftype == FrameType.PAD:
-                if wire + DATA_HEADER_LENGTH > mtu:
-                    break
-                wire += DATA_HEADER_LENGTH
-                pos += length
+            if buf[off + 6] == FrameType.PAD and buf[off + 7] == 0:
+                off += DATA_HEADER_LENGTH
+                skipped = length - DATA_HEADER_LENGTH
                 break
-            aligned = align(length)
-            if wire + aligned > mtu or pos + aligned > stop:
+            aligned = (length + 31) & ~31
+            if off + aligned > end:
                 break
-            wire += aligned
-            pos += aligned
-            if log.term_offset(pos) == 0:
-                break
-        return bytes(buf[first : first + wire]), pos
+            off += aligned
+        return bytes(buf[first:off]), start + (off - first) + skipped
 
     def send(self, now: int) -> int:
         """Send what flow control allows now; returns the number of datagrams produced."""
@@ -298,6 +313,7 @@ class Publisher:
             self.remove_destination(addr)
         for key in [k for k, r in self.receivers.items() if now - r.last_sm_ns > c.receiver_timeout_ns]:
             del self.receivers[key]
+            self._refresh_connected()
         if self._last_setup_ns is None or now - self._last_setup_ns >= c.setup_interval_ns:
             pending = [d for d in self.destinations.values() if d.last_sm_ns is None]
             if pending:
@@ -368,6 +384,7 @@ class Publisher:
             state.limit = max(state.limit, limit)
             state.last_sm_ns = now
             state.end_of_stream = bool(sm.flags & Flags.SM_EOS)
+        self._connected_until = max(self._connected_until, now + c.connection_timeout_ns)
         self._sender_limit = max(self.sender_position, min(r.limit for r in self.receivers.values()))
         self.send(now)
 

@@ -74,6 +74,9 @@ class Receiver:
         except AeronWireError:
             self.invalid_datagrams += 1
             return
+        if len(frames) > 1 and self._insert_block(buf, frames, source, now):
+            self.collect()
+            return
         for offset, length, flags, ftype in frames:
             if ftype == FrameType.DATA or ftype == FrameType.PAD:
                 term_offset, session_id, stream_id, term_id = DATA_IDS.unpack_from(buf, offset + 8)
@@ -94,6 +97,25 @@ class Receiver:
                 elif isinstance(frame, Rttm) and frame.session_id in self.images:
                     self.images[frame.session_id].on_rttm(frame, now)
         self.collect()
+
+    def _insert_block(self, buf: memoryview, frames: list[tuple[int, int, int, int]], source: Address,
+                      now: int) -> bool:
+        """Copy a batch of DATA frames in one go when it is a contiguous run of one term of a known image.
+
+        Only the first and last headers are checked against each other: a sender that puts inconsistent
+        headers in between only corrupts its own stream, which unauthenticated UDP allows anyway.
+        """
+        if not all(ftype == FrameType.DATA and length > 0 for _, length, _, ftype in frames):
+            return False
+        term_offset, session_id, stream_id, term_id = DATA_IDS.unpack_from(buf, 8)
+        last, last_length = frames[-1][0], frames[-1][1]
+        last_ids = DATA_IDS.unpack_from(buf, last + 8)
+        image = self.images.get(session_id)
+        if (image is None or stream_id != image.stream_id or last_ids[1:] != (session_id, stream_id, term_id)
+                or last_ids[0] - term_offset != last):
+            return False
+        image.source = source
+        return image.insert_block(buf, last + last_length, term_id, term_offset, now)
 
     def _elicit_setup(self, session_id: int, stream_id: int, source: Address, now: int) -> None:
         if self._ignored_until.get(session_id, now) > now:
