@@ -31,10 +31,10 @@ RESERVED_SESSION_ID_HIGH = 2**31 - 1
 log = logging.getLogger("aeron_echo.echo2")
 
 
-def echo_context() -> Context:
-    """Both sides leave the reserved range to the server's session allocator."""
+def echo_context(media: str = "loopback") -> Context:
+    """Both sides leave the reserved range to the server's session allocator; `media` carries aeron:udp."""
     return Context(publication_reserved_session_id_low=RESERVED_SESSION_ID_LOW,
-                   publication_reserved_session_id_high=RESERVED_SESSION_ID_HIGH)
+                   publication_reserved_session_id_high=RESERVED_SESSION_ID_HIGH, udp_media=media)
 
 
 def channel(endpoint: str | None = None, control: str | None = None, session_id: int | None = None) -> str:
@@ -236,7 +236,11 @@ class EchoClientRejected(Exception):
 
 
 class EchoClient:
-    """HELLO on the all-clients channel, then ECHO on the duologue; a state machine driven by do_work."""
+    """HELLO on the all-clients channel, then ECHO on the duologue; a state machine driven by do_work.
+
+    States: HELLO (waiting to be connected) -> WAIT (HELLO sent) -> JOIN (duologue opened, waiting to be
+    connected) -> ECHO; FAILED on ERROR or timeout.
+    """
 
     def __init__(self, aeron: Aeron, server_host: str, port: int, control_port: int, local_host: str = "localhost",
                  timeout: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
@@ -263,9 +267,13 @@ class EchoClient:
             elif self.clock() > self._deadline:
                 self.fail("could not reach the server")
             return 0
-        if self.state == "WAIT" and self.clock() > self._deadline:
-            self.fail("no response from the server")
-        return self._poll() if self.state in ("WAIT", "ECHO") else 0
+        if self.state == "JOIN":
+            assert self.duologue_pub is not None and self.duologue_sub is not None
+            if self.duologue_pub.is_connected and self.duologue_sub.is_connected:
+                self.state = "ECHO"
+        if self.state in ("WAIT", "JOIN") and self.clock() > self._deadline:
+            self.fail("no response from the server" if self.state == "WAIT" else "could not join the duologue")
+        return self._poll() if self.state in ("WAIT", "JOIN", "ECHO") else 0
 
     def fail(self, why: str) -> None:
         """Log, record and stop."""
@@ -294,7 +302,8 @@ class EchoClient:
         self.pub.close()
         self.sub.close()
         self._poll = string_poller(self.duologue_sub, self.on_echo_response)
-        self.state = "ECHO"
+        self._deadline = self.clock() + self.timeout
+        self.state = "JOIN"
 
     def send_echo(self, text: str) -> None:
         """ECHO <text> on the duologue."""
@@ -322,29 +331,29 @@ class EchoClient:
                 resource.close()
 
 
-def run_until(step: Callable[[], object], done: Callable[[], bool], seconds: float = 5.0) -> bool:
-    """Call `step` until `done()` or `seconds` pass."""
+def run_until(step: Callable[[], int], done: Callable[[], bool], seconds: float = 5.0) -> bool:
+    """Call `step` until `done()` or `seconds` pass, idling 1 ms whenever a step did no work."""
     deadline = time.monotonic() + seconds
     while not done():
         if time.monotonic() > deadline:
             return False
-        step()
+        if not step():
+            time.sleep(0.001)
     return True
 
 
-def demo(clients: int, max_clients: int, per_ip: int) -> int:
+def demo(clients: int, max_clients: int, per_ip: int, media: str) -> int:
     """A server and `clients` clients in one process (each with its own driver)."""
     config = EchoServerConfiguration(max_clients=max_clients, max_duologues_per_ip=per_ip)
-    with Aeron.connect(echo_context()) as server_aeron:
+    with Aeron.connect(echo_context(media)) as server_aeron:
         server = EchoServer(server_aeron, config)
-        aerons = [Aeron.connect(echo_context()) for _ in range(clients)]
+        aerons = [Aeron.connect(echo_context(media)) for _ in range(clients)]
         try:
             for i, aeron in enumerate(aerons):
                 client = EchoClient(aeron, "localhost", config.port, config.control_port)
 
-                def step(c: EchoClient = client) -> None:
-                    server.do_work()
-                    c.do_work()
+                def step(c: EchoClient = client) -> int:
+                    return server.do_work() + c.do_work()
 
                 run_until(step, lambda c=client: c.state in ("ECHO", "FAILED"))  # type: ignore[misc]
                 if client.state == "ECHO":
@@ -358,16 +367,53 @@ def demo(clients: int, max_clients: int, per_ip: int) -> int:
     return 0
 
 
+def serve_forever(config: EchoServerConfiguration, seconds: float) -> int:
+    """The server alone, over Aqueduct, for `seconds` (0: until interrupted)."""
+    with Aeron.connect(echo_context("aqueduct")) as aeron:
+        server = EchoServer(aeron, config)
+        print(f"echo server on {config.host}:{config.port} (control {config.control_port})", flush=True)
+        end = time.monotonic() + seconds if seconds else float("inf")
+        run_until(server.do_work, lambda: time.monotonic() > end, seconds=float("inf"))
+        server.close()
+    return 0
+
+
+def run_client(host: str, port: int, control_port: int, message: str) -> int:
+    """One client over Aqueduct: HELLO, one ECHO, print the answer; exit 1 on ERROR or timeout."""
+    with Aeron.connect(echo_context("aqueduct")) as aeron:
+        client = EchoClient(aeron, host, port, control_port, timeout=10.0)
+        run_until(client.do_work, lambda: client.state in ("ECHO", "FAILED"), seconds=15.0)
+        if client.state == "ECHO":
+            client.send_echo(message)
+            run_until(client.do_work, lambda: bool(client.responses) or client.state == "FAILED", seconds=10.0)
+        print(client.responses[0] if client.responses else f"ERROR {client.error}", flush=True)
+        client.close()
+        return 0 if client.responses else 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`demo [--clients N] [--max-clients N] [--per-ip N]`."""
+    """`demo`, `server` or `client` (server and client talk over Aqueduct/QUIC)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["demo"])
+    parser.add_argument("mode", choices=["demo", "server", "client"])
+    parser.add_argument("--media", choices=["loopback", "aqueduct"], default="loopback", help="demo only")
     parser.add_argument("--clients", type=int, default=5)
     parser.add_argument("--max-clients", type=int, default=4)
     parser.add_argument("--per-ip", type=int, default=3)
+    parser.add_argument("--host", default="localhost")
+    parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--control-port", type=int, default=9001)
+    parser.add_argument("--base-port", type=int, default=9010)
+    parser.add_argument("--seconds", type=float, default=0.0, help="server: run this long (0: forever)")
+    parser.add_argument("--message", default="hello")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    return demo(args.clients, args.max_clients, args.per_ip)
+    if args.mode == "server":
+        config = EchoServerConfiguration(args.host, args.port, args.control_port, args.base_port, args.max_clients,
+                                         args.per_ip)
+        return serve_forever(config, args.seconds)
+    if args.mode == "client":
+        return run_client(args.host, args.port, args.control_port, args.message)
+    return demo(args.clients, args.max_clients, args.per_ip, args.media)
 
 
 if __name__ == "__main__":

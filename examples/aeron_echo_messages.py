@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from aeron_compat import FragmentAssembler, Header, Publication, PublicationResult, Subscription
@@ -16,17 +17,21 @@ class EchoSendError(Exception):
     """A message could not be sent within the allowed attempts."""
 
 
-def send_message(pub: Publication, text: str, attempts: int = 500, raise_on_failure: bool = True) -> bool:
-    """Offer `text`; retry BACK_PRESSURED / NOT_CONNECTED / ADMIN_ACTION up to `attempts` times."""
+def send_message(pub: Publication, text: str, timeout: float = 0.5, raise_on_failure: bool = True) -> bool:
+    """Offer `text`, retrying BACK_PRESSURED / NOT_CONNECTED / ADMIN_ACTION for up to `timeout` seconds."""
     data = text.encode()
-    result = 0
-    for _ in range(attempts):
+    deadline = time.monotonic() + timeout
+    attempts = 0
+    while True:
         result = pub.offer(data)
         if result > 0:
             log.debug("[%d] send: %s", pub.session_id, text)
             return True
-        if result == PublicationResult.CLOSED:
+        if result == PublicationResult.CLOSED or time.monotonic() > deadline:
             break
+        attempts += 1
+        if attempts > 10:
+            time.sleep(0.0005)
     if raise_on_failure:
         raise EchoSendError(f"could not send {text!r}: {PublicationResult(result).name}")
     log.error("could not send %r: %s", text, PublicationResult(result).name)

@@ -113,28 +113,28 @@ class EchoResponseClient:
         send_message(self.pub, text)
 
 
-def run_until(step: Callable[[], object], done: Callable[[], bool], seconds: float = 5.0) -> bool:
-    """Call `step` until `done()` or `seconds` pass."""
+def run_until(step: Callable[[], int], done: Callable[[], bool], seconds: float = 5.0) -> bool:
+    """Call `step` until `done()` or `seconds` pass, idling 1 ms whenever a step did no work."""
     deadline = time.monotonic() + seconds
     while not done():
         if time.monotonic() > deadline:
             return False
-        step()
+        if not step():
+            time.sleep(0.001)
     return True
 
 
-def demo(clients: int, max_clients: int, per_ip: int) -> int:
+def demo(clients: int, max_clients: int, per_ip: int, media: str) -> int:
     """Server and clients in one process, each with its own driver."""
-    with Aeron.connect(Context()) as server_aeron:
+    with Aeron.connect(Context(udp_media=media)) as server_aeron:
         server = EchoResponseServer(server_aeron, "localhost", 9100, max_clients, per_ip)
-        aerons = [Aeron.connect(Context()) for _ in range(clients)]
+        aerons = [Aeron.connect(Context(udp_media=media)) for _ in range(clients)]
         try:
             for i, aeron in enumerate(aerons):
                 client = EchoResponseClient(aeron, "localhost", 9100)
 
-                def step(c: EchoResponseClient = client) -> None:
-                    server.do_work()
-                    c.do_work()
+                def step(c: EchoResponseClient = client) -> int:
+                    return server.do_work() + c.do_work()
 
                 run_until(step, lambda c=client: bool(c.responses))  # type: ignore[misc]
                 if client.responses == ["CONNECTED"]:
@@ -147,16 +147,47 @@ def demo(clients: int, max_clients: int, per_ip: int) -> int:
     return 0
 
 
+def serve_forever(host: str, port: int, max_clients: int, per_ip: int, seconds: float) -> int:
+    """The server alone, over Aqueduct, for `seconds` (0: until interrupted)."""
+    with Aeron.connect(Context(udp_media="aqueduct")) as aeron:
+        server = EchoResponseServer(aeron, host, port, max_clients, per_ip)
+        print(f"echo (response channels) on {host}:{port}", flush=True)
+        end = time.monotonic() + seconds if seconds else float("inf")
+        run_until(server.do_work, lambda: time.monotonic() > end, seconds=float("inf"))
+    return 0
+
+
+def run_client(host: str, port: int, message: str) -> int:
+    """HELLO, one ECHO, print the answers; exit 1 unless echoed."""
+    with Aeron.connect(Context(udp_media="aqueduct")) as aeron:
+        client = EchoResponseClient(aeron, host, port)
+        run_until(client.do_work, lambda: bool(client.responses), seconds=15.0)
+        if client.responses == ["CONNECTED"]:
+            client.send(f"ECHO {message}")
+            run_until(client.do_work, lambda: len(client.responses) > 1, seconds=10.0)
+        print(" / ".join(client.responses) or "no answer", flush=True)
+        return 0 if client.responses[-1:] == [f"ECHO {message}"] else 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`demo [--clients N] [--max-clients N] [--per-ip N]`."""
+    """`demo`, `server` or `client` (server and client talk over Aqueduct/QUIC)."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["demo"])
+    parser.add_argument("mode", choices=["demo", "server", "client"])
+    parser.add_argument("--media", choices=["loopback", "aqueduct"], default="loopback", help="demo only")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--max-clients", type=int, default=4)
     parser.add_argument("--per-ip", type=int, default=3)
+    parser.add_argument("--host", default="localhost")
+    parser.add_argument("--port", type=int, default=9100)
+    parser.add_argument("--seconds", type=float, default=0.0, help="server: run this long (0: forever)")
+    parser.add_argument("--message", default="hello")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    return demo(args.clients, args.max_clients, args.per_ip)
+    if args.mode == "server":
+        return serve_forever(args.host, args.port, args.max_clients, args.per_ip, args.seconds)
+    if args.mode == "client":
+        return run_client(args.host, args.port, args.message)
+    return demo(args.clients, args.max_clients, args.per_ip, args.media)
 
 
 if __name__ == "__main__":

@@ -115,18 +115,19 @@ class EchoClient:
         return self._poll()
 
 
-def demo(rounds: int, interval: float) -> int:
+def demo(rounds: int, interval: float, media: str) -> int:
     """Server and client in one process (each with its own driver), over aeron:udp."""
-    with Aeron.connect(Context()) as server_aeron, Aeron.connect(Context()) as client_aeron:
+    server_ctx, client_ctx = Context(udp_media=media), Context(udp_media=media)
+    with Aeron.connect(server_ctx) as server_aeron, Aeron.connect(client_ctx) as client_aeron:
         server = EchoServer(server_aeron, "localhost", 9000)
         client = EchoClient(client_aeron, "localhost", 8000, "localhost", 9000)
         client.hello()
         for _ in range(rounds):
             print("send:", client.send_number())
-            deadline = time.monotonic() + 1.0
+            deadline = time.monotonic() + 5.0
             while len(client.responses) < len(client.sent) and time.monotonic() < deadline:
-                server.do_work()
-                client.do_work()
+                if not server.do_work() + client.do_work():
+                    time.sleep(0.001)
             print("response:", client.responses[-1] if client.responses else None)
             time.sleep(interval)
         return 0 if client.responses == client.sent else 1
@@ -138,9 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mode", choices=["demo"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--media", choices=["loopback", "aqueduct"], default="loopback")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
-    return demo(args.rounds, args.interval)
+    logging.basicConfig(level=logging.WARNING)
+    return demo(args.rounds, args.interval, args.media)
 
 
 if __name__ == "__main__":
