@@ -66,6 +66,8 @@ class LossMixin:
         self._send_closed_channel_lost(node.channel)
 
     def _drop_deferred_as_nacks(self: Engine, s: Sender) -> None:
+        if not s.deferred:
+            return
         deferred, s.deferred = s.deferred, []
         if s.exposed:
             for reliable, first, stop in deferred:

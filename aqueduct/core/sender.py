@@ -128,10 +128,3 @@ class Sender:
     def unresolved_reliable(self) -> list[tuple[int, int]]:
         """Reliable runs neither acked nor nacked yet."""
         return [(a, b) for a, b, known in self.rel_acked.runs(self.rel_prefix, self.next_rel) if not known]
-
-    def message_sids(self) -> list[int]:
-        """Streams that carry only this sender's messages and may still be reset."""
-        sids = list(self.unordered_sids.values())
-        if self.ordered_sid is not None:
-            sids.append(self.ordered_sid)
-        return sids

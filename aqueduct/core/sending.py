@@ -156,10 +156,13 @@ class SendingMixin:
             self._ctrl_reset(s.ctrl, ResetCode.CANCELLED)
 
     def _reset_message_streams(self: Engine, s: Sender, code: int) -> None:
-        for sid in s.message_sids():
-            self._cmd(ResetStream(sid, code))
-        s.ordered_sid = None
-        s.unordered_sids.clear()
+        if s.ordered_sid is not None:
+            self._cmd(ResetStream(s.ordered_sid, code))
+            s.ordered_sid = None
+        if s.unordered_sids:
+            for sid in s.unordered_sids.values():
+                self._cmd(ResetStream(sid, code))
+            s.unordered_sids.clear()
 
     # ---- control stream ----
     def _sender_attached(self: Engine, s: Sender, sid: int) -> None:
@@ -227,8 +230,11 @@ class SendingMixin:
 
     def _nack_everything(self: Engine, s: Sender) -> None:
         """Every message not yet acked (or acked but unreported) is nacked."""
-        for a, b in s.unresolved_reliable():
-            self._report(s, False, True, a, b)
+        if s.rel_acked:
+            for a, b in s.unresolved_reliable():
+                self._report(s, False, True, a, b)
+        elif s.next_rel > s.rel_prefix:
+            self._report(s, False, True, s.rel_prefix, s.next_rel)
         s.rel_prefix = s.next_rel
         s.rel_acked.clear()
         if s.next_unrel > s.unrel_resolved:
@@ -241,7 +247,11 @@ class SendingMixin:
         if reliable and s.unordered_sids:
             for n in [n for n in s.unordered_sids if first <= n < stop]:
                 del s.unordered_sids[n]
-        keys = [k for k in self._links.children_keys(s.handle) if k[0] == reliable and first <= k[1] < stop]
+        keys = (
+            [k for k in self._links.children_keys(s.handle) if k[0] == reliable and first <= k[1] < stop]
+            if s.handle in self._links.nodes
+            else None
+        )
         if acked:
             if s.reachable:
                 if s.exposed:
