@@ -1,0 +1,63 @@
+"""The engine's small parts: RangeSet, Timers, LinkTable."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aqueduct.core.links import LinkTable
+from aqueduct.core.rangeset import RangeSet
+from aqueduct.core.timers import Timers
+
+
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 8)), max_size=30), st.integers(0, 70))
+def test_rangeset_matches_a_plain_set(adds: list[tuple[int, int]], probe: int) -> None:
+    rs = RangeSet()
+    plain: set[int] = set()
+    for a, n in adds:
+        rs.add(a, a + n)
+        plain.update(range(a, a + n))
+    assert rs.count() == len(plain)
+    assert (probe in rs) == (probe in plain)
+    end = probe
+    while end in plain:
+        end += 1
+    assert rs.prefix_end(probe) == end
+    runs = list(rs.runs(0, 80))
+    assert [n for a, b, inside in runs if inside for n in range(a, b)] == sorted(n for n in plain if n < 80)
+    rs.discard_below(probe)
+    assert rs.count() == len([n for n in plain if n >= probe])
+
+
+def test_timers_fire_in_order_and_can_move_or_cancel() -> None:
+    t = Timers()
+    t.set("a", 3.0)
+    t.set("b", 1.0)
+    t.set("c", 2.0)
+    t.set("a", 0.5)
+    t.cancel("c")
+    assert t.next() == 0.5
+    assert t.due(1.0) == ["a", "b"]
+    assert t.next() is None and len(t) == 0
+    t.set_earlier("d", 5.0)
+    t.set_earlier("d", 6.0)
+    assert t.next() == 5.0
+
+
+def test_links_reachability_and_cascade() -> None:
+    links = LinkTable()
+    links.add_unreachable(2, 10, True)
+    links.add_link(1, 0, (True, 0), [2])  # entrypoint's message 0 created half 2
+    links.add_unreachable(3, 11, False)
+    links.add_link(2, 10, (True, 0), [3])
+    links.acked(2, [(True, 0)], lambda n: None)  # acked while 2 is unreachable: remembered
+    reached: list[int] = []
+    links.acked(1, [(True, 0)], reached.append)
+    assert reached == [2, 3] and len(links) == 0
+    links.add_unreachable(4, 12, True)
+    links.add_link(1, 0, (False, 0), [4])
+    links.add_unreachable(5, 13, False)
+    links.add_link(4, 12, (True, 0), [5])
+    lost: list[int] = []
+    links.nacked(1, [(False, 0)], lambda n, node: lost.append(n))
+    assert sorted(lost) == [4, 5] and len(links) == 0
