@@ -9,6 +9,7 @@ from typing import Any
 
 from .context import Context
 from .driver import MediaDriver
+from .native.hookup import is_native, native_publication, native_subscription
 from .publication import ExclusivePublication, Publication
 from .subscription import ImageHandler, Subscription
 
@@ -30,6 +31,8 @@ class Aeron:
 
     def add_publication(self, channel: str, stream_id: int) -> Publication:
         """A concurrent publication (shares the session with others on the same channel and stream)."""
+        if is_native(channel):  # Aeron's own UDP protocol: aeron_compat.native
+            return native_publication(channel, stream_id, self._resources, Publication)
         log = self.driver.add_publication(channel, stream_id, exclusive=False)
         pub = Publication(log, log.registration_id)
         self._resources.append(pub)
@@ -37,6 +40,8 @@ class Aeron:
 
     def add_exclusive_publication(self, channel: str, stream_id: int) -> ExclusivePublication:
         """A publication with its own session."""
+        if is_native(channel):
+            return native_publication(channel, stream_id, self._resources, ExclusivePublication)
         log = self.driver.add_publication(channel, stream_id, exclusive=True)
         pub = ExclusivePublication(log, log.registration_id)
         self._resources.append(pub)
@@ -45,6 +50,9 @@ class Aeron:
     def add_subscription(self, channel: str, stream_id: int, on_available_image: ImageHandler | None = None,
                          on_unavailable_image: ImageHandler | None = None) -> Subscription:
         """A subscription; image handlers run on the polling thread (see Subscription)."""
+        if is_native(channel):
+            return native_subscription(channel, stream_id, self._resources, Subscription, on_available_image,
+                                       on_unavailable_image)
         sub = self.driver.add_subscription(channel, stream_id, on_available_image, on_unavailable_image)
         self._resources.append(sub)
         return sub

@@ -117,6 +117,7 @@ VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "term-id": _INT32,
     "term-offset": _int_range(0, _MAX_TERM),
     "response-correlation-id": _int_range(0, 2**63 - 1),
+    "transport": _choice(("native",)),
 }
 IGNORED = frozenset(
     "interface sparse eos tether group rejoin so-sndbuf so-rcvbuf rcv-wnd fc cc gtag nak-delay "

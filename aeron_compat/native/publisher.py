@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
+from aeron_compat.codes import MessageTooLongError
 from aeron_compat.native.frames import (
     DATA_HEADER,
     DATA_HEADER_LENGTH,
@@ -190,7 +191,7 @@ class Publisher:
             return OfferCode.CLOSED
         length = len(payload)
         if length > self.max_message_length:
-            raise ValueError(f"message of {length} bytes exceeds max message length {self.max_message_length}")
+            raise MessageTooLongError(f"message of {length} bytes exceeds max message length {self.max_message_length}")
         if now >= self._connected_until:
             return OfferCode.NOT_CONNECTED
         position = self.position

@@ -9,18 +9,20 @@ from __future__ import annotations
 import socket
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from aeron_compat.native.api import NativePublication, NativeSubscription
+from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Publication, Subscription
+from aeron_compat.native.api import NativePublication
 from aeron_compat.native.driver import NativeDriver
 from aeron_compat.native.frames import Nak, decode_datagram
 from aeron_compat.native.interop import InteropUnavailable, RealPeer, ensure_venv
 from aeron_compat.native.proxy import ImpairmentProxy
 from aeron_compat.native.publisher import OfferCode
-from aeron_native.simnet import Collector, message
+from aeron_native.simnet import message
 
 pytestmark = pytest.mark.timeout(120)
 MAX_PAYLOAD = 1408 - 32
@@ -48,17 +50,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def poll_until(sub: NativeSubscription, coll: Collector, done: object, timeout: float = 30.0) -> None:
+def poll_until(sub: Subscription, handler: Any, done: Callable[[], bool], timeout: float = 30.0) -> None:
     """Poll (idling 0.5 ms between empty polls) until `done()` or fail at `timeout`."""
     deadline = time.monotonic() + timeout
-    while not done():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out with {len(coll.messages)} messages")
-        if not sub.poll(coll, 256):
+    while not done():
+        assert time.monotonic() < deadline, "timed out polling"
+        if not sub.poll(handler, 256):
             time.sleep(0.0005)
 
 
-def offer_all(pub: NativePublication, msgs: list[bytes], timeout: float = 30.0) -> None:
+def offer_all(pub: Publication, msgs: list[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     for m in msgs:
         while pub.offer(m) < 0:
@@ -71,26 +72,31 @@ def naks_in(proxy: ImpairmentProxy) -> int:
 
 
 @pytest.mark.parametrize("loss", [0.0, 0.05])
-def test_real_publication_to_native_subscription(real_python: Path, driver: NativeDriver, loss: float) -> None:
+def test_real_publication_to_aeron_compat_subscription(real_python: Path, driver: NativeDriver, loss: float) -> None:
     sub_port = free_port()
-    sub = NativeSubscription(f"aeron:udp?endpoint=127.0.0.1:{sub_port}", STREAM, driver)
     proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=7, record=True)
     host, port = proxy.address
     msgs = [message(i, s) for i, s in enumerate(SIZES)]
-    with RealPeer(real_python, role="pub", channel=f"aeron:udp?endpoint={host}:{port}|term-length=64k",
-                  stream=STREAM, sizes=SIZES) as peer:
-        peer.expect("connected")
-        coll = Collector()
-        poll_until(sub, coll, lambda: len(coll.messages) >= len(msgs))
-        assert coll.messages == msgs
-        peer.expect("sent")
-        image = sub.images[0]
-        peer.send("close")
-        poll_until(sub, coll, lambda: not sub.images)
-        assert image.is_end_of_stream
+    events: list[str] = []
+    with Aeron.connect() as aeron:
+        sub = aeron.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{sub_port}|transport=native", STREAM,
+                                     on_available_image=lambda img: events.append(f"up {img.session_id}"),
+                                     on_unavailable_image=lambda img: events.append(f"down {img.session_id}"))
+        got: list[bytes] = []
+        assembler = FragmentAssembler(lambda buf, header: got.append(bytes(buf)))
+        with RealPeer(real_python, role="pub", channel=f"aeron:udp?endpoint={host}:{port}|term-length=64k",
+                      stream=STREAM, sizes=SIZES) as peer:
+            session = peer.expect("connected")["session"]
+            poll_until(sub, assembler, lambda: len(got) >= len(msgs))
+            assert got == msgs
+            peer.expect("sent")
+            image = sub.images[0]
+            peer.send("close")
+            poll_until(sub, assembler, lambda: not sub.images)
+            assert image.is_end_of_stream
+            assert events == [f"up {session}", f"down {session}"]
     if loss:
         assert proxy.dropped > 0 and naks_in(proxy) > 0
-    sub.close()
 
 
 @pytest.mark.parametrize("loss", [0.0, 0.05])
@@ -101,16 +107,19 @@ def test_native_publication_to_real_subscription(real_python: Path, driver: Nati
         peer.expect("ready")
         proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=11, record=True)
         host, port = proxy.address
-        pub = NativePublication(f"aeron:udp?endpoint={host}:{port}|term-length=64k", STREAM, driver)
-        assert pub.offer(b"too early") == OfferCode.NOT_CONNECTED
-        peer.expect("available")
-        offer_all(pub, [message(i, s) for i, s in enumerate(SIZES)])
-        done = peer.expect("done")
-        assert done["messages"] == [[s, zlib.crc32(message(i, s))] for i, s in enumerate(SIZES)]
-        pub.close()
-        assert peer.expect("unavailable")["session"] == pub.session_id
+        with Aeron.connect() as aeron:
+            pub = aeron.add_publication(f"aeron:udp?endpoint={host}:{port}|term-length=64k|transport=native", STREAM)
+            assert pub.offer(b"too early") == NOT_CONNECTED
+            peer.expect("available")
+            offer_all(pub, [message(i, s) for i, s in enumerate(SIZES)])
+            done = peer.expect("done")
+            assert done["messages"] == [[s, zlib.crc32(message(i, s))] for i, s in enumerate(SIZES)]
+            pub.close()
+            assert peer.expect("unavailable")["session"] == pub.session_id
     if loss:
-        assert proxy.dropped > 0 and naks_in(proxy) > 0 and pub._pub.retransmits_sent > 0
+        naks = [f for d, data in proxy.recorded if d == "to_client" for f in decode_datagram(data)
+                if isinstance(f, Nak)]
+        assert proxy.dropped > 0 and naks
 
 
 def test_real_subscriber_that_stops_polling_back_pressures_native_offer(real_python: Path,
