@@ -136,3 +136,28 @@ async def test_closing_the_connection_reaches_every_handle(certs: DevCerts) -> N
         assert {await guard(lost.get()), await guard(lost.get())} == {"receiver", "entrypoint"}
         with pytest.raises(ConnectionLost):
             await tx.send("after close")
+
+
+async def test_a_received_half_can_be_sent_on_to_another_connection(certs: DevCerts) -> None:
+    """The server forwards client A's Sender to client B (a relay); B's messages and finish reach A."""
+    waiting: asyncio.Queue[aqueduct.Sender] = asyncio.Queue()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        async for req in conn.entrypoint:
+            if "offer" in req:
+                waiting.put_nowait(req["offer"])
+            else:
+                async with req["reply"] as reply:
+                    await reply.send({"peer": await waiting.get()})
+
+    async with running(certs, handler) as (url, _):
+        async with aqueduct.connect(url, ca=certs.ca) as a, aqueduct.connect(url, ca=certs.ca) as b:
+            a_tx, a_rx = aqueduct.channel()
+            await a.entrypoint.send({"offer": a_tx})
+            reply_tx, reply_rx = aqueduct.channel()
+            await b.entrypoint.send({"want": True, "reply": reply_tx})
+            peer: aqueduct.Sender = (await guard(reply_rx.recv()))["peer"]
+            async with peer:
+                await peer.send("from b")
+                await peer.send("to a")
+            assert [m async for m in a_rx] == ["from b", "to a"]
