@@ -28,10 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     failed = 0
     totals: dict[str, int] = {}
+    deepest = 0
     for i, seed in enumerate(range(args.start, args.start + args.seeds)):
         r = run_seed(seed, actions=args.actions, loss=args.loss)
         for k, v in r.stats.items():
             totals[k] = totals.get(k, 0) + v
+        deepest = max(deepest, r.stats.get("max_depth", 0))
         if not r.ok:
             failed += 1
             loss = f" --loss {args.loss}" if args.loss is not None else ""
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"done: {n} seeds from {args.start}, {failed} failed, {time.monotonic() - t0:.1f} s; "
         f"messages sent {totals.get('sent', 0)}, delivered {totals.get('delivered', 0)}, "
-        f"acked {totals.get('acked', 0)}, nacked {totals.get('nacked', 0)}"
+        f"acked {totals.get('acked', 0)}, nacked {totals.get('nacked', 0)}; deepest attachment chain {deepest}"
     )
     return 1 if failed else 0
 

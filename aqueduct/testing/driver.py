@@ -109,6 +109,7 @@ class RunResult:
     script: list[Action]
     violations: list[str]
     stats: dict[str, int]
+    config: EngineConfig | None = None
 
     @property
     def ok(self) -> bool:
@@ -126,15 +127,14 @@ class Run:
         net: NetConfig,
         factory: EngineFactory | None = None,
         *,
-        sim_seed: int | None = None,
+        config: EngineConfig | None = None,
     ) -> None:
         self.seed = seed
         self.script = script
         self.net = net
-        make = factory or default_factory()
-        self.sim: Simulation[DrivenEngine] = Simulation(
-            make(Side.CLIENT), make(Side.SERVER), net, seed=seed if sim_seed is None else sim_seed
-        )
+        self.config = config
+        make = factory or default_factory(config)
+        self.sim: Simulation[DrivenEngine] = Simulation(make(Side.CLIENT), make(Side.SERVER), net, seed=seed)
         self.ledger = Ledger()
         self.apps = {Side.CLIENT: _App(Side.CLIENT), Side.SERVER: _App(Side.SERVER)}
         self.connection_lost = False
@@ -172,7 +172,8 @@ class Run:
         self.stats["sim_time_ms"] = int(self.sim.now * 1000)
         for k in ("datagrams_sent", "datagrams_dropped", "stream_chunks"):
             self.stats[k] = self.sim.stats[k]
-        return RunResult(self.seed, self.net, self.script, self.violations, self.stats)
+        self.stats["max_depth"] = max((r.depth for r in self.ledger.channels.values()), default=0)
+        return RunResult(self.seed, self.net, self.script, self.violations, self.stats, self.config)
 
     # ---- time and events ----
     def _advance(self, dt: float) -> None:
@@ -290,7 +291,7 @@ class Run:
         self.stats["sent"] += 1
         peer = app.side.other
         for kind, t, created in zip(attach, tags, res.created, strict=False):
-            self.ledger.new_channel(t, peer if kind.gives_sender else app.side, kind.oneshot)
+            self.ledger.new_channel(t, peer if kind.gives_sender else app.side, kind.oneshot, (tag, rec.sends - 1))
             if kind.gives_sender:
                 self._adopt_receiver(app.side, created, t)
             else:
@@ -431,8 +432,12 @@ class Run:
         return True
 
     def _do_close_connection(self, app: _App, a: Action) -> bool:
+        """Odd picks: the transport dies under both (idle timeout); even: the app closes the connection."""
         self.closed_by_driver = True
-        self._engine(app.side).close(0, "driver", now=self.sim.now)
+        if a.pick % 2:
+            self.sim.terminate(0, "idle timeout")
+        else:
+            self._engine(app.side).close(0, "driver", now=self.sim.now)
         return True
 
     # ---- the finale and the end checks ----
@@ -515,12 +520,17 @@ def draw(seed: int, *, actions: int = 40, loss: float | None = None) -> tuple[Ne
     return net, random_script(rng, rng.randint(1, actions))
 
 
+def config_for(seed: int) -> EngineConfig:
+    """The engine configuration a seed stands for (sometimes a server that may process 0-RTT at once)."""
+    return EngineConfig(replay_safe_0rtt=random.Random(seed ^ 0x5EED).random() < 0.3)
+
+
 def run_seed(
     seed: int, *, actions: int = 40, loss: float | None = None, factory: EngineFactory | None = None
 ) -> RunResult:
-    """Draw a network and a script from `seed`, run and check them."""
+    """Draw a network, a script and a configuration from `seed`, run and check them."""
     net, script = draw(seed, actions=actions, loss=loss)
-    return Run(seed, script, net, factory).execute()
+    return Run(seed, script, net, factory, config=config_for(seed)).execute()
 
 
 def signature(violation: str) -> str:
@@ -537,7 +547,7 @@ def shrink(result: RunResult, factory: EngineFactory | None = None, *, budget: i
     def still_fails(script: list[Action]) -> RunResult | None:
         nonlocal tries
         tries += 1
-        r = Run(result.seed, script, result.net, factory).execute()
+        r = Run(result.seed, script, result.net, factory, config=result.config).execute()
         return r if any(signature(v) == want for v in r.violations) else None
 
     chunk = max(1, len(best.script) // 2)

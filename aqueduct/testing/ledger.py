@@ -59,6 +59,9 @@ class ChannelRecord:
     tag: str
     sender_side: Side
     oneshot: bool
+    depth: int = 0
+    """How many creating messages lie between this channel and the entrypoint."""
+    created_by: tuple[str, int] | None = None
     sender: int | None = None
     receiver: int | None = None
     sender_end: EndReason | None = None
@@ -86,9 +89,12 @@ class Ledger:
         self.violations: list[str] = []
 
     # ---- channels and handles ----
-    def new_channel(self, tag: str, sender_side: Side, oneshot: bool) -> ChannelRecord:
-        """Register a channel the moment a message creating it is sent."""
-        rec = self.channels[tag] = ChannelRecord(tag, sender_side, oneshot)
+    def new_channel(
+        self, tag: str, sender_side: Side, oneshot: bool, created_by: tuple[str, int] | None = None
+    ) -> ChannelRecord:
+        """Register a channel the moment the message `created_by` (channel tag, counter) creating it is sent."""
+        depth = self.channels[created_by[0]].depth + 1 if created_by is not None else 0
+        rec = self.channels[tag] = ChannelRecord(tag, sender_side, oneshot, depth=depth, created_by=created_by)
         return rec
 
     def bind_sender(self, side: Side, handle: int, tag: str) -> None:
@@ -183,6 +189,7 @@ class Ledger:
     # ---- the end ----
     def final_check(self, connection_lost: bool) -> None:
         """Rules that need quiescence (after the finale drained and finished everything)."""
+        self._check_end_reasons()
         if connection_lost:
             return
         for msg in self.messages.values():
@@ -201,6 +208,20 @@ class Ledger:
                     f"{msg.name}: acked but never delivered to a receiver the app held and drained "
                     f"(receiver ended {_r(rec.receiver_end)})"
                 )
+
+    def _check_end_reasons(self) -> None:
+        """Each end reason needs a cause: LOST a lost creating message, CANCELLED the sending app, RECEIVER_DROPPED
+        the receiving app (or an attachment the app never took)."""
+        for rec in self.channels.values():
+            ends = (rec.sender_end, rec.receiver_end)
+            creator = self.messages.get(rec.created_by) if rec.created_by else None
+            if EndReason.LOST in ends and (creator is None or creator.delivered):
+                self.violations.append(f"channel {rec.tag}: ended lost though its creating message was delivered")
+            if rec.receiver_end is EndReason.CANCELLED and not rec.sender_abandoned and rec.sender is not None:
+                self.violations.append(f"channel {rec.tag}: receiver ended cancelled, the sending app never cancelled")
+            dropped = rec.receiver_discarded or rec.receiver is None
+            if rec.sender_end is EndReason.RECEIVER_DROPPED and not dropped:
+                self.violations.append(f"channel {rec.tag}: sender ended receiver-dropped, the receiving app kept it")
 
 
 def _r(reason: EndReason | None) -> str:

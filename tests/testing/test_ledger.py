@@ -109,3 +109,25 @@ def test_handles_bound_to_the_wrong_side_or_twice() -> None:
     led.bind_receiver(C, 4, "c1")
     led.bind_receiver(S, 5, "c1")
     assert len(led.violations) == 3
+
+
+def test_end_reasons_need_a_cause() -> None:
+    from aqueduct.errors import EndReason
+
+    led = ledger_with(Delivery.ORDERED)
+    deliver(led, 0)
+    led.on_acknack(C, 1, True, 0, 1, ack=True)
+    child = led.new_channel("c1", S, False, created_by=("E", 0))
+    led.bind_sender(S, 9, "c1")
+    led.bind_receiver(C, 10, "c1")
+    child.sender_end = EndReason.RECEIVER_DROPPED
+    child.receiver_end = EndReason.LOST
+    led.final_check(connection_lost=True)
+    text = "\n".join(led.violations)
+    assert "c1: ended lost though its creating message was delivered" in text
+    assert "c1: sender ended receiver-dropped, the receiving app kept it" in text
+    child.receiver_end = EndReason.CANCELLED
+    led.violations.clear()
+    led.final_check(connection_lost=True)
+    assert any("receiver ended cancelled, the sending app never cancelled" in v for v in led.violations)
+    assert led.channels["c1"].depth == 1
