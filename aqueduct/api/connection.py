@@ -106,6 +106,11 @@ class Connection:
         return float(self._protocol.quic._loss._rtt_smoothed)
 
     @property
+    def rtt_min(self) -> float:
+        """The smallest RTT sample aioquic has seen, in seconds (inf before the first)."""
+        return float(self._protocol.quic._loss._rtt_min)
+
+    @property
     def is_closed(self) -> bool:
         """Whether the connection has ended."""
         return self.closed.done()
