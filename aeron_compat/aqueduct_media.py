@@ -137,6 +137,7 @@ class AqueductNetwork(Matcher):
         self.key = ctx.tls_key or (certs.key if certs else "")
         self.ca = ctx.tls_ca or (certs.ca if certs else None)
         self.listeners: dict[str, _Listener] = {}
+        self._closing: dict[str, asyncio.Task[None]] = {}
         self.out_links: dict[str, Link] = {}
         self.wanted: set[str] = set()
         self.remote: dict[tuple[int, int], RemoteSubscriber] = {}
@@ -211,6 +212,9 @@ class AqueductNetwork(Matcher):
             raise RegistrationError(f"endpoint: cannot serve {endpoint}: {exc}") from exc
 
     async def _listen(self, host: str, port: int, listener: _Listener | None) -> str:
+        closing = self._closing.pop(f"{host}:{port}", None)
+        if closing is not None:
+            await asyncio.wait([closing])
         listener = listener or _Listener(contextlib.AsyncExitStack())
         server = await listener.stack.enter_async_context(serve(host, port, cert=self.cert, key=self.key))
         endpoint = f"{host}:{server.address[1]}"
@@ -226,7 +230,13 @@ class AqueductNetwork(Matcher):
         listener.refs -= 1
         if listener.refs <= 0 and not self._control_in_use(endpoint):
             del self.listeners[endpoint]
-            self.call(lambda: self.spawn(listener.stack.aclose()))
+            self.call(functools.partial(self._stop_listening, endpoint, listener))
+
+    def _stop_listening(self, endpoint: str, listener: _Listener) -> None:
+        task = self.loop.create_task(listener.stack.aclose())
+        self._closing[endpoint] = task
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     def _control_in_use(self, endpoint: str) -> bool:
         return any(("ctl", endpoint) in keys for log, keys in self.logs if not log.closed)

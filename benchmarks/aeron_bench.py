@@ -2,7 +2,8 @@
 # Throughput: one thread offers bursts until back pressured and polls them, so the figure is the
 # full offer + poll cost per message (Python has no parallel threads to overlap them).  RTT: a
 # ping publication and a pong publication on two streams; each round trip is offer, poll, offer,
-# poll.  Channels: aeron:ipc and aeron:udp (in-process loopback media; QUIC media when available).
+# poll.  Channels: aeron:ipc; aeron:udp on the in-process loopback media; aeron:udp over Aqueduct/QUIC
+# between two drivers (each with its loop thread), the measuring thread offering and polling both.
 """`python benchmarks/aeron_bench.py [--seconds S] [--size N] [--channels ipc,udp]`."""
 
 from __future__ import annotations
@@ -10,19 +11,31 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 from aeron_compat import Aeron, Context
 
 CHANNELS = {
-    "ipc": ("aeron:ipc", "aeron:ipc"),
-    "udp": ("aeron:udp?endpoint=localhost:29001", "aeron:udp?endpoint=localhost:29002"),
+    "ipc": ("aeron:ipc", "aeron:ipc", "loopback"),
+    "udp-loopback": ("aeron:udp?endpoint=localhost:29001", "aeron:udp?endpoint=localhost:29002", "loopback"),
+    "udp-quic": ("aeron:udp?endpoint=localhost:29011", "aeron:udp?endpoint=localhost:29012", "aqueduct"),
 }
 
 
-def throughput(aeron: Aeron, channel: str, size: int, seconds: float) -> float:
-    """Messages per second from offer to poll, one thread."""
-    sub = aeron.add_subscription(channel, 1)
-    pub = aeron.add_publication(channel, 1)
+def wait_connected(*pubs: Any) -> None:
+    """Until every publication has a subscriber (network setups take a few milliseconds)."""
+    deadline = time.monotonic() + 10
+    while not all(p.is_connected for p in pubs):
+        if time.monotonic() > deadline:
+            raise TimeoutError("publication never connected")
+        time.sleep(0.001)
+
+
+def throughput(a: Aeron, b: Aeron, channel: str, size: int, seconds: float) -> float:
+    """Messages per second from offer (client a) to poll (client b), one thread."""
+    sub = b.add_subscription(channel, 1)
+    pub = a.add_publication(channel, 1)
+    wait_connected(pub)
     payload = bytes(size)
     received = 0
 
@@ -41,8 +54,8 @@ def throughput(aeron: Aeron, channel: str, size: int, seconds: float) -> float:
             else:
                 break
         poll(handler, 1_000_000)
-    while poll(handler, 1_000_000):
-        pass
+    while received < sent:
+        poll(handler, 1_000_000)
     elapsed = time.perf_counter() - start
     assert received == sent, (received, sent)
     pub.close()
@@ -50,12 +63,13 @@ def throughput(aeron: Aeron, channel: str, size: int, seconds: float) -> float:
     return received / elapsed
 
 
-def round_trips(aeron: Aeron, ping_channel: str, pong_channel: str, size: int, count: int) -> list[float]:
-    """Round-trip times in seconds of `count` ping-pongs."""
-    ping_pub = aeron.add_publication(ping_channel, 2)
-    ping_sub = aeron.add_subscription(ping_channel, 2)
-    pong_pub = aeron.add_publication(pong_channel, 3)
-    pong_sub = aeron.add_subscription(pong_channel, 3)
+def round_trips(a: Aeron, b: Aeron, ping_channel: str, pong_channel: str, size: int, count: int) -> list[float]:
+    """Round-trip times in seconds of `count` ping-pongs: a pings b, b answers a."""
+    ping_sub = b.add_subscription(ping_channel, 2)
+    ping_pub = a.add_publication(ping_channel, 2)
+    pong_sub = a.add_subscription(pong_channel, 3)
+    pong_pub = b.add_publication(pong_channel, 3)
+    wait_connected(ping_pub, pong_pub)
     payload = bytes(size)
     got = [0]
 
@@ -87,13 +101,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--size", type=int, default=32)
     parser.add_argument("--rtts", type=int, default=20000)
-    parser.add_argument("--channels", default="ipc,udp")
+    parser.add_argument("--channels", default="ipc,udp-loopback,udp-quic")
     args = parser.parse_args(argv)
     for name in args.channels.split(","):
-        a, b = CHANNELS[name]
-        with Aeron.connect(Context(counters_interval=0)) as aeron:
-            rate = throughput(aeron, a, args.size, args.seconds)
-            rtt = sorted(round_trips(aeron, a, b, args.size, args.rtts))
+        ping, pong, media = CHANNELS[name]
+        with Aeron.connect(Context(counters_interval=0, udp_media=media)) as a:
+            if media == "loopback" and ping.startswith("aeron:ipc"):
+                b = a
+            else:
+                b = Aeron.connect(Context(counters_interval=0, udp_media=media))
+            try:
+                rate = throughput(a, b, ping, args.size, args.seconds)
+                rtts = args.rtts if media == "loopback" else min(args.rtts, 2000)
+                rtt = sorted(round_trips(a, b, ping, pong, args.size, rtts))
+            finally:
+                if b is not a:
+                    b.close()
         p50, p99 = rtt[len(rtt) // 2] * 1e6, rtt[int(len(rtt) * 0.99)] * 1e6
         print(f"{name:4s} {args.size} B: offer->poll {rate / 1e6:.2f} M msgs/s ({rate * args.size / 1e6:.1f} MB/s); "
               f"RTT p50 {p50:.2f} us, p99 {p99:.2f} us, mean {statistics.fmean(rtt) * 1e6:.2f} us")

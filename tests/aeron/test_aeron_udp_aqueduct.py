@@ -183,3 +183,13 @@ def test_subscriber_driver_leaving_disconnects_the_publication(quic: Callable[[]
     wait_until(lambda: pub.is_connected)
     sub.close()
     wait_until(lambda: not pub.is_connected)
+
+
+def test_endpoint_can_be_served_again_after_its_last_subscription_closes(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    server.add_subscription("aeron:udp?endpoint=localhost:25200", STREAM).close()
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25200", STREAM)
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25200", STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"again")
+    assert receive(sub, 1) == [b"again"]
