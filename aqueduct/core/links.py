@@ -138,11 +138,6 @@ class LinkTable:
             for kids in node.children.values():
                 stack.extend(kids)
 
-    def children_keys(self, node_id: int) -> list[MsgKey]:
-        """Keys of messages of `node_id` that still hold links."""
-        node = self.nodes.get(node_id)
-        return list(node.children) if node is not None else []
-
     def clear(self) -> None:
         """Forget everything (connection over)."""
         self.nodes.clear()

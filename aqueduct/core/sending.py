@@ -34,6 +34,7 @@ from ..wire.frames import (
     encode_message,
 )
 from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
+from .links import MsgKey
 from .receiver import Receiver
 from .sender import Sender, SState
 from .streams import VERSION_BYTES, Role
@@ -247,11 +248,13 @@ class SendingMixin:
         if reliable and s.unordered_sids:
             for n in [n for n in s.unordered_sids if first <= n < stop]:
                 del s.unordered_sids[n]
-        keys = (
-            [k for k in self._links.children_keys(s.handle) if k[0] == reliable and first <= k[1] < stop]
-            if s.handle in self._links.nodes
-            else None
-        )
+        node = self._links.nodes.get(s.handle)
+        keys: list[MsgKey] | None = None
+        if node is not None and node.children:
+            if stop - first <= len(node.children):
+                keys = [(reliable, n) for n in range(first, stop) if (reliable, n) in node.children]
+            else:
+                keys = [k for k in node.children if k[0] == reliable and first <= k[1] < stop]
         if acked:
             if s.reachable:
                 if s.exposed:
