@@ -40,8 +40,9 @@ Simulation(client, server, net=NetConfig(), seed=0, trace=False)
 
 Network model (NetConfig): stream bytes arrive in order per stream direction, in random chunks, interleaved
 across streams; a reset delivers a random prefix of unread bytes (maybe all), then StreamReset; StopSending
-becomes StopSendingReceived; CloseConnection ends both engines (local ConnectionTerminated by_peer=False
-now, the peer's after a one-way delay) and drops everything in flight. Handshake: client completes at
+becomes StopSendingReceived, and (as aioquic does) the peer's stack resets that stream with the same code, so
+the peer's engine must not write on it again; CloseConnection ends both engines (local ConnectionTerminated
+by_peer=False now, the peer's after a one-way delay) and drops everything in flight. Handshake: client completes at
 2*one_way, server at 3*one_way. With `zero_rtt` and `accept_0rtt`, client data sent earlier arrives early
 (the server sees it before its HandshakeCompleted); otherwise early stream bytes reach the server once,
 in order, after its handshake, and early datagrams are held (no 0-RTT) or dropped (rejected). With

@@ -386,14 +386,17 @@ class Simulation(Generic[E]):
         pipe = self._pipe(ep.side, cmd.stream_id)
         if pipe.reset_code is not None or pipe.fin_delivered:
             return  # QUIC ignores a second reset, and a reset after the peer has everything
+        self._reset_pipe(ep.side, pipe, cmd.error_code)
+
+    def _reset_pipe(self, side: Side, pipe: StreamPipe, code: int) -> None:
         undelivered = pipe.undelivered
         keep = undelivered if self.rng.random() < self.net.reset_keep else self.rng.randint(0, undelivered)
         if keep == undelivered and pipe.fin_written and self.rng.random() < 0.5:
             return  # the FIN won the race: the peer sees a clean end and never the reset
-        ready = max(self._departure(ep.side) + self._delay(), self._arrival_floor(ep.side))
-        ready = pipe.reset(cmd.error_code, ready, keep)
+        ready = max(self._departure(side) + self._delay(), self._arrival_floor(side))
+        ready = pipe.reset(code, ready, keep)
         self.stats["resets"] += 1
-        self._flush_at(ep.side, pipe, ready)
+        self._flush_at(side, pipe, ready)
 
     def _stop_sending(self, ep: Endpoint[E], cmd: StopSending) -> None:
         peer = self._peer(ep)
@@ -404,9 +407,12 @@ class Simulation(Generic[E]):
         ready = max(self._departure(ep.side) + self._delay(), self._arrival_floor(ep.side))
 
         def arrive() -> None:
-            pipe = self._pipes.get((peer.side, cmd.stream_id))
-            if pipe is None or not pipe.done:
-                self._deliver(peer, StopSendingReceived(cmd.stream_id, cmd.error_code))
+            pipe = self._pipe(peer.side, cmd.stream_id)
+            if pipe.done:
+                return
+            if not pipe.closed_for_writing:  # like aioquic: the peer's stack resets the stream with the same code
+                self._reset_pipe(peer.side, pipe, cmd.error_code)
+            self._deliver(peer, StopSendingReceived(cmd.stream_id, cmd.error_code))
 
         self._at(ready, arrive)
 

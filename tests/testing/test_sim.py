@@ -218,6 +218,11 @@ def test_stop_sending_reaches_the_peer() -> None:
     assert [e for _, e in sim.client.engine.received if isinstance(e, StopSendingReceived)] == [
         StopSendingReceived(0, 1)
     ]
+    # like aioquic, the client's stack reset its sending side with the same code; writing on it is misuse
+    assert [(r.stream_id, r.error_code) for r in sim.server.engine.resets()] == [(0, 1)]
+    sim.client.engine.out.append(SendStreamData(0, b"late"))
+    sim.run_until_idle()
+    assert sim.misuse == ["CLIENT: write on stream 0 after FIN or reset"]
 
 
 def test_close_terminates_both_and_drops_traffic_in_flight() -> None:
