@@ -250,3 +250,43 @@ async def test_protocol_violation_closes_with_the_engine_code(certs: DevCerts) -
         assert event.error_code == CloseCode.VERSION_MISMATCH
         garbage = await _raw_close(certs, url, datagrams=True, payload=b"\xff\xfe\xfd\xfc" * 4)
         assert garbage.error_code in (CloseCode.FRAME_ENCODING, CloseCode.PROTOCOL_VIOLATION)
+
+
+async def test_headers_travel_both_ways(certs: DevCerts) -> None:
+    seen: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        seen.put_nowait(conn.header("app"))
+
+    async with running(certs, handler, headers={"role": "server"}) as (url, _), aqueduct.connect(
+        url, ca=certs.ca, headers=[("app", b"demo"), ("app", b"second value")]
+    ) as conn:
+        assert await guard(seen.get()) == b"demo"
+        assert conn.header("role") == b"server"
+        assert ("codec", aqueduct.CborCodec.name.encode()) in conn.peer_headers
+
+
+class SignalingFileStore(aqueduct.FileTicketStore):
+    """A file ticket store that says when a ticket was written."""
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(path)
+        self.arrived = asyncio.Event()
+
+    def put(self, ticket: SessionTicket) -> None:
+        super().put(ticket)
+        self.arrived.set()
+
+
+async def test_zero_rtt_with_a_ticket_file(certs: DevCerts, tmp_path: Any) -> None:
+    _, queue, handler = collector()
+    async with running(certs, handler) as (url, _):
+        first = SignalingFileStore(tmp_path / "tickets.cbor")
+        async with aqueduct.connect(url, ca=certs.ca, session_ticket_store=first):
+            await guard(first.arrived.wait())
+        # A new process would open the same file: a fresh store object reads it.
+        conn = await aqueduct.connect(url, ca=certs.ca, session_ticket_store=aqueduct.FileTicketStore(first._path))
+        await conn.entrypoint.send("from file ticket")
+        assert (await guard(conn.protocol.handshake)).early_data_accepted
+        assert await guard(queue.get()) == "from file ticket"
+        await conn.close()
