@@ -52,11 +52,7 @@ class MediaDriver:
         self.driver_id = next(_driver_ids)
         self.counters = Counters()
         self.ipc = Matcher()
-        self.network: LoopbackNetwork | AqueductNetwork = LOOPBACK
-        if self.ctx.udp_media == "aqueduct":
-            from .aqueduct_media import AqueductNetwork
-
-            self.network = AqueductNetwork(self)
+        self._network: LoopbackNetwork | AqueductNetwork | None = None
         self.address = f"127.0.0.1:{LOOPBACK.ephemeral_port()}"
         self.logs: list[PublicationLog] = []
         self.subscriptions: list[Subscription] = []
@@ -71,6 +67,18 @@ class MediaDriver:
         if self.ctx.counters_interval > 0:
             self._conductor = threading.Thread(target=self._run_conductor, name="aeron-conductor", daemon=True)
             self._conductor.start()
+
+    @property
+    def network(self) -> LoopbackNetwork | AqueductNetwork:
+        """The aeron:udp domain, started on first use (so ipc-only clients start no QUIC endpoint)."""
+        if self._network is None:
+            if self.ctx.udp_media == "aqueduct":
+                from .aqueduct_media import AqueductNetwork
+
+                self._network = AqueductNetwork(self)
+            else:
+                self._network = LOOPBACK
+        return self._network
 
     @classmethod
     def launch_embedded(cls, ctx: Context | None = None) -> MediaDriver:
@@ -289,8 +297,8 @@ class MediaDriver:
             self.release_publication(log)
         for sub in list(self.subscriptions):
             sub.close()
-        if not isinstance(self.network, LoopbackNetwork):
-            self.network.close()
+        if self._network is not None and not isinstance(self._network, LoopbackNetwork):
+            self._network.close()
         self._stop.set()
         if self._conductor is not None:
             self._conductor.join()

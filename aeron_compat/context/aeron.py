@@ -33,8 +33,8 @@ class Context:
     """With _high, a range the driver never picks session ids from (the application assigns them)."""
     publication_reserved_session_id_high: int = 1000
     """Upper end of the reserved session id range."""
-    udp_media: str = "loopback"
-    """How aeron:udp travels: 'loopback' (in-process) or 'aqueduct' (QUIC, when available)."""
+    udp_media: str = "aqueduct"
+    """How aeron:udp travels: 'aqueduct' (QUIC, one endpoint per driver) or 'loopback' (drivers of this process)."""
     tls_cert: str | Path | None = None
     """Certificate the driver serves with (aqueduct media); None: the user's shared dev certificate."""
     tls_key: str | Path | None = None

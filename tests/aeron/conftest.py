@@ -11,11 +11,11 @@ from aeron_compat import Aeron, Context
 
 @pytest.fixture
 def aeron() -> Iterator[Aeron]:
-    with Aeron.connect(Context(counters_interval=0)) as client:
+    with Aeron.connect(Context(counters_interval=0, udp_media="loopback")) as client:
         yield client
 
 
 @pytest.fixture
 def aeron2() -> Iterator[Aeron]:
-    with Aeron.connect(Context(counters_interval=0)) as client:
+    with Aeron.connect(Context(counters_interval=0, udp_media="loopback")) as client:
         yield client

@@ -32,7 +32,7 @@ def drivers() -> Iterator[Callable[[Context | None], Aeron]]:
     opened: list[Aeron] = []
 
     def make(ctx: Context | None = None) -> Aeron:
-        client = Aeron.connect(ctx or Context(counters_interval=0))
+        client = Aeron.connect(ctx or Context(counters_interval=0, udp_media="loopback"))
         opened.append(client)
         return client
 

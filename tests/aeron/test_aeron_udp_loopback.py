@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aeron_compat import Aeron, RegistrationError
+from aeron_compat import Aeron, Context, RegistrationError
 
 STREAM = 1001
 
@@ -48,7 +48,7 @@ def test_ephemeral_port_is_resolved(aeron: Aeron) -> None:
 def test_dynamic_mdc_delivers_to_two_subscribers(aeron: Aeron, aeron2: Aeron) -> None:
     pub = aeron.add_publication("aeron:udp?control=localhost:24330|control-mode=dynamic", STREAM)
     one = aeron2.add_subscription("aeron:udp?endpoint=localhost:0|control=localhost:24330", STREAM)
-    with Aeron.connect() as third:
+    with Aeron.connect(Context(udp_media="loopback")) as third:
         two = third.add_subscription("aeron:udp?endpoint=localhost:0|control=localhost:24330|control-mode=dynamic",
                                      STREAM)
         pub.offer(b"to all")
@@ -104,6 +104,6 @@ def test_response_needs_a_known_image(aeron: Aeron) -> None:
 
 def test_driver_close_ends_remote_images(aeron: Aeron) -> None:
     sub = aeron.add_subscription("aeron:udp?endpoint=localhost:24370", STREAM)
-    with Aeron.connect() as other:
+    with Aeron.connect(Context(udp_media="loopback")) as other:
         other.add_publication("aeron:udp?endpoint=localhost:24370", STREAM).offer(b"bye")
     assert drain(sub) == [b"bye"] and sub.images == []
