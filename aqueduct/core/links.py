@@ -51,11 +51,6 @@ class LinkTable:
         """A half created locally by minting: unreachable until its creating message is acked in reach."""
         self.nodes[node_id] = Node(channel, is_sender, reachable=False)
 
-    def is_reachable(self, node_id: int) -> bool:
-        """A half without a node is reachable (or already lost and forgotten)."""
-        node = self.nodes.get(node_id)
-        return node is None or node.reachable
-
     def add_link(self, parent: int, parent_channel: int, key: MsgKey, children: list[int]) -> None:
         """Message `key` sent on `parent` created `children`."""
         node = self.nodes.get(parent)
@@ -63,20 +58,9 @@ class LinkTable:
             node = self.nodes[parent] = Node(parent_channel, True, reachable=True)
         node.children[key] = children
 
-    def has_children(self, node_id: int, key: MsgKey) -> bool:
-        """Whether message `key` of `node_id` still has a link."""
-        node = self.nodes.get(node_id)
-        return node is not None and key in node.children
-
     def _gc(self, node_id: int, node: Node) -> None:
         if node.reachable and not node.children:
             del self.nodes[node_id]
-
-    def gc(self, node_id: int) -> None:
-        """Drop a node that holds nothing any more."""
-        node = self.nodes.get(node_id)
-        if node is not None:
-            self._gc(node_id, node)
 
     def acked(self, parent: int, keys: Iterable[MsgKey], on_reachable: Callable[[int], None]) -> None:
         """Messages `keys` of `parent` were acked: propagate reachability if `parent` is reachable."""
@@ -95,10 +79,6 @@ class LinkTable:
                 node.acked.add(key)
         self._gc(parent, node)
         self._make_reachable(ready, on_reachable)
-
-    def became_reachable(self, node_id: int, on_reachable: Callable[[int], None]) -> None:
-        """Mark one node reachable (e.g. the entrypoint) and propagate."""
-        self._make_reachable([node_id], on_reachable)
 
     def _make_reachable(self, stack: list[int], on_reachable: Callable[[int], None]) -> None:
         while stack:

@@ -5,7 +5,8 @@ engine picks the IDs of streams it opens and a stream opens with its first
 SendStreamData. Each stream with a direction towards us has a record that
 lives until that direction ended (FIN or reset) and ours did too; it holds
 an incremental FrameReader and the stream's role, which fixes the frames
-allowed on it:
+allowed on it (a control stream whose half is gone keeps its role, and
+its frames are checked, then ignored):
 
   role          opened by  frames from the peer
   CONNECTION    client     Version, ConnectionControl, then nothing, never ends
@@ -15,7 +16,6 @@ allowed on it:
   LOST_NOTICE   peer       nothing more, then FIN
   TO_SENDER     either     AckReliable, AckNackUnreliable, CloseReceiver (last)
   TO_RECEIVER   either     SentUnreliable, FinishSender (last)
-  DRAIN         either     anything valid for its old role, ignored
 
 A Version frame may open any direction from the peer (a client sends it
 until it has the server's headers) and is mandatory on CONNECTION only.
@@ -45,7 +45,6 @@ class Role(Enum):
     LOST_NOTICE = "lost_notice"
     TO_SENDER = "to_sender"
     TO_RECEIVER = "to_receiver"
-    DRAIN = "drain"
 
 
 @dataclass(slots=True)
@@ -57,8 +56,6 @@ class StreamRec:
     reader: FrameReader
     half: int | None = None
     """Handle of the sender/receiver whose control stream this is."""
-    drain_role: Role | None = None
-    """While draining: the role whose frames stay valid."""
     frames_seen: int = 0
     in_done: bool = False
     out_done: bool = True
