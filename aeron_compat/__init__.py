@@ -17,27 +17,31 @@ half the term length (``Context.publication_window`` overrides).  Past it ``offe
 BACK_PRESSURED; with no image, NOT_CONNECTED.  An image holds at most a window (plus one message) of
 frames, so nothing buffers without bound: a subscriber that stops polling stops the publisher.
 
-Mapping onto Aqueduct.  The embedded ``MediaDriver`` is the process's endpoint.
-``aeron:ipc`` is carried inside the driver: a publication hands its frames straight to the
-images of matching subscriptions (in-process queues).  For ``aeron:udp`` a subscription's
-``endpoint`` is where its driver listens; a publication's driver connects there and hands over one
-Aqueduct channel per (stream id, session id): an image is the Receiver that arrived attached to
-that message, and its subscriber position travels back as the flow-control window.
-``reliable=false`` selects the unreliable lane.  Dynamic multi-destination-cast: subscriptions
-with ``control=`` register with the publication's control endpoint over their own connection, and
-the publication fans out to every registered destination over those connections (so a client
-behind NAT is reached on the connection it opened); manual MDC by ``add_destination`` /
-``remove_destination``.  ``control-mode=response`` answers an image on the connection it came
-from.  Which network carries ``aeron:udp`` is ``Context.udp_media``: ``loopback`` (drivers of
-one process, no sockets: same matching, endpoints, sessions and source identities) or
-``aqueduct`` (QUIC).
+Mapping onto Aqueduct.  The embedded ``MediaDriver`` is the process's Aqueduct endpoint.
+``aeron:ipc`` stays inside the driver: a publication hands its frames straight to the images of
+matching subscriptions (in-process queues).  For ``aeron:udp`` a subscription's ``endpoint`` is
+where its driver serves; a publication's driver connects there (one QUIC connection per remote
+endpoint, shared by every stream) and hands over one Aqueduct channel per (stream id, session id):
+an image is the Receiver that arrived attached to that "setup" message, and a Sender attached
+beside it carries the image's position back, which is the publication's flow-control window
+(so nothing buffers beyond a window, end to end).  ``reliable=false`` sends batches on the
+unreliable lane.  Dynamic multi-destination-cast: a subscription with ``control=`` connects to
+the publication's control endpoint and registers there; the publication then fans out over
+those connections, so a client behind NAT is reached on the connection it opened.  Manual MDC
+by ``add_destination`` / ``remove_destination``.  ``control-mode=response`` answers an image on
+the connection it came from.  ``Context.udp_media="loopback"`` keeps aeron:udp between the drivers
+of one process (same matching, sessions and source identities, no sockets).  See
+``aqueduct_media.py`` and ``remote.py`` for the control messages.
 
 Poll model.  Aeron's poll is non-blocking and driven by the user's loop, and so is this one:
-``offer`` and ``poll`` never block and never need an event loop.  Image arrivals and departures
-are queued and their handlers run on the polling thread, inside ``poll`` / ``controlled_poll`` /
-``images``.  ``Publication.send`` is an awaitable ``offer`` that retries back pressure, for
-asyncio users.  Counters (``Aeron.counters``; per-stream pub-pos / pub-lmt / sub-pos) are written
-by each driver to its directory and shown by ``aeron_compat stat``.
+``offer`` and ``poll`` never block and need no event loop.  The driver's network work runs on an
+asyncio loop: the running loop of the code that created the client (async users: poll, then
+``await asyncio.sleep(0)``), or else a daemon thread's own loop (sync users: poll loops should
+idle with ``time.sleep`` when a poll finds nothing, or the GIL starves the driver thread).
+Image arrivals and departures are queued and their handlers run on the polling thread, inside
+``poll`` / ``controlled_poll`` / ``images``.  ``Publication.send`` is an awaitable ``offer`` that
+retries back pressure.  Counters (``Aeron.counters``; per-stream pub-pos / pub-lmt / sub-pos) are
+written by each driver to its directory and shown by ``aeron_compat stat``.
 """
 
 from .aeron import Aeron
