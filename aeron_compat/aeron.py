@@ -72,8 +72,20 @@ class Aeron:
         if self._owns_driver:
             self.driver.close()
 
+    async def aclose(self) -> None:
+        """Close, and wait for an embedded driver's network to finish (async users)."""
+        self.close()
+        if self._owns_driver:
+            await self.driver.aclose()
+
     def __enter__(self) -> Aeron:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    async def __aenter__(self) -> Aeron:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()

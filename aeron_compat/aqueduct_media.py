@@ -144,6 +144,7 @@ class AqueductNetwork(Matcher):
         self.sessions: set[RemoteSession] = set()
         self.tasks: set[asyncio.Task[Any]] = set()
         self.closed = False
+        self._close_task: asyncio.Task[None] | None = None
         try:
             self.loop = asyncio.get_running_loop()
             self.thread: threading.Thread | None = None
@@ -422,12 +423,15 @@ class AqueductNetwork(Matcher):
 
     # --- shutdown ----------------------------------------------------------------------------------
     def close(self) -> None:
-        """Close every connection and listener; stop the loop thread (if the driver owns one)."""
+        """Close every connection and listener; stop the loop thread (if the driver owns one).
+
+        On the caller's own loop this only starts closing: await `wait_closed()` to finish.
+        """
         if self.closed:
             return
         self.closed = True
         if self.thread is None:
-            self.spawn(self._aclose())
+            self._close_task = self.loop.create_task(self._aclose())
             return
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(self._aclose(), self.loop).result(timeout=10)
@@ -435,10 +439,10 @@ class AqueductNetwork(Matcher):
         self.thread.join(timeout=10)
         self.loop.close()
 
-    async def aclose(self) -> None:
-        """Close from the loop's own thread (async users)."""
-        self.closed = True
-        await self._aclose()
+    async def wait_closed(self) -> None:
+        """Wait until a close started on the caller's loop has finished."""
+        if self._close_task is not None:
+            await self._close_task
 
     async def _aclose(self) -> None:
         current = asyncio.current_task()

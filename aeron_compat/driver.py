@@ -287,6 +287,13 @@ class MediaDriver:
         if self.closed:
             raise RegistrationError("driver is closed")
 
+    async def aclose(self) -> None:
+        """`close()`, then wait for the network to finish closing (drivers running on the caller's loop)."""
+        self.close()
+        network = self._network
+        if network is not None and not isinstance(network, LoopbackNetwork):
+            await network.wait_closed()
+
     def close(self) -> None:
         """Close every publication and subscription, stop the conductor, remove the directory."""
         if self.closed:

@@ -193,3 +193,28 @@ def test_endpoint_can_be_served_again_after_its_last_subscription_closes(quic: C
     wait_until(lambda: pub.is_connected)
     offer(pub, b"again")
     assert receive(sub, 1) == [b"again"]
+
+
+async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
+    import asyncio
+
+    from aeron_compat import Context as Ctx
+
+    async with Aeron.connect(Ctx(udp_media="aqueduct", counters_interval=0)) as server, \
+            Aeron.connect(Ctx(udp_media="aqueduct", counters_interval=0)) as client:
+        assert server.driver.network.thread is None
+        sub = server.add_subscription("aeron:udp?endpoint=localhost:25210", STREAM)
+        pub = client.add_publication("aeron:udp?endpoint=localhost:25210|term-length=64k", STREAM)
+        received: list[bytes] = []
+
+        async def consume() -> None:
+            while len(received) < 2000:
+                if not sub.poll(lambda buf, hdr: received.append(bytes(buf)), 256):
+                    await asyncio.sleep(0)
+
+        consumer = asyncio.create_task(consume())
+        for i in range(2000):
+            await pub.send(i.to_bytes(4, "little") * 16, timeout=10)
+        await asyncio.wait_for(consumer, 20)
+        assert received == [i.to_bytes(4, "little") * 16 for i in range(2000)]
+        assert client.counters["back_pressure_events"] > 0
