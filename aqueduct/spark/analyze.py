@@ -156,6 +156,7 @@ def timeline(events: DataFrame, t0: int, width_ns: int) -> DataFrame:
         .agg(F.count(F.lit(1)).alias("messages"), F.coalesce(F.sum("length"), F.lit(0)).alias("bytes"))
         .select(
             (F.col("bucket") * width_ns / 1e9).alias("t_s"),
+            F.lit(width_ns / 1e9).alias("width_s"),
             "direction",
             (F.col("messages") / (width_ns / 1e9)).alias("msgs_per_s"),
             (F.col("bytes") / (width_ns / 1e9)).alias("bytes_per_s"),
@@ -275,7 +276,7 @@ def analyze(spark: SparkSession, path: str, progress: Progress | None = None) ->
         with progress.step("throughput timeline"):
             first, last = summary["first_ns"][0].as_py(), summary["last_ns"][0].as_py()
             span = (last - first) if first is not None else 0
-            width = max(1_000_000_000, math.ceil(span / TIMELINE_BUCKETS / 1e9) * 1_000_000_000)
+            width = max(1, math.ceil(span / TIMELINE_BUCKETS / 1e6)) * 1_000_000  # whole milliseconds
             out["timeline"] = timeline(events, first or 0, width).toArrow()
         with progress.step("ack latency histogram"):
             out["latency_histogram"] = latency_histogram(events).toArrow()

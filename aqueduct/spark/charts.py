@@ -24,8 +24,9 @@ def draw(tables: dict[str, pa.Table], out_dir: Path) -> list[Path]:
     for direction in sorted(set(tl["direction"])):
         idx = [i for i, d in enumerate(tl["direction"]) if d == direction]
         t = [tl["t_s"][i] for i in idx]
-        ax_m.plot(t, [tl["msgs_per_s"][i] for i in idx], drawstyle="steps-post", label=direction)
-        ax_b.plot(t, [tl["bytes_per_s"][i] / 1e6 for i in idx], drawstyle="steps-post", label=direction)
+        marker = "o" if len(t) < 3 else None
+        ax_m.plot(t, [tl["msgs_per_s"][i] for i in idx], drawstyle="steps-post", marker=marker, label=direction)
+        ax_b.plot(t, [tl["bytes_per_s"][i] / 1e6 for i in idx], drawstyle="steps-post", marker=marker, label=direction)
     ax_m.set_ylabel("messages/s")
     ax_b.set_ylabel("MB/s")
     ax_b.set_xlabel("seconds since the first event")
