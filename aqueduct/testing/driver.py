@@ -173,6 +173,15 @@ class Run:
         for k in ("datagrams_sent", "datagrams_dropped", "stream_chunks"):
             self.stats[k] = self.sim.stats[k]
         self.stats["max_depth"] = max((r.depth for r in self.ledger.channels.values()), default=0)
+        for key, unreliable in (("max_resolve_ms", False), ("max_unreliable_resolve_ms", True)):
+            self.stats[key] = max(
+                (
+                    int((m.resolved_at - m.sent_at) * 1000)
+                    for m in self.ledger.messages.values()
+                    if m.resolved_at is not None and (m.delivery is Delivery.UNRELIABLE or not unreliable)
+                ),
+                default=0,
+            )
         return RunResult(self.seed, self.net, self.script, self.violations, self.stats, self.config)
 
     # ---- time and events ----
@@ -221,7 +230,7 @@ class Run:
         elif isinstance(ev, MessagesAcked | MessagesNacked):
             ack = isinstance(ev, MessagesAcked)
             self.stats["acked" if ack else "nacked"] += max(0, ev.stop - ev.first)
-            self.ledger.on_acknack(side, ev.sender, ev.reliable, ev.first, ev.stop, ack)
+            self.ledger.on_acknack(side, ev.sender, ev.reliable, ev.first, ev.stop, ack, self.sim.now)
         elif isinstance(ev, WritableAgain):
             app.blocked.discard(ev.sender)
         elif isinstance(ev, ConnectionClosed):
@@ -287,7 +296,7 @@ class Run:
             return False
         if len(res.created) != len(attach):
             self.violations.append(f"send created {len(res.created)} halves for {len(attach)} attachments")
-        self.ledger.on_send(app.side, h, tag, rec.sends, delivery, res.number)
+        self.ledger.on_send(app.side, h, tag, rec.sends, delivery, res.number, self.sim.now)
         self.stats["sent"] += 1
         peer = app.side.other
         for kind, t, created in zip(attach, tags, res.created, strict=False):
@@ -513,10 +522,12 @@ class Run:
                 self.violations.append(f"leak: {side.name} still has a deadline at {eng.next_deadline()}")
 
 
-def draw(seed: int, *, actions: int = 40, loss: float | None = None) -> tuple[NetConfig, list[Action]]:
-    """The network and script a seed stands for."""
+def draw(
+    seed: int, *, actions: int = 40, loss: float | None = None, flow_control: bool | None = None
+) -> tuple[NetConfig, list[Action]]:
+    """The network and script a seed stands for (loss and flow control fixed if given)."""
     rng = random.Random(seed)
-    net = NetConfig.random(rng, loss=loss)
+    net = NetConfig.random(rng, loss=loss, flow_control=flow_control)
     return net, random_script(rng, rng.randint(1, actions))
 
 
@@ -526,10 +537,15 @@ def config_for(seed: int) -> EngineConfig:
 
 
 def run_seed(
-    seed: int, *, actions: int = 40, loss: float | None = None, factory: EngineFactory | None = None
+    seed: int,
+    *,
+    actions: int = 40,
+    loss: float | None = None,
+    flow_control: bool | None = None,
+    factory: EngineFactory | None = None,
 ) -> RunResult:
     """Draw a network, a script and a configuration from `seed`, run and check them."""
-    net, script = draw(seed, actions=actions, loss=loss)
+    net, script = draw(seed, actions=actions, loss=loss, flow_control=flow_control)
     return Run(seed, script, net, factory, config=config_for(seed)).execute()
 
 

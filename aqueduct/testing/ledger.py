@@ -45,6 +45,9 @@ class SentMessage:
     acked: int = 0
     nacked: int = 0
     delivered: int = 0
+    sent_at: float = 0.0
+    resolved_at: float | None = None
+    """When the first ack or nack arrived."""
 
     @property
     def name(self) -> str:
@@ -126,9 +129,11 @@ class Ledger:
         return self._receiver_tag.get((side, handle))
 
     # ---- messages ----
-    def on_send(self, side: Side, sender: int, tag: str, k: int, delivery: Delivery, number: int) -> None:
+    def on_send(
+        self, side: Side, sender: int, tag: str, k: int, delivery: Delivery, number: int, now: float = 0.0
+    ) -> None:
         """The app sent message k of `tag`, numbered `number` by the engine."""
-        msg = SentMessage(tag, k, side, sender, delivery, number)
+        msg = SentMessage(tag, k, side, sender, delivery, number, sent_at=now)
         reliable = delivery is not Delivery.UNRELIABLE
         key = (side, sender, reliable, number)
         if key in self._by_number:
@@ -137,7 +142,9 @@ class Ledger:
         self.messages[(tag, k)] = msg
         self.channels[tag].sends += 1
 
-    def on_acknack(self, side: Side, sender: int, reliable: bool, first: int, stop: int, ack: bool) -> None:
+    def on_acknack(
+        self, side: Side, sender: int, reliable: bool, first: int, stop: int, ack: bool, now: float = 0.0
+    ) -> None:
         """MessagesAcked / MessagesNacked for numbers first..stop-1."""
         word = "acked" if ack else "nacked"
         if stop <= first:
@@ -147,6 +154,8 @@ class Ledger:
             if msg is None:
                 self.violations.append(f"{side.name} sender {sender}: {word} {n} (reliable={reliable}) never sent")
                 continue
+            if msg.resolved_at is None:
+                msg.resolved_at = now
             if ack:
                 msg.acked += 1
             else:
