@@ -217,7 +217,8 @@ class AqueductNetwork(Matcher):
         if closing is not None:
             await asyncio.wait([closing])
         listener = listener or _Listener(contextlib.AsyncExitStack())
-        server = await listener.stack.enter_async_context(serve(host, port, cert=self.cert, key=self.key))
+        server = await listener.stack.enter_async_context(serve(host, port, cert=self.cert, key=self.key,
+                                                                       settings=self.driver.ctx.transport_settings))
         endpoint = f"{host}:{server.address[1]}"
         self.listeners[endpoint] = listener
         self.spawn(self._accept(endpoint, server))
@@ -275,7 +276,8 @@ class AqueductNetwork(Matcher):
         host, _, port = endpoint.rpartition(":")
         while not self.closed:
             try:
-                conn = await connect(f"aqueduct://{host}:{port}", ca=self.ca)
+                conn = await connect(f"aqueduct://{host}:{port}", ca=self.ca,
+                                     settings=self.driver.ctx.transport_settings)
             except (AqueductError, OSError, ValueError):
                 self.count("connection_errors")
                 await asyncio.sleep(RECONNECT_DELAY)

@@ -41,6 +41,9 @@ class Context:
     """Key of `tls_cert`."""
     tls_ca: str | Path | None = None
     """CA that remote drivers' certificates must chain to; None: the dev CA."""
+    transport_settings: Any = None
+    """aqueduct.quic.settings.TransportSettings for the driver's QUIC endpoint (its idle timeout is the
+    image liveness timeout); None: Aqueduct's defaults."""
     counters_interval: float = 0.25
     """Seconds between counters snapshots written for `aeron_compat stat` (0 disables)."""
     error_handler: Callable[[BaseException], Any] | None = None

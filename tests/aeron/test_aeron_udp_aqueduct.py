@@ -218,3 +218,19 @@ async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
         await asyncio.wait_for(consumer, 20)
         assert received == [i.to_bytes(4, "little") * 16 for i in range(2000)]
         assert client.counters["back_pressure_events"] > 0
+
+
+def test_lost_connection_makes_images_unavailable_without_end_of_stream(quic: Callable[[], Aeron]) -> None:
+    server, client = quic(), quic()
+    gone: list[bool] = []
+    sub = server.add_subscription("aeron:udp?endpoint=localhost:25220", STREAM,
+                                  on_unavailable_image=lambda i: gone.append(i.is_end_of_stream))
+    pub = client.add_publication("aeron:udp?endpoint=localhost:25220", STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"before the crash")
+    assert receive(sub, 1) == [b"before the crash"]
+    network = client.driver.network
+    (link,) = network.out_links.values()
+    network.call(lambda: link.conn.protocol.close_connection(0, "simulated crash"))
+    wait_until(lambda: sub.poll(lambda buf, hdr: None, 10) >= 0 and gone == [False])
+    assert server.counters["images"] == 0
