@@ -207,7 +207,8 @@ class Sender:
 
     def _end(self, reason: EndReason) -> None:
         self._check()
-        if self._finalizer is not None:
+        if self._finalizer is not None and self._link is None:
+            # a networked sender keeps its finalizer: dropping it lets the engine forget the ended channel
             self._finalizer.detach()
         if self._link is not None:
             assert self._handle is not None
