@@ -62,6 +62,13 @@ from .context import Context
 from .driver import MediaDriver
 from .fragment_assembler import ControlledFragmentAssembler, FragmentAssembler
 from .header import Header
+from .idle import (
+    BackoffIdleStrategy,
+    BusySpinIdleStrategy,
+    NoOpIdleStrategy,
+    SleepingIdleStrategy,
+    YieldingIdleStrategy,
+)
 from .image import Image
 from .publication import BufferClaim, ExclusivePublication, Publication
 from .subscription import Subscription
@@ -76,7 +83,9 @@ __all__ = [
     "Action",
     "Aeron",
     "AeronError",
+    "BackoffIdleStrategy",
     "BufferClaim",
+    "BusySpinIdleStrategy",
     "ChannelUri",
     "ChannelUriStringBuilder",
     "Context",
@@ -88,9 +97,12 @@ __all__ = [
     "InvalidChannelError",
     "MediaDriver",
     "MessageTooLongError",
+    "NoOpIdleStrategy",
     "Publication",
     "PublicationClosedError",
     "PublicationResult",
     "RegistrationError",
+    "SleepingIdleStrategy",
     "Subscription",
+    "YieldingIdleStrategy",
 ]
