@@ -3,7 +3,9 @@
 Theory: `NativePublication` wraps a `Publisher`, `NativeSubscription` a
 `Receiver`, each hosted on one UDP socket of a `NativeDriver` thread. `offer`
 and `poll` run on the caller's thread under the host lock and never block;
-the driver thread does the sending, receiving and timers. Image arrivals and
+`offer` also sends what flow control allows straight away (one datagram per
+offer when the window is open, as Aeron's sender does per duty cycle), and the
+driver thread does receiving, timers and sending that waits on the window. Image arrivals and
 departures are queued by the driver and their handlers run inside `poll` /
 `images` on the polling thread, as in the rest of aeron_compat.
 """
@@ -67,11 +69,14 @@ class NativePublication:
         view = memoryview(data)
         if offset or length is not None:
             view = view[offset : len(view) if length is None else offset + length]
+        pub = self._pub
         with self._host.lock:
-            result = self._pub.offer(view, time.monotonic_ns())
-        if result > 0:
-            self._host.kick()
-            return result
+            now = time.monotonic_ns()
+            result = pub.offer(view, now)
+            if result > 0:  # send from this thread as flow control allows: no hop to the driver thread
+                pub.send(now)
+                self._host.send_now_locked()
+                return result
         return PublicationResult(result)
 
     def add_destination(self, endpoint_channel: str) -> None:

@@ -13,6 +13,7 @@ I/O while clients only touch the log.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
@@ -48,6 +49,7 @@ class Host(asyncio.DatagramProtocol):
         self._on_kick = on_kick
         self._kick_pending = False
         self._timer: asyncio.TimerHandle | None = None
+        self._socket: socket.socket | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.DatagramTransport, transport)
@@ -55,6 +57,8 @@ class Host(asyncio.DatagramProtocol):
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
             sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
         self.local_address = sock.getsockname()[:2]
+        self._socket = socket.socket(fileno=os.dup(sock.fileno()))
+        self._socket.setblocking(False)
         self._timer = self.driver.loop.call_later(self.driver.tick_s, self._tick)
 
     def datagram_received(self, data: bytes, addr: tuple[str | Any, ...]) -> None:
@@ -93,6 +97,20 @@ class Host(asyncio.DatagramProtocol):
                 self._on_kick(time.monotonic_ns())
             self._flush()
 
+    def send_now_locked(self) -> None:
+        """From a user thread holding `lock`: write the outbox straight to the socket.
+
+        A full socket buffer drops the datagram, which the protocol repairs like any loss.
+        """
+        sock = self._socket
+        if sock is not None:
+            for data, addr in self.machine.outbox:
+                try:
+                    sock.sendto(data, addr)
+                except OSError:
+                    break
+        self.machine.outbox.clear()
+
     def kick(self) -> None:
         """From any thread: send what the machine has ready (coalesced)."""
         if not self._kick_pending and not self.closed:
@@ -106,6 +124,9 @@ class Host(asyncio.DatagramProtocol):
             self._timer.cancel()
         if self.transport is not None:
             self.transport.close()
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
 
 
 class NativeDriver:

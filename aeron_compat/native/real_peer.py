@@ -81,8 +81,11 @@ def run_sub(aeron: Any, cfg: dict[str, Any]) -> None:
     count = cfg.get("count", 0)
     paused = False
     first = last = 0.0
+    polls = 0
+    idle = True
     while True:
-        cmd = command(0.0 if not paused else 0.05)
+        polls += 1
+        cmd = command(0.0 if not paused else 0.05) if paused or idle or polls % 256 == 0 else None
         if cmd == "exit":
             break
         if cmd == "resume":
@@ -92,7 +95,7 @@ def run_sub(aeron: Any, cfg: dict[str, Any]) -> None:
         if paused:
             continue
         before = len(got)
-        sub.poll(on_message, 256)
+        idle = not sub.poll(on_message, 256)
         if len(got) != before:
             last = time.perf_counter()
             first = first or last
@@ -137,6 +140,7 @@ def run_pong(aeron: Any, cfg: dict[str, Any]) -> None:
             idle = 0
             continue
         idle += 1
+        os.sched_yield()
         if idle % 1024 == 0 and command() == "exit":
             break
     pub.close()
@@ -158,6 +162,7 @@ def run_ping(aeron: Any, cfg: dict[str, Any]) -> None:
         start = time.perf_counter_ns()
         offer(pub, payload, deadline)
         while not sub.poll(lambda b, h: got.append(1), 1):
+            os.sched_yield()
             if time.monotonic() > deadline:
                 raise TimeoutError("no echo")
         if i >= cfg["warmup"]:
@@ -180,12 +185,16 @@ def run_blast(aeron: Any, cfg: dict[str, Any]) -> None:
     pub.close()
 
 
+# One shared driver thread backing off when idle: busy-spinning driver threads starve each other
+# when two real peers and this package share a small machine (2 cores here).
+DRIVER_ENV = {"AERON_THREADING_MODE": "SHARED", "AERON_SHARED_IDLE_STRATEGY": "backoff"}
+
 ROLES = {"sub": run_sub, "pub": run_pub, "pong": run_pong, "ping": run_ping, "blast": run_blast}
 
 
 def main() -> None:
     cfg = json.loads(sys.argv[1])
-    for key, value in cfg.get("env", {}).items():
+    for key, value in {**DRIVER_ENV, **cfg.get("env", {})}.items():
         os.environ[key] = str(value)
     with pyaeron.Aeron(embedded=True) as aeron:
         ROLES[cfg["role"]](aeron, cfg)
