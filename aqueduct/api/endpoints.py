@@ -79,11 +79,15 @@ def connect(
     server_name: str | None = None,
     settings: TransportSettings | None = None,
     engine_config: EngineConfig | None = None,
+    record: Any = None,
 ) -> _Connecting:
-    """Connect to an Aqueduct server; verify it against `ca` (PEM file), a pinned `fingerprint`, or system CAs."""
+    """Connect to an Aqueduct server; verify it against `ca` (PEM file), a pinned `fingerprint`, or system CAs.
+
+    `record`: a directory (or `aqueduct.recording.Recorder`) to record this connection's traffic into.
+    """
     return _Connecting(
         _connect(url, ca, fingerprint, headers, codec or DEFAULT_CODEC, session_ticket_store, early_data,
-                 server_name, settings, engine_config)
+                 server_name, settings, engine_config, record)
     )
 
 
@@ -98,6 +102,7 @@ async def _connect(
     server_name: str | None,
     settings: TransportSettings | None,
     engine_config: EngineConfig | None,
+    record: Any = None,
 ) -> Connection:
     settings = settings or TransportSettings()
     host, port = parse_url(url)
@@ -106,6 +111,10 @@ async def _connect(
         fingerprint=fingerprint, server_name=server_name, tickets=tickets,
     )
     conn = Connection(protocol, codec)
+    if record is not None:
+        from ..recording.hook import record_connection
+
+        record_connection(conn, record)
     if early_data and protocol.early_data_attempted:
         return conn
     try:
@@ -129,9 +138,15 @@ class Server:
         self.connections: set[Connection] = set()
         self._queue: asyncio.Queue[Connection | None] = asyncio.Queue()
         self._closed = False
+        self.recorder: Any = None
+        """The `aqueduct.recording.Recorder` every connection is recorded into (`serve(record=...)`), or None."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         conn = Connection(protocol, self.codec)
+        if self.recorder is not None:
+            from ..recording.hook import ConnectionRecording
+
+            ConnectionRecording(conn, self.recorder)
         self.connections.add(conn)
         conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
 
@@ -176,8 +191,11 @@ async def serve(
     single_use_tickets: bool = False,
     settings: TransportSettings | None = None,
     engine_config: EngineConfig | None = None,
+    record: Any = None,
 ) -> AsyncIterator[Server]:
     """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`).
+
+    `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
 
     With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
     impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
@@ -190,11 +208,16 @@ async def serve(
     )
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])
+    owned_recorder = False
+    if record is not None:
+        from ..recording.hook import open_recorder
+
+        server.recorder, owned_recorder = open_recorder(record)
     try:
         yield server
     finally:
         server._close()
-        for conn in list(server.connections):
-            with contextlib.suppress(Exception):
-                await conn.close(timeout=1.0)
+        await asyncio.gather(*(conn.close(timeout=1.0) for conn in list(server.connections)), return_exceptions=True)
         quic_server.close()
+        if owned_recorder:
+            await asyncio.to_thread(server.recorder.close)
