@@ -29,6 +29,10 @@ class NetConfig:
     datagram_reorder: float = 0.0
     """Probability a datagram gets an extra uniform [0, reorder_delay] delay."""
     reorder_delay: float = 0.05
+    late: float = 0.0
+    """Probability that a datagram, or a stream write (and so everything after it on that stream), is held up
+    for an extra uniform [0, late_delay]: late enough to arrive after nack deadlines and channel ends."""
+    late_delay: float = 2.0
     max_datagram_size: int = 1200
     """Bigger datagrams are recorded as misuse and not sent."""
     reset_keep: float = 0.5
@@ -60,6 +64,7 @@ class NetConfig:
             datagram_dup=rng.choice((0.0, 0.0, 0.1)),
             datagram_reorder=rng.choice((0.0, 0.2)),
             reorder_delay=one_way * 3,
+            late=rng.choice((0.0, 0.0, 0.02, 0.1)),
             reset_keep=rng.random(),
             zero_rtt=rng.random() < 0.5,
             accept_0rtt=rng.random() < 0.5,

@@ -288,7 +288,11 @@ class Simulation(Generic[E]):
         return best
 
     def _delay(self) -> float:
-        return self.net.one_way + self.rng.uniform(0.0, self.net.jitter)
+        delay = self.net.one_way + self.rng.uniform(0.0, self.net.jitter)
+        if self.net.late and self.rng.random() < self.net.late:
+            self.stats["late"] += 1
+            delay += self.rng.uniform(0.0, self.net.late_delay)
+        return delay
 
     def _log(self, text: str) -> None:
         if self.trace is not None:
@@ -396,6 +400,7 @@ class Simulation(Generic[E]):
         ready = max(self._departure(side) + self._delay(), self._arrival_floor(side))
         ready = pipe.reset(code, ready, keep)
         self.stats["resets"] += 1
+        self.stats[f"resets_code_{code}"] += 1
         self._flush_at(side, pipe, ready)
 
     def _stop_sending(self, ep: Endpoint[E], cmd: StopSending) -> None:
