@@ -35,6 +35,7 @@ from .halves import Half, Message, Receiver, Sender, attach_kind, networked_rece
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
+    from ..recording.hook import ConnectionRecording
 
 log = logging.getLogger("aqueduct.api")
 
@@ -71,6 +72,8 @@ class Connection:
         self.ready.add_done_callback(consume_exception)
         self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
         self.peer_headers: Headers = ()
+        self.recording: ConnectionRecording | None = None
+        """Set by `record=` (aqueduct/recording/hook.py): told of every event, send and take."""
         protocol.listener = self._on_events
         if protocol.engine is not None:
             self._on_events(protocol.engine.events())
@@ -117,6 +120,8 @@ class Connection:
 
     # ---- engine events ----
     def _on_events(self, events: list[app.AppEvent]) -> None:
+        if self.recording is not None:
+            self.recording.on_events(events)
         for ev in events:
             if isinstance(ev, app.MessageAvailable):
                 self._wake(ev.receiver)
@@ -188,6 +193,8 @@ class Connection:
             raise self._lost()
         kinds = [attach_kind(h) for h in halves]
         result = self.engine.send(handle, payload, kinds, delivery, now=self._loop.time())
+        if self.recording is not None:
+            self.recording.on_sent(handle, payload, delivery, result)
         for half, created in zip(halves, result.created, strict=True):
             self._bind_moved(half, created)
         self._last_stream[handle] = result.stream_id
@@ -298,6 +305,8 @@ class Connection:
         ]
         self.stats.messages_received += 1
         self.stats.bytes_received += len(d.payload)
+        if self.recording is not None:
+            self.recording.on_received(d)
         return Message(self.codec.decode(d.payload, halves), d.delivery, d.number)
 
     # ---- moving halves ----

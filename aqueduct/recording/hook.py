@@ -1,0 +1,126 @@
+"""The glue between an API `Connection` and a `ConnectionTap` (what `record=` switches on).
+
+`record_connection(conn, target)` sets `conn.recording`; the Connection
+then calls `on_events` with every batch of engine application events,
+`on_sent` after each engine send and `on_received` for each message taken.
+Handles become channel ids through a cache filled as halves are seen, with
+a fall-back look-up in the engine's half tables (a read-only peek at the
+engine's internals: the engine has no public handle-to-channel call). A
+loop timer samples the QUIC connection's stats every `stats_seconds`. A
+recorder created here from a path is closed (on a thread) when the
+connection ends; a Recorder passed in belongs to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..core.app import AppEvent, Delivered, Delivery, SendResult
+from .quicstats import QuicStatsProbe
+from .recorder import Recorder
+
+if TYPE_CHECKING:
+    from ..api.connection import Connection
+
+
+def _peer(conn: Connection) -> str:
+    paths = getattr(conn.protocol.quic, "_network_paths", None)
+    if not paths:
+        return ""
+    addr = paths[0].addr
+    return f"{addr[0]}:{addr[1]}"
+
+
+class ConnectionRecording:
+    """Records one API connection through a tap of `recorder`."""
+
+    def __init__(self, conn: Connection, recorder: Recorder, *, owns_recorder: bool = False,
+                 stats_seconds: float = 1.0) -> None:  # fmt: skip
+        """Attach to `conn` (sets `conn.recording`) and start the stats timer."""
+        self.recorder = recorder
+        self.owns_recorder = owns_recorder
+        self.tap = recorder.connection(conn.protocol.side.name.lower(), _peer(conn))
+        self.stats_seconds = stats_seconds
+        self._conn = conn
+        self._channels: dict[int, int] = {}
+        self._probe = QuicStatsProbe(conn.protocol.quic)
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(stats_seconds, self._sample)
+        conn.closed.add_done_callback(self._on_closed)
+        conn.recording = self
+
+    def channel_of(self, handle: int) -> int | None:
+        """The channel id of an engine handle, if known."""
+        channel = self._channels.get(handle)
+        if channel is None:
+            engine: Any = self._conn.protocol.engine
+            half = engine._senders.get(handle) or engine._receivers.get(handle) if engine is not None else None
+            if half is None:
+                return None
+            channel = self._channels[handle] = int(half.channel)
+        return channel
+
+    def _is_sender(self, handle: int) -> bool:
+        engine: Any = self._conn.protocol.engine
+        return engine is not None and handle in engine._senders
+
+    # ---- called by Connection ----
+    def on_events(self, events: list[AppEvent]) -> None:
+        """A batch of engine application events."""
+        app_event, channel_of = self.tap.app_event, self.channel_of
+        for ev in events:
+            app_event(ev, channel_of)
+
+    def on_sent(self, handle: int, payload: bytes, delivery: Delivery, result: SendResult) -> None:
+        """The engine accepted a message on sender `handle`."""
+        channel = self.channel_of(handle)
+        if channel is None:
+            return
+        attached: tuple[int, ...] = ()
+        if result.created:
+            ids = []
+            for created in result.created:
+                child = self.channel_of(created)
+                if child is not None:
+                    ids.append(child)
+                    self.tap.created(child, outgoing=self._is_sender(created), parent=channel)
+            attached = tuple(ids)
+        self.tap.sent(channel, result.number, delivery, payload, attached)
+
+    def on_received(self, delivered: Delivered) -> None:
+        """The application took a message."""
+        attached: tuple[int, ...] = ()
+        if delivered.attachments:
+            for a in delivered.attachments:
+                self._channels[a.handle] = a.channel
+                self.tap.created(a.channel, outgoing=a.is_sender, parent=delivered.channel)
+            attached = tuple(a.channel for a in delivered.attachments)
+        self.tap.received(delivered.channel, delivered.number, delivered.delivery, delivered.payload, attached)
+
+    # ---- stats and closing ----
+    def _sample(self) -> None:
+        self.tap.stats(*self._probe.sample())
+        self._timer = self._loop.call_later(self.stats_seconds, self._sample)
+
+    def _on_closed(self, _fut: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.tap.stats(*self._probe.sample())
+        if self.owns_recorder:
+            self._loop.run_in_executor(None, self.recorder.close)
+
+
+def open_recorder(target: str | os.PathLike[str] | Recorder) -> tuple[Recorder, bool]:
+    """A Recorder for `record=`: the one given, or a new one on a directory (then owned by the caller)."""
+    if isinstance(target, Recorder):
+        return target, False
+    return Recorder(target), True
+
+
+def record_connection(conn: Connection, target: str | os.PathLike[str] | Recorder) -> ConnectionRecording:
+    """Start recording `conn` into `target` (a directory or a Recorder)."""
+    recorder, owned = open_recorder(target)
+    return ConnectionRecording(conn, recorder, owns_recorder=owned)
