@@ -340,3 +340,15 @@ def test_app_events_are_logged_with_times() -> None:
     sim.pump()
     assert sim.server.log == [(0.5, MessageAvailable(3))]
     assert sim.server.take_events() == [MessageAvailable(3)] and sim.server.take_events() == []
+
+
+def test_late_fault_holds_datagrams_and_streams_past_deadlines() -> None:
+    sim = make(NetConfig(late=0.5, late_delay=3.0, jitter=0.0), 11)
+    sim.advance(1.0)
+    for i in range(40):
+        sim.client.engine.out += [SendDatagram(bytes([i])), SendStreamData(2, bytes([i]))]
+    sim.run_until_idle()
+    times = [t - 1.0 for t, e in sim.server.engine.received if type(e).__name__ == "DatagramReceived"]
+    assert min(times) == pytest.approx(0.02) and max(times) > 1.5
+    assert sim.server.engine.stream_data(2) == bytes(range(40))  # a late write delays the stream, never reorders it
+    assert sim.stats["late"] > 20
