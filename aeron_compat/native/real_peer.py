@@ -117,12 +117,13 @@ def run_pub(aeron: Any, cfg: dict[str, Any]) -> None:
     for i, size in enumerate(cfg["sizes"]):
         offer(pub, message(i, size), deadline)
     emit(event="sent", position=pub.position)
-    while command(0.05) not in ("close", "exit"):
-        pass
+    cmd = None
+    while cmd not in ("close", "exit"):
+        cmd = command(0.05)
     pub.close()
     emit(event="closed")
-    while command(0.05) != "exit":
-        pass
+    while cmd != "exit":
+        cmd = command(0.05)
 
 
 def run_pong(aeron: Any, cfg: dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -21,11 +22,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def pump(subs: list[Subscription], handlers: list[object], done: Callable[[], bool], timeout: float = 20.0) -> None:
+def pump(subs: list[Subscription], handlers: Sequence[Any], done: Callable[[], bool], timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while not done():
         assert time.monotonic() < deadline, "timed out"
-        if not sum(s.poll(h, 64) for s, h in zip(subs, handlers, strict=True)):  # type: ignore[arg-type]
+        if not sum(s.poll(h, 64) for s, h in zip(subs, handlers, strict=True)):
             time.sleep(0.0005)
 
 
@@ -68,7 +69,7 @@ def test_dynamic_and_manual_multi_destination_cast_over_udp() -> None:
         pub = aeron.add_publication(f"aeron:udp?control=127.0.0.1:{control}|transport=native", 6)
         got: list[list[bytes]] = [[], []]
         handlers = [lambda buf, h, i=i: got[i].append(bytes(buf)) for i in range(2)]
-        pump(subs, handlers, lambda: pub.is_connected and len(pub.destinations) == 2)  # type: ignore[attr-defined]
+        pump(subs, handlers, lambda: pub.is_connected and len(pub.destinations) == 2)
         for i in range(20):
             while pub.offer(b"dyn%d" % i) < 0:
                 time.sleep(0.001)

@@ -6,6 +6,7 @@ impairment proxy in this process sits between the peers, recording frames and dr
 
 from __future__ import annotations
 
+import functools
 import socket
 import time
 import zlib
@@ -65,6 +66,14 @@ def offer_all(pub: Publication, msgs: list[bytes], timeout: float = 30.0) -> Non
         while pub.offer(m) < 0:
             assert time.monotonic() < deadline, "offers kept failing"
             time.sleep(0.0001)
+
+
+def keep(into: list[bytes], buf: memoryview, header: object) -> None:
+    into.append(bytes(buf))
+
+
+def has_all(received: list[bytes], count: int) -> bool:
+    return len(received) >= count
 
 
 def naks_in(proxy: ImpairmentProxy) -> int:
@@ -153,3 +162,48 @@ def test_real_subscriber_that_stops_polling_back_pressures_native_offer(real_pyt
         assert report["messages"] == [[32, zlib.crc32(message(i, 32))] for i in range(accepted)]
         assert pub.offer(b"flowing again") > 0
         pub.close()
+
+
+def test_native_mdc_publication_reaches_two_real_subscriptions_dynamic_and_manual(real_python: Path) -> None:
+    count = 100
+    with Aeron.connect() as aeron:
+        for manual in (False, True):
+            control, a, b = free_port(), free_port(), free_port()
+            sub_control = "" if manual else f"|control=127.0.0.1:{control}"
+            peers = [RealPeer(real_python, role="sub", channel=f"aeron:udp?endpoint=127.0.0.1:{p}{sub_control}",
+                              stream=STREAM, count=count) for p in (a, b)]
+            try:
+                for peer in peers:
+                    peer.expect("ready")
+                mode = "|control-mode=manual" if manual else ""
+                pub = aeron.add_publication(f"aeron:udp?control=127.0.0.1:{control}{mode}|transport=native", STREAM)
+                if manual:
+                    for p in (a, b):
+                        pub.add_destination(f"aeron:udp?endpoint=127.0.0.1:{p}")
+                for peer in peers:
+                    peer.expect("available")
+                offer_all(pub, [message(i, 40) for i in range(count)])
+                for peer in peers:
+                    assert peer.expect("done")["messages"] == [[40, zlib.crc32(message(i, 40))] for i in range(count)]
+                pub.close()
+                for peer in peers:
+                    peer.expect("unavailable")
+            finally:
+                for peer in peers:
+                    peer.close()
+
+
+def test_real_dynamic_mdc_publication_reaches_two_aeron_compat_subscriptions(real_python: Path) -> None:
+    control, a, b = free_port(), free_port(), free_port()
+    sizes = [40] * 100 + [3000]
+    with Aeron.connect() as aeron:
+        subs = [aeron.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{p}|control=127.0.0.1:{control}"
+                                       "|transport=native", STREAM) for p in (a, b)]
+        got: list[list[bytes]] = [[], []]
+        assemblers = [FragmentAssembler(functools.partial(keep, mine)) for mine in got]
+        with RealPeer(real_python, role="pub", channel=f"aeron:udp?control=127.0.0.1:{control}|control-mode=dynamic",
+                      stream=STREAM, sizes=sizes) as peer:
+            peer.expect("connected")
+            for sub, assembler, mine in zip(subs, assemblers, got, strict=True):
+                poll_until(sub, assembler, functools.partial(has_all, mine, len(sizes)))
+    assert got[0] == got[1] == [message(i, s) for i, s in enumerate(sizes)]
