@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Publication, Subscription
-from aeron_compat.native.api import NativePublication
+from aeron_compat.native.api import NativePublication, NativeSubscription
 from aeron_compat.native.driver import NativeDriver
 from aeron_compat.native.frames import Nak, decode_datagram
 from aeron_compat.native.interop import InteropUnavailable, RealPeer, ensure_venv
@@ -51,7 +51,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def poll_until(sub: Subscription, handler: Any, done: Callable[[], bool], timeout: float = 30.0) -> None:
+def poll_until(sub: Subscription | NativeSubscription, handler: Any, done: Callable[[], bool],
+               timeout: float = 30.0) -> None:
     """Poll (idling 0.5 ms between empty polls) until `done()` or fail at `timeout`."""
     deadline = time.monotonic() + timeout
     while not done():
@@ -207,3 +208,33 @@ def test_real_dynamic_mdc_publication_reaches_two_aeron_compat_subscriptions(rea
             for sub, assembler, mine in zip(subs, assemblers, got, strict=True):
                 poll_until(sub, assembler, functools.partial(has_all, mine, len(sizes)))
     assert got[0] == got[1] == [message(i, s) for i, s in enumerate(sizes)]
+
+
+def wait_for_rtt(probe: Callable[[], None], rtt: Callable[[], int | None], timeout: float = 10.0) -> int:
+    """Probe every 20 ms until an RTTM echo has produced a measurement."""
+    deadline = time.monotonic() + timeout
+    while rtt() is None:
+        assert time.monotonic() < deadline, "no RTTM echo"
+        probe()
+        time.sleep(0.02)
+    value = rtt()
+    assert value is not None
+    return value
+
+
+def test_rtt_measured_against_real_drivers_both_ways(real_python: Path, driver: NativeDriver) -> None:
+    a, b = free_port(), free_port()
+    with RealPeer(real_python, role="sub", channel=f"aeron:udp?endpoint=127.0.0.1:{a}", stream=STREAM) as peer:
+        peer.expect("ready")
+        pub = NativePublication(f"aeron:udp?endpoint=127.0.0.1:{a}", STREAM, driver)
+        peer.expect("available")
+        assert 0 < wait_for_rtt(pub.probe_rtt, lambda: pub.rtt_ns) < 1_000_000_000  # the real receiver echoed
+        pub.close()
+    sub = NativeSubscription(f"aeron:udp?endpoint=127.0.0.1:{b}", STREAM, driver)
+    with RealPeer(real_python, role="pub", channel=f"aeron:udp?endpoint=127.0.0.1:{b}", stream=STREAM,
+                  sizes=[8]) as peer:
+        peer.expect("connected")
+        poll_until(sub, lambda buf, h: None, lambda: bool(sub.images))
+        image = sub.images[0]
+        assert 0 < wait_for_rtt(sub.probe_rtt, lambda: image.rtt_ns) < 1_000_000_000  # the real sender echoed
+    sub.close()
