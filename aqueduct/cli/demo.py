@@ -32,6 +32,7 @@ CHUNKS_BEFORE_CANCEL = 25
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `demo` subcommand."""
     p = sub.add_parser("demo", help="run a live loopback demo of Aqueduct (no arguments needed)")
+    p.add_argument("--record", metavar="DIR", help="record both sides' traffic (Parquet) into DIR")
     p.set_defaults(func=run)
 
 
@@ -161,12 +162,12 @@ async def _display(conn: Connection, p: Progress, tty: bool) -> None:
         await asyncio.sleep(0.1)
 
 
-async def _main() -> int:
+async def _main(record: str | None = None) -> int:
     tty = sys.stdout.isatty()
     with tempfile.TemporaryDirectory(prefix="aqueduct-demo-") as tmp:
         certs = make_dev_certs(tmp)
         print("aqueduct demo: a server and a client on loopback over QUIC + TLS (generated dev CA)")
-        async with serve("127.0.0.1", 0, cert=certs.cert, key=certs.key) as server:
+        async with serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, record=record) as server:
             host, port = server.address
             print(f"  server listening on {host}:{port}")
             served: list[asyncio.Future[None]] = []
@@ -177,7 +178,7 @@ async def _main() -> int:
 
             acceptor = asyncio.ensure_future(accept())
             started = time.perf_counter()
-            async with connect(f"aqueduct://{host}:{port}", ca=certs.ca) as conn:
+            async with connect(f"aqueduct://{host}:{port}", ca=certs.ca, record=record) as conn:
                 handshake_ms = (time.perf_counter() - started) * 1000
                 print(f"  connected in {handshake_ms:.1f} ms (handshake + headers), codec {conn.codec.name}")
                 progress = Progress()
@@ -204,4 +205,7 @@ async def _main() -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo."""
-    return asyncio.run(_main())
+    code = asyncio.run(_main(args.record))
+    if args.record:
+        print(f"recorded into {args.record}; analyze it with: aqueduct analyze {args.record}")
+    return code

@@ -24,12 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--cert", required=True, help="server certificate chain (PEM)")
     p.add_argument("--key", required=True, help="server private key (PEM)")
     p.add_argument("--single-use-tickets", action="store_true", help="accept 0-RTT work before the handshake ends")
+    p.add_argument("--record", metavar="DIR", help="record every connection's traffic (Parquet) into DIR")
     p.set_defaults(func=run)
 
 
 async def _main(args: argparse.Namespace) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets) as server:
+                     single_use_tickets=args.single_use_tickets, record=args.record) as server:
         host, port = server.address
         print(f"listening on {host}:{port}", flush=True)
         tasks: set[asyncio.Task[None]] = set()
