@@ -1,9 +1,10 @@
-"""bymux over asyncio TCP on loopback: the shared app, credit-bounded memory, gating, breaches, loss."""
+"""bymux over asyncio TCP loopback and a Unix socket: the shared app, credit-bounded memory, gating, breach, loss."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from bymux_app import run_echo_app
@@ -37,6 +38,24 @@ async def tcp() -> AsyncIterator[tuple[Connection, Connection]]:
 
 async def test_echo_app_over_tcp(tcp: tuple[Connection, Connection]) -> None:
     await run_echo_app(*tcp)
+
+
+async def test_echo_app_over_a_unix_socket(tmp_path: Path) -> None:
+    accepted: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+
+    async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.set_result(await open_connection(reader, writer, initiator=False))
+
+    path = str(tmp_path / "bymux.sock")
+    server = await asyncio.start_unix_server(on_client, path)
+    reader, writer = await asyncio.open_unix_connection(path)
+    client = await open_connection(reader, writer, initiator=True)
+    peer = await accepted
+    await run_echo_app(client, peer)
+    await client.close()
+    await peer.close()
+    server.close()
+    await server.wait_closed()
 
 
 async def test_100_mib_slow_reader_memory_bounded_by_credit_and_ping_not_starved() -> None:
