@@ -240,7 +240,11 @@ class NativeImage:
 
     def poll(self, handler: FragmentHandler, fragment_limit: int = 10) -> int:
         """Deliver this image's fragments only."""
-        return self.subscription._poll_image(self._image, handler, fragment_limit)
+        return self.subscription._poll_image(self._image, handler, fragment_limit, False)
+
+    def controlled_poll(self, handler: FragmentHandler, fragment_limit: int = 10) -> int:
+        """Controlled poll of this image only."""
+        return self.subscription._poll_image(self._image, handler, fragment_limit, True)
 
     def __repr__(self) -> str:
         return f"NativeImage(session_id={self.session_id}, source={self.source_identity}, position={self.position})"
@@ -288,18 +292,26 @@ class NativeSubscription:
 
     def poll(self, handler: FragmentHandler, fragment_limit: int = 10) -> int:
         """Deliver up to `fragment_limit` fragments from all images (handler runs under the driver lock)."""
+        return self._poll(handler, fragment_limit, False)
+
+    def controlled_poll(self, handler: FragmentHandler, fragment_limit: int = 10) -> int:
+        """`poll` whose handler returns an `Action` (ABORT redelivers the fragment next time, BREAK stops)."""
+        return self._poll(handler, fragment_limit, True)
+
+    def _poll(self, handler: FragmentHandler, fragment_limit: int, controlled: bool) -> int:
         self._dispatch()
         with self._host.lock:
-            count = self._rec.poll(handler, fragment_limit, time.monotonic_ns())
+            count = self._rec.poll(handler, fragment_limit, time.monotonic_ns(), controlled)
             pending = bool(self._rec.outbox)
         if pending:
             self._host.kick()
         self._dispatch()
         return count
 
-    def _poll_image(self, image: Image, handler: FragmentHandler, fragment_limit: int) -> int:
+    def _poll_image(self, image: Image, handler: FragmentHandler, fragment_limit: int, controlled: bool) -> int:
         with self._host.lock:
-            count = image.poll(handler, fragment_limit, time.monotonic_ns())
+            poll = image.controlled_poll if controlled else image.poll
+            count = poll(handler, fragment_limit, time.monotonic_ns())
             self._rec.collect()
         self._host.kick()
         return count

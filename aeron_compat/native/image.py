@@ -19,6 +19,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from aeron_compat.codes import Action
 from aeron_compat.native.frames import (
     DATA_HEADER_LENGTH,
     Flags,
@@ -100,6 +101,7 @@ class Image:
         self._gap: tuple[int, int] | None = None
         self._nak_due_ns = 0
         self._zeros = bytes(term_length)
+        self._cleaned_at = self.join_position
         self._header = Header()
         self._header.session_id, self._header.stream_id = session_id, stream_id
         self._header.initial_term_id, self._header.term_length = initial_term_id, term_length
@@ -222,6 +224,14 @@ class Image:
 
     def poll(self, handler: FragmentHandler, fragment_limit: int, now: int) -> int:
         """Deliver up to `fragment_limit` fragments in order; returns how many."""
+        return self._deliver(handler, fragment_limit, now, controlled=False)
+
+    def controlled_poll(self, handler: FragmentHandler, fragment_limit: int, now: int) -> int:
+        """Like `poll`, but the handler returns an `Action`: ABORT leaves its fragment for the next poll
+        and stops, BREAK consumes it and stops, COMMIT and CONTINUE go on."""
+        return self._deliver(handler, fragment_limit, now, controlled=True)
+
+    def _deliver(self, handler: FragmentHandler, fragment_limit: int, now: int, controlled: bool) -> int:
         log = self.log
         pos = self.subscriber_position
         limit = self.rebuild_position
@@ -240,12 +250,20 @@ class Image:
                     hdr.frame_length, hdr.flags, hdr.type, hdr.term_offset = length, flags, ftype, off
                     hdr.term_id, hdr.reserved_value = term_id, reserved
                     hdr.position = self.subscriber_position = pos + (nxt - off)
-                    handler(view[off + DATA_HEADER_LENGTH : off + length], hdr)
+                    action = handler(view[off + DATA_HEADER_LENGTH : off + length], hdr)
+                    if controlled and action == Action.ABORT:
+                        self.subscriber_position = pos
+                        limit = pos  # stop both loops without consuming this fragment
+                        break
                     count += 1
+                    if controlled and action == Action.BREAK:
+                        limit = pos + (nxt - off)
+                        fragment_limit = count
                 pos += nxt - off
                 off = nxt
             self.subscriber_position = pos
-            if pos & mask == 0:
+            if pos & mask == 0 and pos != self._cleaned_at:
+                self._cleaned_at = pos
                 self._clean_ahead(pos)
         if self.subscriber_position - self.last_sm_position >= self.window // 4:
             self.send_sm(now)

@@ -163,8 +163,8 @@ class Receiver:
             del self._ignored_until[session]
         self.collect()
 
-    def poll(self, handler: FragmentHandler, fragment_limit: int, now: int) -> int:
-        """Deliver up to `fragment_limit` fragments, round robin over images."""
+    def poll(self, handler: FragmentHandler, fragment_limit: int, now: int, controlled: bool = False) -> int:
+        """Deliver up to `fragment_limit` fragments, round robin over images (`controlled`: handlers return Actions)."""
         self.now_ns = now
         images = list(self.images.values())
         count = 0
@@ -174,7 +174,8 @@ class Receiver:
             for image in images[start:] + images[:start]:
                 if count >= fragment_limit:
                     break
-                count += image.poll(handler, fragment_limit - count, now)
+                poll = image.controlled_poll if controlled else image.poll
+                count += poll(handler, fragment_limit - count, now)
         self.collect()
         return count
 

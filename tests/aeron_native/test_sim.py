@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aeron_compat.codes import Action
 from aeron_compat.native.frames import (
     Flags,
     FrameType,
@@ -17,7 +19,7 @@ from aeron_compat.native.frames import (
     decode_datagram,
     encode_frame,
 )
-from aeron_compat.native.image import ImageConfig
+from aeron_compat.native.image import Header, ImageConfig
 from aeron_compat.native.publisher import DestinationMode, OfferCode, Publisher, PublisherConfig
 from aeron_compat.native.receiver import Receiver, ReceiverConfig
 from aeron_native.simnet import PUB, SUB, SUB2, Collector, SimNet, message
@@ -324,3 +326,27 @@ def test_garbage_and_foreign_frames_are_counted_not_fatal() -> None:
     rec.on_datagram(unknown, PUB, 0)
     pub.on_datagram(unknown, SUB, 0)
     assert pub.invalid_datagrams == 1 and rec.invalid_datagrams == 2 and not rec.images
+
+
+def test_controlled_poll_abort_redelivers_and_break_stops() -> None:
+    net = SimNet()
+    pub = make_pub(net)
+    rec = make_rec(net)
+    connect(net, pub)
+    for i in range(5):
+        assert pub.offer(message(i, 8), net.now) > 0
+    image = rec.images[SESSION]
+    net.run_until(lambda: image.rebuild_position == pub.position)
+    seen: list[bytes] = []
+
+    def handler(actions: list[Action]) -> Callable[[memoryview, Header], Action]:
+        def on_fragment(buf: memoryview, header: Header) -> Action:
+            seen.append(bytes(buf))
+            return actions.pop(0)
+        return on_fragment
+
+    assert rec.poll(handler([Action.CONTINUE, Action.ABORT]), 10, net.now, controlled=True) == 1
+    assert rec.poll(handler([Action.COMMIT, Action.BREAK]), 10, net.now, controlled=True) == 2
+    assert rec.poll(handler([Action.CONTINUE, Action.CONTINUE]), 10, net.now, controlled=True) == 2
+    assert seen == [message(i, 8) for i in (0, 1, 1, 2, 3, 4)]
+    assert image.subscriber_position == pub.position
