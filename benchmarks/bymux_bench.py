@@ -9,6 +9,8 @@ the end, so the bulk time runs until the last byte was read remotely. TCP
 and QUIC peers run in a child process (loopback); `aqueduct-local` runs both
 ends in this process over in-process Aqueduct channels. Idle RTT is measured
 first on an otherwise quiet connection. Prints one JSON line per transport.
+Under load a ping waits behind at most about one credit `--window` of bulk
+data per direction, so loaded RTT is roughly window / throughput.
 """
 
 from __future__ import annotations
@@ -82,10 +84,10 @@ async def measure(conn: StreamConnection, mib: int, pings: int) -> dict[str, Any
 # ------------------------------------------------------------------ TCP
 
 
-def _tcp_server(port_queue: Any) -> None:
+def _tcp_server(port_queue: Any, window: int) -> None:
     async def main() -> None:
         async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await serve_connection(await open_connection(reader, writer, initiator=False))
+            await serve_connection(await open_connection(reader, writer, initiator=False, window=window))
 
         server = await asyncio.start_server(on_client, "127.0.0.1", 0)
         port_queue.put(server.sockets[0].getsockname()[1])
@@ -94,14 +96,14 @@ def _tcp_server(port_queue: Any) -> None:
     asyncio.run(main())
 
 
-async def bench_tcp(mib: int, pings: int) -> dict[str, Any]:
+async def bench_tcp(mib: int, pings: int, window: int) -> dict[str, Any]:
     """bymux over TCP loopback, peer in a child process."""
     ports: Any = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_tcp_server, args=(ports,), daemon=True)
+    child = multiprocessing.Process(target=_tcp_server, args=(ports, window), daemon=True)
     child.start()
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", ports.get(timeout=30))
-        conn = await open_connection(reader, writer, initiator=True)
+        conn = await open_connection(reader, writer, initiator=True, window=window)
         result = await measure(conn, mib, pings)
         await conn.close()
         return result
@@ -113,9 +115,9 @@ async def bench_tcp(mib: int, pings: int) -> dict[str, Any]:
 # -------------------------------------------------------------- Aqueduct
 
 
-async def bench_aqueduct_local(mib: int, pings: int) -> dict[str, Any]:
+async def bench_aqueduct_local(mib: int, pings: int, window: int) -> dict[str, Any]:
     """bymux streams on in-process Aqueduct channels, both ends in this process."""
-    client, server = await local_pair()
+    client, server = await local_pair(window=window)
     serving = asyncio.create_task(serve_connection(server))
     result = await measure(client, mib, pings)
     await client.close()
@@ -124,7 +126,7 @@ async def bench_aqueduct_local(mib: int, pings: int) -> dict[str, Any]:
     return result
 
 
-def _quic_server(port_queue: Any, cert: str, key: str) -> None:
+def _quic_server(port_queue: Any, cert: str, key: str, window: int) -> None:
     from aqueduct.api import serve
 
     async def main() -> None:
@@ -132,26 +134,28 @@ def _quic_server(port_queue: Any, cert: str, key: str) -> None:
             port_queue.put(server.address[1])
             tasks = set()
             async for conn in server:
-                task = asyncio.create_task(serve_connection(await accept_on_aqueduct(conn.entrypoint)))
+                peer = await accept_on_aqueduct(conn.entrypoint, window=window)
+                task = asyncio.create_task(serve_connection(peer))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
 
     asyncio.run(main())
 
 
-async def bench_aqueduct_quic(mib: int, pings: int) -> dict[str, Any]:
+async def bench_aqueduct_quic(mib: int, pings: int, window: int) -> dict[str, Any]:
     """bymux streams on Aqueduct channels over QUIC loopback, peer in a child process."""
     from aqueduct.api import connect
     from aqueduct.quic.certs import make_dev_certs
 
     certs = make_dev_certs(Path(tempfile.mkdtemp()))
     ports: Any = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_quic_server, args=(ports, str(certs.cert), str(certs.key)), daemon=True)
+    args = (ports, str(certs.cert), str(certs.key), window)
+    child = multiprocessing.Process(target=_quic_server, args=args, daemon=True)
     child.start()
     try:
         port = ports.get(timeout=30)
         async with connect(f"aqueduct://127.0.0.1:{port}", ca=certs.ca) as aq:
-            conn = await open_on_aqueduct(aq.entrypoint)
+            conn = await open_on_aqueduct(aq.entrypoint, window=window)
             result = await measure(conn, mib, pings)
             await conn.close()
             return result
@@ -170,14 +174,15 @@ def main() -> None:
     parser.add_argument("--transport", choices=[*BENCHES, "all"], default="all")
     parser.add_argument("--mib", type=int, help="bulk size in MiB (default per transport)")
     parser.add_argument("--pings", type=int, default=200)
+    parser.add_argument("--window", type=int, default=256 * 1024, help="per-stream credit window in bytes")
     args = parser.parse_args()
     names = list(BENCHES) if args.transport == "all" else [args.transport]
     for name in names:
         try:
-            result = asyncio.run(BENCHES[name](args.mib or DEFAULT_MIB[name], args.pings))
+            result = asyncio.run(BENCHES[name](args.mib or DEFAULT_MIB[name], args.pings, args.window))
         except Exception as exc:  # report and go on to the next transport
             result = {"error": repr(exc)}
-        print(json.dumps({"transport": name, **result}), flush=True)
+        print(json.dumps({"transport": name, "window": args.window, **result}), flush=True)
 
 
 if __name__ == "__main__":
