@@ -9,9 +9,10 @@ end), `ConnectionLost` when the connection went away.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
+@runtime_checkable
 class ByteStream(Protocol):
     """One bidirectional, flow-controlled byte stream."""
 
@@ -36,6 +37,7 @@ class ByteStream(Protocol):
         ...
 
 
+@runtime_checkable
 class StreamConnection(Protocol):
     """A connection carrying many byte streams."""
 

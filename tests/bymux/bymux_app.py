@@ -45,6 +45,7 @@ async def _round_trip(client: StreamConnection, size: int) -> None:
 
 async def run_echo_app(client: StreamConnection, server: StreamConnection) -> None:
     """Echo three concurrent streams of different sizes, then check ping and stop_read."""
+    assert isinstance(client, StreamConnection) and isinstance(server, StreamConnection)
     sizes = [1, 100_000, 700_000]
     serving = asyncio.create_task(_serve(server, len(sizes)))
     await asyncio.gather(*(_round_trip(client, size) for size in sizes))
@@ -53,6 +54,7 @@ async def run_echo_app(client: StreamConnection, server: StreamConnection) -> No
     # Ping on an open stream, then stop_read ends the other side's writes.
     stream = await client.open_stream()
     peer = await server.accept_stream()
+    assert isinstance(stream, ByteStream) and isinstance(peer, ByteStream)
     assert await stream.ping() >= 0.0
     await peer.write(b"hello")
     assert await read_exactly(stream, 5) == b"hello"
