@@ -1,0 +1,182 @@
+"""Soak: random channel trees over real QUIC through a lossy proxy, for a given time, checking every invariant.
+
+One process runs a server, the impairment proxy (seeded loss, bursts,
+duplication, reordering, jitter) and clients. Each client connection keeps
+`--trees` channel trees in flight (all delivery modes, attachments both
+ways, finish, cancel, early receiver close, channels lost with their
+creating message) for `--conn-life` seconds, then ends either gracefully or
+by a blackout longer than the idle timeout (every open handle must then end
+with ConnectionLost, none may hang). Every finished channel is checked by
+aqueduct.reliability.traffic.Ledger.check. Samples of RSS, Python heap
+(tracemalloc off: RSS only, to keep the run fast), open handles and engine
+table sizes are printed; a summary at the end. Exit code 1 on any violation.
+
+    .venv/bin/python benchmarks/soak.py --duration 1800 --loss 0.05
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aqueduct
+from aqueduct.quic.certs import make_dev_certs
+from aqueduct.quic.settings import TransportSettings
+from aqueduct.reliability.impair import Impairment, ImpairProxy
+from aqueduct.reliability.traffic import Ledger, TrafficShape, TreeTraffic
+
+
+def rss_kib() -> int:
+    """Resident set size of this process in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def engine_totals(conns: list[aqueduct.Connection]) -> dict[str, int]:
+    """Sum of state_sizes over live connections."""
+    total: dict[str, int] = {}
+    for c in conns:
+        if c.is_closed:
+            continue
+        for k, v in c.engine.state_sizes().items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+async def soak(args: argparse.Namespace) -> int:
+    rng = random.Random(args.seed)
+    ledger = Ledger()
+    traffic = TreeTraffic(ledger, args.seed, TrafficShape(guard=args.guard))
+    settings = TransportSettings(idle_timeout=args.idle_timeout, keepalive=args.idle_timeout / 4,
+                                 handshake_timeout=10.0)
+    imp = Impairment(loss=args.loss, burst_enter=args.loss / 10, duplicate=0.01, reorder=0.02,
+                     reorder_delay=0.005, delay=0.001, jitter=0.002)
+    certs = make_dev_certs(Path(tempfile.mkdtemp(prefix="soak-certs-")))
+    server_conns: list[aqueduct.Connection] = []
+    entry_tasks: set[asyncio.Task[None]] = set()
+    samples: list[dict[str, Any]] = []
+    counters = {"connections": 0, "blackouts": 0, "graceful_closes": 0, "connect_failures": 0,
+                "hangs": 0, "orphans": 0}
+    start = time.monotonic()
+    deadline = start + args.duration
+
+    def sample(conn: aqueduct.Connection | None) -> None:
+        live = [c for c in [*server_conns, *([conn] if conn else [])] if not c.is_closed]
+        sizes = engine_totals(live)
+        s = {"t": round(time.monotonic() - start, 1), "rss_kib": rss_kib(),
+             "open_handles": sizes.get("senders", 0) + sizes.get("receivers", 0),
+             "open_channels": traffic.open_channels, "tasks": len(traffic.tasks),
+             "sent": ledger.messages_sent, "received": ledger.messages_received, "checked": ledger.checked,
+             "violations": len(ledger.violations), "engine": sizes}
+        samples.append(s)
+        print(json.dumps(s), flush=True)
+
+    async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, settings=settings) as server:
+        async def accept() -> None:
+            async for sconn in server:
+                ledger.tap(sconn)
+                server_conns.append(sconn)
+                entry_task = asyncio.ensure_future(traffic.serve_entry(sconn.entrypoint))  # not a channel end
+                entry_tasks.add(entry_task)
+                entry_task.add_done_callback(entry_tasks.discard)
+
+        acceptor = asyncio.ensure_future(accept())
+        proxy = await ImpairProxy.start(server.address, up=imp, down=imp, seed=args.seed)
+        url = f"aqueduct://{proxy.address[0]}:{proxy.address[1]}"
+        next_sample = 0.0
+        while time.monotonic() < deadline:
+            try:
+                conn = await aqueduct.connect(url, ca=certs.ca, settings=settings)
+            except aqueduct.ConnectionLost:
+                counters["connect_failures"] += 1
+                continue
+            counters["connections"] += 1
+            ledger.phase = f"connection {counters['connections']} running"
+            ledger.tap(conn)
+            life_end = min(deadline, time.monotonic() + args.conn_life)
+            try:
+                while time.monotonic() < life_end and not conn.is_closed:
+                    while len(traffic.tasks) < 2 * args.trees:
+                        await traffic.root(conn.entrypoint)
+                    if time.monotonic() >= next_sample:
+                        sample(conn)
+                        next_sample = time.monotonic() + args.sample_every
+                    await asyncio.sleep(0.05)  # a pacing loop of a benchmark, not a synchronisation
+            except aqueduct.ConnectionLost:
+                pass
+            if rng.random() < args.blackout_share:
+                ledger.phase = f"connection {counters['connections']} ending by blackout"
+                counters["blackouts"] += 1
+                proxy.blackout(args.idle_timeout * 1.5)
+                limit = time.monotonic() + args.idle_timeout * 1.5 + args.guard
+            else:
+                ledger.phase = f"connection {counters['connections']} ending gracefully"
+                counters["graceful_closes"] += 1
+                limit = time.monotonic() + args.guard
+            # every channel end must come to an end: by finishing, or with ConnectionLost after the blackout
+            while traffic.tasks and time.monotonic() < limit:
+                await asyncio.sleep(0.1)
+            if traffic.tasks:
+                counters["hangs"] += len(traffic.tasks)
+                names = sorted(t.get_name() for t in traffic.tasks)
+                ledger.violations.append(f"channel ends still running {args.guard} s after the end: {names}")
+                for task in list(traffic.tasks):
+                    task.cancel()
+            counters["orphans"] += traffic.finalize_orphans()
+            await conn.close(timeout=2.0)
+            while proxy.blacked_out:
+                await asyncio.sleep(0.1)
+            ledger.forget_connection(conn)
+            for sconn in [c for c in server_conns if c.is_closed]:
+                server_conns.remove(sconn)
+                ledger.forget_connection(sconn)
+            del conn
+            gc.collect()
+        sample(None)
+        acceptor.cancel()
+        proxy.close()
+
+    first, last = samples[0], samples[-1]
+    mid = samples[len(samples) // 2]
+    summary = {
+        "duration_s": round(time.monotonic() - start, 1), "seed": args.seed, "loss": args.loss,
+        "messages_sent": ledger.messages_sent, "messages_received": ledger.messages_received,
+        "channels_checked": ledger.checked, "violations": len(ledger.violations), **counters,
+        "channel_ends(sender/receiver)": ledger.ends,
+        "rss_kib_start": first["rss_kib"], "rss_kib_mid": mid["rss_kib"], "rss_kib_end": last["rss_kib"],
+        "max_open_handles": max(s["open_handles"] for s in samples),
+        "proxy_up": vars(proxy.stats.up), "proxy_down": vars(proxy.stats.down),
+    }
+    print("SUMMARY " + json.dumps(summary, indent=1))
+    for v in ledger.violations[:50]:
+        print("VIOLATION", v)
+    return 1 if ledger.violations else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--duration", type=float, default=60.0, help="seconds to run")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--loss", type=float, default=0.05, help="independent loss per datagram, each direction")
+    p.add_argument("--trees", type=int, default=12, help="channels kept in flight per connection")
+    p.add_argument("--conn-life", type=float, default=60.0, help="seconds per client connection")
+    p.add_argument("--blackout-share", type=float, default=0.3, help="share of connections ended by a blackout")
+    p.add_argument("--idle-timeout", type=float, default=4.0)
+    p.add_argument("--guard", type=float, default=60.0, help="seconds before an unfinished end counts as a hang")
+    p.add_argument("--sample-every", type=float, default=30.0)
+    args = p.parse_args(argv)
+    return asyncio.run(soak(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
