@@ -85,16 +85,20 @@ async def producer(args: argparse.Namespace) -> dict[str, float]:
             assert proc.stdout is not None
             line = proc.stdout.readline().strip()
             host, port = line.removeprefix("listening on ").rsplit(":", 1)
-            chunk = b"\x00" * (args.message_kib * 1024)
+            chunk = b"\x00" * (args.message_bytes or args.message_kib * 1024)
             offered = args.offer_mib * MIB
-            sent = 0
+            sent, outcome = 0, "stopped after the time limit"
             async with aqueduct.connect(f"aqueduct://{host}:{port}", ca=certs.ca) as conn:
                 deadline = time.monotonic() + args.seconds
                 while sent < offered and time.monotonic() < deadline:
                     await asyncio.wait_for(conn.entrypoint.send(chunk), max(0.01, deadline - time.monotonic()))
                     sent += len(chunk)
+                if sent >= offered:
+                    outcome = "offered everything"
         except TimeoutError:
             pass
+        except aqueduct.ConnectionLost as exc:
+            outcome = f"the receiver closed the connection: {exc}"
         finally:
             out, _ = proc.communicate(timeout=60)
         stats = json.loads(out.strip().splitlines()[-1])
@@ -103,8 +107,9 @@ async def producer(args: argparse.Namespace) -> dict[str, float]:
             "seconds": args.seconds,
             "paced": not args.unpaced,
             "offered_mib": args.offer_mib,
-            "message_kib": args.message_kib,
+            "message_bytes": len(chunk),
             "window_mib": window / MIB,
+            "producer": outcome,
             "sent_mib": sent / MIB,
             "taken_mib": stats["taken_bytes"] / MIB,
             "taken_messages": stats["taken"],
@@ -120,6 +125,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--offer-mib", type=int, default=1024)
     parser.add_argument("--message-kib", type=int, default=16)
+    parser.add_argument("--message-bytes", type=int, default=0, help="overrides --message-kib (small messages)")
     parser.add_argument("--window-kib", type=int, default=1024, help="stream and connection receive window")
     parser.add_argument("--interval", type=float, default=0.01)
     parser.add_argument("--unpaced", action="store_true", help="receiver uses aioquic's own window growth")

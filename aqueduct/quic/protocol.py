@@ -50,6 +50,27 @@ BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate a
 AppListener = Callable[[list[AppEvent]], None]
 
 
+SMALLEST_MESSAGE_FRAME = 5
+"""Bytes of a Message frame with an empty payload and small channel and number."""
+
+
+def paced_engine_config(config: EngineConfig, settings: TransportSettings, datagram_payload: int) -> EngineConfig:
+    """The engine config for a paced connection: queue caps never trip before the receive window does.
+
+    With receiver-paced credit the window already bounds what a peer can make us queue; a lower
+    per-receiver message cap would turn a fast sender of small messages into a LIMIT_EXCEEDED close
+    instead of backpressure.
+    """
+    return replace(
+        config,
+        max_datagram_payload=datagram_payload,
+        max_receiver_queue_messages=max(
+            config.max_receiver_queue_messages, settings.connection_window // SMALLEST_MESSAGE_FRAME + 1
+        ),
+        max_receiver_queue_bytes=max(config.max_receiver_queue_bytes, settings.connection_window),
+    )
+
+
 def consume_exception(fut: asyncio.Future[Any]) -> None:
     """Mark a future's exception as seen (it is also reported through other paths)."""
     if not fut.cancelled():
@@ -109,7 +130,7 @@ class AqueductProtocol(QuicConnectionProtocol):
                 self.datagram_payload_limit = self.settings.datagram_payload_limit(peer)
             from ..core.engine import Engine
 
-            config = replace(self._engine_config, max_datagram_payload=self.datagram_payload_limit)
+            config = paced_engine_config(self._engine_config, self.settings, self.datagram_payload_limit)
             self.engine = Engine(self.side, headers=self._headers, config=config, now=self._loop.time())
             self._arm_keepalive()
         return self.engine

@@ -8,8 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import aqueduct
 from aqueduct import WouldBlock
+from aqueduct.core.config import EngineConfig
 from aqueduct.quic.certs import DevCerts
 
 from .conftest import guard, running
@@ -19,7 +22,16 @@ SETTINGS = aqueduct.TransportSettings(stream_window=WINDOW, connection_window=2 
 CHUNK = b"\x01" * 4096
 
 
-async def test_send_blocks_while_the_reader_stalls_then_proceeds(certs: DevCerts) -> None:
+SMALL = aqueduct.TransportSettings(stream_window=8192, connection_window=16384, send_buffer=8192)
+
+
+@pytest.mark.parametrize(
+    ("chunk", "settings"), [(CHUNK, SETTINGS), (b"\x02", SMALL)], ids=["4KiB", "1B"]
+)
+async def test_send_blocks_while_the_reader_stalls_then_proceeds(
+    certs: DevCerts, chunk: bytes, settings: aqueduct.TransportSettings
+) -> None:
+    """1-byte messages too: a queue cap below what the window admits (500 here) must not close the connection."""
     release = asyncio.Event()
     delivered: asyncio.Queue[int] = asyncio.Queue()
 
@@ -31,16 +43,17 @@ async def test_send_blocks_while_the_reader_stalls_then_proceeds(certs: DevCerts
             count += 1
         delivered.put_nowait(count)
 
-    async with running(certs, handler, settings=SETTINGS) as (url, _), aqueduct.connect(
-        url, ca=certs.ca, settings=SETTINGS
+    low_cap = EngineConfig(max_receiver_queue_messages=500)
+    async with running(certs, handler, settings=settings, engine_config=low_cap) as (url, _), aqueduct.connect(
+        url, ca=certs.ca, settings=settings
     ) as conn:
         tx, rx = aqueduct.channel()
         await conn.entrypoint.send({"data": rx})
         sent = 0
         blocked = False
-        for _ in range(10_000):  # bounded: far more than window + send buffer
+        for _ in range(100_000):  # bounded: far more than window + send buffer
             try:
-                tx.try_send(CHUNK)
+                tx.try_send(chunk)
                 sent += 1
             except WouldBlock:
                 blocked = True
@@ -48,8 +61,10 @@ async def test_send_blocks_while_the_reader_stalls_then_proceeds(certs: DevCerts
             await asyncio.sleep(0)  # let acks arrive; the bound on unacked bytes is what stops us
         assert blocked
         # The peer has taken nothing, so at most its windows plus our send buffer left this side.
-        assert sent * len(CHUNK) <= 2 * WINDOW + WINDOW + 2 * len(CHUNK)
-        pending = asyncio.ensure_future(tx.send(CHUNK))
+        window, buffer = settings.connection_window, settings.send_buffer
+        assert sent * len(chunk) <= window + buffer + 2 * len(CHUNK)
+        assert not conn.is_closed  # small messages too: backpressure, not a queue-limit close
+        pending = asyncio.ensure_future(tx.send(chunk))
         await asyncio.sleep(0)
         assert not pending.done()
         release.set()
