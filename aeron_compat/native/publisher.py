@@ -4,16 +4,17 @@ Theory: `offer` appends frames (fragmenting by MTU, padding at term end and
 rotating to the next term id) into a `TermLog`; `on_timer` / `send` copy
 frames from the sender position up to the flow-control limit into MTU-sized
 datagrams for every destination. Receivers' status messages (SM) set that
-limit (minimum of position + window over live receivers) and mark the
-publication connected; until a destination has answered, SETUP goes out
-every `setup_interval_ns`, and again whenever an SM asks for it. NAKs resend
-the requested range at once, then that range is ignored for
-`retransmit_linger_ns` (damping). When idle a heartbeat (DATA of length 0) goes out; after
-`close` it carries the EOS flag. RTTM probes get echoed. Offers fail with
-BACK_PRESSURED once the publisher is `term_length / 2` ahead of the sender.
-Multi-destination-cast: `manual` destinations come from `add_destination`;
-`dynamic` ones from SMs with the SETUP flag and expire without SMs.
-Datagrams to send are collected in `outbox` as (bytes, address).
+limit (position + window: the highest over live receivers for unicast, the
+lowest for multi-destination-cast) and mark the publication connected. Until
+a destination has answered, SETUP goes out every `setup_interval_ns`, and
+again whenever an SM asks for it. NAKs resend the requested range at once,
+then that range is ignored for `retransmit_linger_ns` (damping). When idle a
+heartbeat (DATA of length 0) goes out; after `close` it carries the EOS flag.
+RTTM probes get echoed. Offers fail with BACK_PRESSURED once the publisher is
+`term_length / 2` ahead of the sender. Multi-destination-cast: `manual`
+destinations come from `add_destination`; `dynamic` ones from SMs with the
+SETUP flag and expire without SMs. Datagrams to send are collected in
+`outbox` as (bytes, address).
 """
 
 from __future__ import annotations
@@ -386,7 +387,11 @@ class Publisher:
             state.last_sm_ns = now
             state.end_of_stream = bool(sm.flags & Flags.SM_EOS)
         self._connected_until = max(self._connected_until, now + c.connection_timeout_ns)
-        self._sender_limit = max(self.sender_position, min(r.limit for r in self.receivers.values()))
+        limits = [r.limit for r in self.receivers.values()]
+        # unicast follows the freshest receiver (a restarted one must not wait for the old one to expire);
+        # multi-destination-cast the slowest, so no destination is overrun
+        fc_limit = max(limits) if c.mode is DestinationMode.UNICAST else min(limits)
+        self._sender_limit = max(self.sender_position, fc_limit)
         self.send(now)
 
     def _on_nak(self, nak: Nak, now: int) -> None:
