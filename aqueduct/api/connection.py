@@ -214,15 +214,13 @@ class Connection:
     async def send(self, handle: int, obj: Any, delivery: Delivery) -> None:
         """Send, then wait while the stream written to is over its send bound."""
         payload, halves = self._encode(obj, delivery)
-        while self._blocked(handle, delivery):
-            await self._wait_writable(self._last_stream.get(handle) if delivery is not Delivery.UNRELIABLE else None)
+        await self._wait_while(lambda: self._blocked(handle, delivery))
         stream = self._send_now(handle, payload, halves, delivery)
-        if delivery is Delivery.UNRELIABLE or self._protocol.send_blocked(stream):
-            await self._wait_writable(stream)
+        await self._wait_while(lambda: self._protocol.send_blocked(stream))
 
-    async def _wait_writable(self, stream: int | None) -> None:
+    async def _wait_while(self, blocked: Any) -> None:
         try:
-            await self._protocol.wait_writable(stream)
+            await self._protocol.wait_while(blocked)
         except ConnectionLost:
             raise self._lost() from None
 

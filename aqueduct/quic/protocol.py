@@ -112,8 +112,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._engine_timer: asyncio.TimerHandle | None = None
         self._engine_timer_at: float | None = None
         self._keepalive: asyncio.TimerHandle | None = None
-        self._writers: list[tuple[int | None, asyncio.Future[None]]] = []
-        self._pending_events: list[AppEvent] = []
+        self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -297,11 +296,15 @@ class AqueductProtocol(QuicConnectionProtocol):
 
     async def wait_writable(self, stream_id: int | None) -> None:
         """Wait until `send_blocked(stream_id)` is false; ConnectionLost if the connection ends first."""
-        while self.send_blocked(stream_id):
+        await self.wait_while(lambda: self.send_blocked(stream_id))
+
+    async def wait_while(self, blocked: Callable[[], bool]) -> None:
+        """Wait until `blocked()` is false (re-checked as acks arrive); ConnectionLost if the connection ends."""
+        while blocked():
             if self.terminated.done():
                 raise ConnectionLost("connection lost while waiting to send")
             fut = self._loop.create_future()
-            self._writers.append((stream_id, fut))
+            self._writers.append((blocked, fut))
             await fut
 
     def _wake_writers(self) -> None:
@@ -309,11 +312,11 @@ class AqueductProtocol(QuicConnectionProtocol):
             return
         keep = []
         dead = self.terminated.done()
-        for stream_id, fut in self._writers:
+        for blocked, fut in self._writers:
             if fut.done():
                 continue
-            if dead or not self.send_blocked(stream_id):
+            if dead or not blocked():
                 fut.set_result(None)
             else:
-                keep.append((stream_id, fut))
+                keep.append((blocked, fut))
         self._writers = keep
