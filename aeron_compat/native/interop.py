@@ -5,7 +5,8 @@ Python 3.12+, so it lives in its own virtual environment, `.venv-aeron` at
 the repository root (or `$AERON_INTEROP_VENV`), created on first use from a
 Python 3.12 interpreter found on PATH, in pyenv, or via `$AERON_PYTHON`.
 `RealPeer` starts `real_peer.py` there with a JSON role, reads its JSON event
-lines on a reader thread, sends it commands, and always kills it on `close`.
+lines on a reader thread, sends it commands, and always kills it on `close`,
+removing the driver files it made (its TMPDIR).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import queue
 import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -69,8 +71,10 @@ class RealPeer:
 
     def __init__(self, python: Path, **cfg: Any) -> None:
         self.cfg = cfg
+        self.tmp = tempfile.mkdtemp(prefix="aeron-peer-")  # the embedded driver's files, removed on close
         self.proc = subprocess.Popen([str(python), str(PEER_SCRIPT), json.dumps(cfg)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "TMPDIR": self.tmp})
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.log: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -122,6 +126,7 @@ class RealPeer:
                     stream.close()
                 except OSError:
                     pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> RealPeer:
         return self
