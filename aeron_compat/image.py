@@ -94,12 +94,12 @@ class Image:
         try:
             while count < fragment_limit and frames:
                 frame = frames.popleft()
-                self.position = frame.next_position
-                if frame.frame_type == HDR_TYPE_PAD:
+                self.position = frame[0] + ((frame[6] + 31) & -32)
+                if frame[4] == HDR_TYPE_PAD:
                     continue
                 header._frame = frame
                 count += 1
-                handler(memoryview(frame.payload), header)
+                handler(memoryview(frame[7]), header)
         finally:
             self._values["bytes_received"] += self.position - start
             if self._consumed_hook is not None and self.position >= self._report_at:

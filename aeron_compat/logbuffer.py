@@ -85,7 +85,18 @@ class TermAppender:
         self.bits = position_bits_to_shift(term_length)
         self.max_payload = mtu - HEADER_LENGTH
         self.max_position = max_possible_position(term_length)
+        self.mask = term_length - 1
         self.tail = start_position
+        self._term_base = -1
+        self._cached_term_id = initial_term_id
+
+    def term_id_at(self, position: int) -> int:
+        """Term id of `position`, cached for the current term."""
+        base = position & ~self.mask
+        if base != self._term_base:
+            self._term_base = base
+            self._cached_term_id = term_id_of(position, self.bits, self.initial_term_id)
+        return self._cached_term_id
 
     def required(self, length: int) -> int:
         """Aligned log bytes for a message of `length`."""
@@ -102,15 +113,15 @@ class TermAppender:
         return pad
 
     def _term_id(self) -> int:
-        return term_id_of(self.tail, self.bits, self.initial_term_id)
+        return self.term_id_at(self.tail)
 
     def append(self, data: bytes, reserved_value: int = 0) -> list[Frame]:
         """Frames for `data` at the tail (the caller checked it fits in this term); advances the tail."""
         size, max_payload, mask = len(data), self.max_payload, self.term_length - 1
         if size <= max_payload:
             pos = self.tail
-            frame = Frame(pos, term_id_of(pos, self.bits, self.initial_term_id), pos & mask,
-                          BEGIN_FLAG | END_FLAG, HDR_TYPE_DATA, reserved_value, HEADER_LENGTH + size, data)
+            frame = Frame(pos, self.term_id_at(pos), pos & mask, BEGIN_FLAG | END_FLAG, HDR_TYPE_DATA,
+                          reserved_value, HEADER_LENGTH + size, data)
             self.tail = pos + align(HEADER_LENGTH + size)
             return [frame]
         frames = []
@@ -118,7 +129,7 @@ class TermAppender:
             chunk = data[start : start + max_payload]
             flags = (BEGIN_FLAG if start == 0 else 0) | (END_FLAG if start + max_payload >= size else 0)
             pos = self.tail
-            frames.append(Frame(pos, term_id_of(pos, self.bits, self.initial_term_id), pos & mask, flags,
-                                HDR_TYPE_DATA, reserved_value, HEADER_LENGTH + len(chunk), chunk))
+            frames.append(Frame(pos, self.term_id_at(pos), pos & mask, flags, HDR_TYPE_DATA, reserved_value,
+                                HEADER_LENGTH + len(chunk), chunk))
             self.tail = pos + align(HEADER_LENGTH + len(chunk))
         return frames

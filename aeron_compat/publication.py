@@ -25,6 +25,7 @@ from .codes import (
     HEADER_LENGTH,
     MAX_POSITION_EXCEEDED,
     NOT_CONNECTED,
+    UNFRAGMENTED,
     MessageTooLongError,
     PublicationClosedError,
     PublicationResult,
@@ -34,6 +35,8 @@ from .uri import ChannelUri
 
 if TYPE_CHECKING:
     from .driver import MediaDriver
+
+_new_frame = tuple.__new__
 
 
 class Sink(Protocol):
@@ -152,8 +155,24 @@ class PublicationLog:
     # --- appending -------------------------------------------------------------------------------
     def offer(self, data: bytes, reserved_value: int = 0) -> int:
         """Append a message; the new position or a negative PublicationResult."""
+        length = len(data)
         with self.lock:
-            position = self.appender.tail
+            app = self.appender
+            position = app.tail
+            aligned = (length + HEADER_LENGTH + 31) & -32
+            if (position < self._limit and length <= app.max_payload and self.sinks and not self._pending
+                    and (position & app.mask) + aligned <= app.term_length and position + aligned <= app.max_position
+                    and not self.closed):
+                # the common case, inlined: one unfragmented frame that fits the term and the window
+                frames = [_new_frame(Frame, (position, app.term_id_at(position), position & app.mask, UNFRAGMENTED,
+                                             HDR_TYPE_DATA, reserved_value, length + HEADER_LENGTH, data))]
+                app.tail = position + aligned
+                for sink in self.sinks:
+                    sink.deliver(frames)
+                values = self._values
+                values["messages_sent"] += 1
+                values["bytes_sent"] += aligned
+                return app.tail
             status = self._check(position, len(data))
             if status:
                 return status
