@@ -299,7 +299,8 @@ class Receiver:
         """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
         if self._done is not None:
             return
-        if self._finalizer is not None:
+        if self._finalizer is not None and self._link is None:
+            # a networked receiver keeps its finalizer: dropping it lets the engine forget the closed channel
             self._finalizer.detach()
         if self._link is not None:
             assert self._handle is not None
