@@ -238,3 +238,40 @@ def test_rtt_measured_against_real_drivers_both_ways(real_python: Path, driver: 
         image = sub.images[0]
         assert 0 < wait_for_rtt(sub.probe_rtt, lambda: image.rtt_ns) < 1_000_000_000  # the real sender echoed
     sub.close()
+
+
+def test_heartbeats_keep_images_alive_and_silence_ends_them_both_ways(real_python: Path) -> None:
+    liveness_s = 0.5
+    a, b = free_port(), free_port()
+    # a real subscription with a short image liveness: our idle publication's heartbeats keep it, silence ends it
+    env = {"AERON_IMAGE_LIVENESS_TIMEOUT": str(int(liveness_s * 1e9))}
+    with RealPeer(real_python, role="sub", channel=f"aeron:udp?endpoint=127.0.0.1:{a}", stream=STREAM,
+                  env=env) as peer:
+        peer.expect("ready")
+        own = NativeDriver()
+        try:
+            NativePublication(f"aeron:udp?endpoint=127.0.0.1:{a}", STREAM, own)
+            peer.expect("available")
+            with pytest.raises(TimeoutError):
+                peer.expect("unavailable", timeout=2 * liveness_s)  # idle, but heartbeats flow
+        finally:
+            own.close()  # the process "dies": no end of stream, just silence
+        peer.expect("unavailable", timeout=10 * liveness_s)
+    # our subscription with a short liveness: a real publication that is killed goes unavailable, without EOS
+    with NativeDriver() as driver:
+        sub = NativeSubscription(f"aeron:udp?endpoint=127.0.0.1:{b}", STREAM, driver,
+                                 liveness_timeout_ns=int(liveness_s * 1e9))
+        with RealPeer(real_python, role="pub", channel=f"aeron:udp?endpoint=127.0.0.1:{b}", stream=STREAM,
+                      sizes=[]) as peer:
+            peer.expect("sent")
+            poll_until(sub, lambda buf, h: None, lambda: bool(sub.images))
+            image = sub.images[0]
+            deadline = time.monotonic() + 2 * liveness_s
+            while time.monotonic() < deadline:  # idle real publication: its heartbeats keep our image
+                sub.poll(lambda buf, h: None, 10)
+                time.sleep(0.01)
+            assert sub.images == [image]
+            peer.proc.kill()
+            poll_until(sub, lambda buf, h: None, lambda: not sub.images, timeout=10 * liveness_s)
+            assert image.is_closed and not image.is_end_of_stream
+        sub.close()
