@@ -348,11 +348,22 @@ class Connection:
 
     # ---- closing ----
     async def close(self, code: int = 0, reason: str = "", timeout: float = 5.0) -> None:
-        """Close the connection (every handle ends with ConnectionLost) and wait until QUIC is done."""
+        """Close the connection (every open handle ends with ConnectionLost) and wait until QUIC is done.
+
+        A graceful close (code 0) by a client first finishes its entrypoint sender and waits (up to
+        `timeout`) until the server has everything, so a server's `async for` over the entrypoint ends
+        cleanly instead of raising ConnectionLost.
+        """
+        ep = self._entrypoint
+        if code == 0 and isinstance(ep, Sender) and ep._done is None and ep._handle is not None and not self.is_closed:
+            handle = ep._handle
+            with contextlib.suppress(ChannelError):
+                await ep.finish()
+                await asyncio.wait_for(self.sender_ended(handle), timeout)
         if not self.closed.done() and not self._protocol.terminated.done():
             self.engine.close(code, reason, now=self._loop.time())
             self._protocol.flush()
-        with contextlib.suppress(asyncio.TimeoutError):
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._protocol.terminated), timeout)
         for task in list(self._tasks):
             task.cancel()

@@ -71,6 +71,7 @@ def test_example_runs(name: str) -> None:
                             text=True, timeout=60, env=env, cwd=ROOT / "examples")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def test_demo_runs() -> None:
