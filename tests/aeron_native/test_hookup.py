@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aeron_compat import Aeron, FragmentAssembler, Header, MessageTooLongError, Subscription
+from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Header, MessageTooLongError, Subscription
 from aeron_compat.native.api import NativePublication, NativeSubscription
 from aeron_compat.uri import ChannelUri, InvalidChannelError
 
@@ -97,3 +97,33 @@ def test_transport_parameter_is_validated() -> None:
     assert ChannelUri.parse("aeron:udp?endpoint=localhost:1|transport=native").get("transport") == "native"
     with pytest.raises(InvalidChannelError, match="transport"):
         ChannelUri.parse("aeron:udp?endpoint=localhost:1|transport=carrier-pigeon")
+
+
+def test_two_sessions_on_one_endpoint_and_a_session_filter() -> None:
+    port, other = free_port(), free_port()
+    with Aeron.connect() as aeron:
+        sub = aeron.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{port}|transport=native", 8)
+        pubs = [aeron.add_exclusive_publication(f"aeron:udp?endpoint=127.0.0.1:{port}|transport=native"
+                                                f"|session-id={s}", 8) for s in (111, 222)]
+        only = aeron.add_subscription(f"aeron:udp?endpoint=127.0.0.1:{other}|session-id=222|transport=native", 8)
+        others = [aeron.add_exclusive_publication(f"aeron:udp?endpoint=127.0.0.1:{other}|transport=native"
+                                                  f"|session-id={s}", 8) for s in (111, 222)]
+        got: list[tuple[int, bytes]] = []
+        filtered: list[int] = []
+
+        def on_fragment(buf: memoryview, header: Header) -> None:
+            got.append((header.session_id, bytes(buf)))
+
+        deadline = time.monotonic() + 10
+        for i in range(10):
+            for pub in pubs + others[1:] * (i == 0):
+                while pub.offer(b"%d" % i) < 0:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.001)
+        pump([sub, only], [on_fragment, lambda buf, h: filtered.append(h.session_id)],
+             lambda: len(got) == 20 and bool(filtered))
+        assert sorted(i.session_id for i in sub.images) == [111, 222]
+        for session in (111, 222):
+            assert [m for s, m in got if s == session] == [b"%d" % i for i in range(10)]
+        assert [i.session_id for i in only.images] == [222] and filtered == [222]
+        assert others[0].offer(b"unheard") == NOT_CONNECTED  # the filter never answered session 111

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from aeron_compat.codes import Action
 from aeron_compat.native.frames import (
+    ErrorFrame,
     Flags,
     FrameType,
     Heartbeat,
@@ -350,3 +351,13 @@ def test_controlled_poll_abort_redelivers_and_break_stops() -> None:
     assert rec.poll(handler([Action.CONTINUE, Action.CONTINUE]), 10, net.now, controlled=True) == 2
     assert seen == [message(i, 8) for i in (0, 1, 1, 2, 3, 4)]
     assert image.subscriber_position == pub.position
+
+
+def test_error_frames_for_the_publication_are_kept() -> None:
+    net = SimNet()
+    pub = make_pub(net)
+    pub.on_datagram(encode_frame(ErrorFrame(SESSION + 1, STREAM, 9, 0, 3, b"not mine")), SUB, 0)
+    assert pub.last_error is None
+    err = ErrorFrame(SESSION, STREAM, 9, 0, 3, b"rejected")
+    pub.on_datagram(encode_frame(err), SUB, 0)
+    assert pub.last_error == err
