@@ -170,7 +170,8 @@ class AqueductProtocol(QuicConnectionProtocol):
             self.close_connection(CloseCode.DATAGRAMS_UNSUPPORTED, "peer does not support QUIC datagrams (RFC 9221)")
             self._fail_handshake("peer does not support QUIC datagrams", CloseCode.DATAGRAMS_UNSUPPORTED)
             return False
-        if self._pinned is not None:
+        if self._pinned is not None and not event.session_resumed:
+            # (A resumed session shows no certificate; its ticket came from a server that passed this check.)
             cert = self._quic.tls._peer_certificate
             if cert is None or fingerprint(cert) != self._pinned:
                 self._closing_locally = True

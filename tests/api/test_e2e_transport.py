@@ -192,6 +192,14 @@ async def test_certificate_checks(certs: DevCerts, tmp_path: Any) -> None:
             assert await guard(queue.get()) == "pinned"
         with pytest.raises(ConnectionLost, match="fingerprint"):
             await guard(aqueduct.connect(url, fingerprint="00" * 32))
+        # Pinning and resumption: the resumed handshake shows no certificate, the ticket vouches for it.
+        store = SignalingStore()
+        async with aqueduct.connect(url, fingerprint=good, session_ticket_store=store):
+            await guard(store.arrived.wait())
+        async with aqueduct.connect(url, fingerprint=good, session_ticket_store=store) as resumed:
+            await resumed.entrypoint.send("pinned 0-rtt")
+            assert (await guard(resumed.protocol.handshake)).early_data_accepted
+            assert await guard(queue.get()) == "pinned 0-rtt"
         with pytest.raises(ConnectionLost):  # no CA given: the system store does not know our dev CA
             await guard(aqueduct.connect(url))
 
