@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ class Subscription:
         self._images: tuple[Image, ...] = ()
         self._events: deque[tuple[bool, Image]] = deque()
         self._round_robin = 0
+        self._lock = threading.Lock()
         self.is_closed = False
 
     # --- driven by the sources ---------------------------------------------------------------------
@@ -56,17 +58,19 @@ class Subscription:
         self._add_image(image)
 
     def _add_image(self, image: Image) -> None:
-        self._images = (*self._images, image)
-        self.driver.counters.values["images"] += 1
-        self.driver.counters.values["images_total"] += 1
-        self._events.append((True, image))
+        with self._lock:
+            self._images = (*self._images, image)
+            self.driver.counters.values["images"] += 1
+            self.driver.counters.values["images_total"] += 1
+            self._events.append((True, image))
 
     def _image_closed(self, image: Image) -> None:
-        if image in self._images:
-            self._images = tuple(i for i in self._images if i is not image)
-            self.driver.counters.values["images"] -= 1
-            self.driver.counters.values["unavailable_images"] += 1
-            self._events.append((False, image))
+        with self._lock:
+            if image in self._images:
+                self._images = tuple(i for i in self._images if i is not image)
+                self.driver.counters.values["images"] -= 1
+                self.driver.counters.values["unavailable_images"] += 1
+                self._events.append((False, image))
 
     def _dispatch(self) -> None:
         events = self._events
@@ -150,7 +154,8 @@ class Subscription:
             return
         self.is_closed = True
         self.driver.remove_subscription(self)
-        images, self._images = self._images, ()
+        with self._lock:
+            images, self._images = self._images, ()
         for image in images:
             image.close()
         self.driver.counters.values["images"] -= len(images)
