@@ -217,9 +217,13 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._wake_writers()
 
     def flush(self) -> None:
-        """After an application call into the engine: pump, then send what is due."""
+        """After an application call into the engine: pump, and send what is due once this loop turn ends.
+
+        Deferring the transmit coalesces every send and take of one turn into full packets (one packet per
+        message would cost aioquic ~100 us of CPU at each end).
+        """
         self.pump()
-        self.transmit()
+        self._transmit_soon()
 
     def _execute(self, cmd: tp.TransportCommand) -> None:
         quic = self.quic
