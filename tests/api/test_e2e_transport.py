@@ -256,6 +256,7 @@ async def test_protocol_violation_closes_with_the_engine_code(certs: DevCerts) -
         bad_version = encode_frames([Version("9.9.9-NOPE"), ConnectionControl(())])
         event = await _raw_close(certs, url, datagrams=True, payload=bad_version)
         assert event.error_code == CloseCode.VERSION_MISMATCH
+        assert "9.9.9-NOPE" in event.reason_phrase  # the engine's reason travels in CONNECTION_CLOSE
         garbage = await _raw_close(certs, url, datagrams=True, payload=b"\xff\xfe\xfd\xfc" * 4)
         assert garbage.error_code in (CloseCode.FRAME_ENCODING, CloseCode.PROTOCOL_VIOLATION)
 
