@@ -165,3 +165,34 @@ async def test_a_received_half_can_be_sent_on_to_another_connection(certs: DevCe
                 await peer.send("from b")
                 await peer.send("to a")
             assert [m async for m in a_rx] == ["from b", "to a"]
+
+
+async def test_local_queue_carries_over_when_a_half_goes_networked(certs: DevCerts) -> None:
+    """Messages queued in a local pair before a half is sent are neither lost nor reordered."""
+    results: asyncio.Queue[list[object]] = asyncio.Queue()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        async for req in conn.entrypoint:
+            if "rx" in req:
+                results.put_nowait([m async for m in req["rx"]])
+            else:
+                async with req["tx"] as tx:
+                    await tx.send("from server")
+
+    async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
+        # The receiver travels: what the local sender queued before is forwarded first.
+        tx, rx = aqueduct.channel()
+        await tx.send(1)
+        await tx.send(2)
+        await conn.entrypoint.send({"rx": rx})
+        await tx.send(3)
+        await tx.finish()
+        assert await guard(results.get()) == [1, 2, 3]
+
+        # The sender travels: the local receiver first returns what was queued locally.
+        tx2, rx2 = aqueduct.channel()
+        await tx2.send("local")
+        await conn.entrypoint.send({"tx": tx2})
+        assert [m async for m in rx2] == ["local", "from server"]
+        with pytest.raises(aqueduct.ChannelClosed):
+            await tx2.send("moved away")
