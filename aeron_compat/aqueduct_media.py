@@ -402,6 +402,9 @@ class AqueductNetwork(Matcher):
                                                                            where)
         if key[1] is None:
             return
+        if sum(k[0] == link.id for k in self.remote) >= self.driver.ctx.max_remote_subscriptions_per_link:
+            self.count("errors")
+            return
         session = msg.get("session")
         subscriber = RemoteSubscriber(self, link, sub_id, int(msg["stream"]), None if session is None else int(session))
         with self.driver._lock:
@@ -413,6 +416,12 @@ class AqueductNetwork(Matcher):
         data, status = msg.get("data"), msg.get("status")
         if not isinstance(data, Receiver) or not isinstance(status, Sender):
             raise ValueError("setup without channels")
+        term_length, window, join = int(msg["tl"]), int(msg["win"]), int(msg["join"])
+        if term_length & (term_length - 1) or not 65536 <= term_length <= 1 << 30 or not 0 < window <= term_length \
+                or join < 0 or join % 32:
+            data.close()
+            status.cancel()
+            raise ValueError("setup with an impossible term length, window or join position")
         if sub is None or sub.is_closed or (sub.session_filter is not None
                                             and sub.session_filter != int(msg["session"])):
             data.close()

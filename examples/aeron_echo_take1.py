@@ -115,12 +115,12 @@ class EchoClient:
         return self._poll()
 
 
-def demo(rounds: int, interval: float, media: str) -> int:
+def demo(rounds: int, interval: float, media: str, port: int = 9000, client_port: int = 8000) -> int:
     """Server and client in one process (each with its own driver), over aeron:udp."""
     server_ctx, client_ctx = Context(udp_media=media), Context(udp_media=media)
     with Aeron.connect(server_ctx) as server_aeron, Aeron.connect(client_ctx) as client_aeron:
-        server = EchoServer(server_aeron, "localhost", 9000)
-        client = EchoClient(client_aeron, "localhost", 8000, "localhost", 9000)
+        server = EchoServer(server_aeron, "localhost", port)
+        client = EchoClient(client_aeron, "localhost", client_port, "localhost", port)
         client.hello()
         for _ in range(rounds):
             print("send:", client.send_number())
@@ -134,15 +134,17 @@ def demo(rounds: int, interval: float, media: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`demo [--rounds N] [--interval S]`."""
+    """`demo [--rounds N] [--interval S] [--media M] [--port P] [--client-port P]`."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("mode", choices=["demo"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--media", choices=["loopback", "aqueduct"], default="loopback")
+    parser.add_argument("--port", type=int, default=9000, help="the server's endpoint port")
+    parser.add_argument("--client-port", type=int, default=8000, help="the client's endpoint port")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    return demo(args.rounds, args.interval, args.media)
+    return demo(args.rounds, args.interval, args.media, args.port, args.client_port)
 
 
 if __name__ == "__main__":

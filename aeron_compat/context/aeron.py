@@ -44,6 +44,8 @@ class Context:
     transport_settings: Any = None
     """aqueduct.quic.settings.TransportSettings for the driver's QUIC endpoint (its idle timeout is the
     image liveness timeout); None: Aqueduct's defaults."""
+    max_remote_subscriptions_per_link: int = 1024
+    """Subscriptions one connected driver may register here (more are refused and counted as errors)."""
     counters_interval: float = 0.25
     """Seconds between counters snapshots written for `aeron_compat stat` (0 disables)."""
     error_handler: Callable[[BaseException], Any] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,28 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def free_ports(count: int) -> list[str]:
+    """`count` consecutive free UDP ports (fixed numbers collide with concurrent runs of the suite)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + count > 65535:
+            continue
+        try:
+            held = []
+            for p in range(base, base + count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                held.append(sock)
+                sock.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+        return [str(p) for p in range(base, base + count)]
 
 
 def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,8 +58,9 @@ def start(started: list[subprocess.Popen[str]], script: str, *args: str) -> None
 
 def test_echo2_across_processes_refuses_the_client_over_the_limit(
         server_process: list[subprocess.Popen[str]]) -> None:
-    ports = ["--port", "26000", "--control-port", "26001"]
-    start(server_process, "aeron_echo2.py", *ports, "--base-port", "26010", "--per-ip", "2")
+    free = free_ports(2 + 2 * 4)
+    ports = ["--port", free[0], "--control-port", free[1]]
+    start(server_process, "aeron_echo2.py", *ports, "--base-port", free[2], "--max-clients", "4", "--per-ip", "2")
     results = [run("aeron_echo2.py", "client", *ports, "--message", f"m{i}") for i in range(3)]
     assert [r.returncode for r in results] == [0, 0, 1]
     assert [r.stdout.strip() for r in results[:2]] == ["m0", "m1"]
@@ -44,11 +68,14 @@ def test_echo2_across_processes_refuses_the_client_over_the_limit(
 
 
 def test_response_channel_echo_across_processes(server_process: list[subprocess.Popen[str]]) -> None:
-    start(server_process, "aeron_echo_response.py", "--port", "26100", "--per-ip", "1")
-    first = run("aeron_echo_response.py", "client", "--port", "26100", "--message", "through one connection")
+    (port,) = free_ports(1)
+    start(server_process, "aeron_echo_response.py", "--port", port, "--per-ip", "1")
+    first = run("aeron_echo_response.py", "client", "--port", port, "--message", "through one connection")
     assert first.returncode == 0 and first.stdout.strip() == "CONNECTED / ECHO through one connection"
 
 
 def test_take1_over_quic_in_one_process() -> None:
-    result = run("aeron_echo_take1.py", "demo", "--media", "aqueduct", "--rounds", "2", "--interval", "0")
+    server_port, client_port = free_ports(2)
+    result = run("aeron_echo_take1.py", "demo", "--media", "aqueduct", "--rounds", "2", "--interval", "0",
+                 "--port", server_port, "--client-port", client_port)
     assert result.returncode == 0 and result.stdout.count("response:") == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 
@@ -10,6 +11,25 @@ import pytest
 from aeron_compat import Aeron, Context
 
 STREAM = 77
+_ports: dict[int, int] = {}
+
+
+def port(name: int) -> int:
+    """A free UDP port standing for `name` in this test (fixed numbers collide with concurrent runs)."""
+    if name not in _ports:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                sock.bind(("127.0.0.1", 0))
+                candidate = sock.getsockname()[1]
+            if candidate not in _ports.values():
+                _ports[name] = candidate
+                break
+    return _ports[name]
+
+
+@pytest.fixture(autouse=True)
+def fresh_ports() -> None:
+    _ports.clear()
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -49,8 +69,8 @@ def offer(pub, data: bytes) -> None:  # type: ignore[no-untyped-def]
 
 def test_unicast_delivers_in_order_with_the_peer_as_source(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25100", STREAM)
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25100", STREAM)
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25100)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25100)}", STREAM)
     wait_until(lambda: pub.is_connected)
     messages = [bytes([i]) * (i * 20) for i in range(60)]
     for m in messages:
@@ -64,8 +84,8 @@ def test_fragmented_messages_reassemble_across_the_network(quic: Callable[[], Ae
     from aeron_compat import FragmentAssembler
 
     server, client = quic(), quic()
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25110", STREAM)
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25110|mtu=512", STREAM)
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25110)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25110)}|mtu=512", STREAM)
     wait_until(lambda: pub.is_connected)
     big = bytes(range(256)) * 30
     offer(pub, big)
@@ -77,8 +97,8 @@ def test_fragmented_messages_reassemble_across_the_network(quic: Callable[[], Ae
 
 def test_window_back_pressures_until_the_subscriber_polls(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25120", STREAM)
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25120|term-length=64k", STREAM)
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25120)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25120)}|term-length=64k", STREAM)
     wait_until(lambda: pub.is_connected)
     accepted = 0
     while pub.offer(bytes(96)) > 0:
@@ -91,9 +111,9 @@ def test_window_back_pressures_until_the_subscriber_polls(quic: Callable[[], Aer
 def test_close_gives_end_of_stream_and_unavailable_image(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
     gone: list[int] = []
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25130", STREAM,
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25130)}", STREAM,
                                   on_unavailable_image=lambda i: gone.append(i.session_id))
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25130", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25130)}", STREAM)
     wait_until(lambda: pub.is_connected)
     offer(pub, b"last")
     session = pub.session_id
@@ -107,9 +127,10 @@ def test_close_gives_end_of_stream_and_unavailable_image(quic: Callable[[], Aero
 
 def test_dynamic_mdc_reaches_two_subscribers_over_their_own_connections(quic: Callable[[], Aeron]) -> None:
     server, one, two = quic(), quic(), quic()
-    pub = server.add_publication("aeron:udp?control=localhost:25140|control-mode=dynamic", STREAM)
-    a = one.add_subscription("aeron:udp?endpoint=localhost:0|control=localhost:25140", STREAM)
-    b = two.add_subscription("aeron:udp?endpoint=localhost:0|control=localhost:25140|control-mode=dynamic", STREAM)
+    pub = server.add_publication(f"aeron:udp?control=localhost:{port(25140)}|control-mode=dynamic", STREAM)
+    a = one.add_subscription(f"aeron:udp?endpoint=localhost:0|control=localhost:{port(25140)}", STREAM)
+    b = two.add_subscription(
+        f"aeron:udp?endpoint=localhost:0|control=localhost:{port(25140)}|control-mode=dynamic", STREAM)
     wait_until(lambda: len(pub._log.sinks) == 2)
     offer(pub, b"to everyone")
     assert receive(a, 1) == [b"to everyone"] and receive(b, 1) == [b"to everyone"]
@@ -118,18 +139,18 @@ def test_dynamic_mdc_reaches_two_subscribers_over_their_own_connections(quic: Ca
 def test_manual_mdc_add_and_remove_destination_mid_stream(quic: Callable[[], Aeron]) -> None:
     server, one, two = quic(), quic(), quic()
     lost: list[int] = []
-    a = one.add_subscription("aeron:udp?endpoint=localhost:25151", STREAM)
-    b = two.add_subscription("aeron:udp?endpoint=localhost:25152", STREAM,
+    a = one.add_subscription(f"aeron:udp?endpoint=localhost:{port(25151)}", STREAM)
+    b = two.add_subscription(f"aeron:udp?endpoint=localhost:{port(25152)}", STREAM,
                              on_unavailable_image=lambda i: lost.append(i.session_id))
-    pub = server.add_publication("aeron:udp?control=localhost:25150|control-mode=manual", STREAM)
-    pub.add_destination("aeron:udp?endpoint=localhost:25151")
+    pub = server.add_publication(f"aeron:udp?control=localhost:{port(25150)}|control-mode=manual", STREAM)
+    pub.add_destination(f"aeron:udp?endpoint=localhost:{port(25151)}")
     wait_until(lambda: pub.is_connected)
     offer(pub, b"1")
-    pub.add_destination("aeron:udp?endpoint=localhost:25152")
+    pub.add_destination(f"aeron:udp?endpoint=localhost:{port(25152)}")
     wait_until(lambda: len(pub._log.sinks) == 2)
     offer(pub, b"2")
     assert receive(a, 2) == [b"1", b"2"] and receive(b, 1) == [b"2"]
-    pub.remove_destination("aeron:udp?endpoint=localhost:25152")
+    pub.remove_destination(f"aeron:udp?endpoint=localhost:{port(25152)}")
     offer(pub, b"3")
     assert receive(a, 1) == [b"3"]
     wait_until(lambda: b.poll(lambda buf, hdr: None, 10) >= 0 and lost == [pub.session_id])
@@ -137,9 +158,9 @@ def test_manual_mdc_add_and_remove_destination_mid_stream(quic: Callable[[], Aer
 
 def test_session_specific_subscription_over_the_network(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25160|session-id=5150", STREAM)
-    other = client.add_exclusive_publication("aeron:udp?endpoint=localhost:25160", STREAM)
-    mine = client.add_exclusive_publication("aeron:udp?endpoint=localhost:25160|session-id=5150", STREAM)
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25160)}|session-id=5150", STREAM)
+    other = client.add_exclusive_publication(f"aeron:udp?endpoint=localhost:{port(25160)}", STREAM)
+    mine = client.add_exclusive_publication(f"aeron:udp?endpoint=localhost:{port(25160)}|session-id=5150", STREAM)
     wait_until(lambda: mine.is_connected)
     assert not other.is_connected
     offer(mine, b"mine")
@@ -148,10 +169,10 @@ def test_session_specific_subscription_over_the_network(quic: Callable[[], Aeron
 
 def test_response_channel_returns_on_the_clients_connection(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
-    server_sub = server.add_subscription("aeron:udp?endpoint=localhost:25170", STREAM)
-    reply_sub = client.add_subscription("aeron:udp?control-mode=response|control=localhost:25170", STREAM)
+    server_sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25170)}", STREAM)
+    reply_sub = client.add_subscription(f"aeron:udp?control-mode=response|control=localhost:{port(25170)}", STREAM)
     pub = client.add_publication(
-        f"aeron:udp?endpoint=localhost:25170|response-correlation-id={reply_sub.registration_id}", STREAM)
+        f"aeron:udp?endpoint=localhost:{port(25170)}|response-correlation-id={reply_sub.registration_id}", STREAM)
     wait_until(lambda: pub.is_connected)
     offer(pub, b"ping")
     assert receive(server_sub, 1) == [b"ping"]
@@ -161,14 +182,14 @@ def test_response_channel_returns_on_the_clients_connection(quic: Callable[[], A
     wait_until(lambda: reply.is_connected)
     offer(reply, b"pong")
     assert receive(reply_sub, 1) == [b"pong"]
-    assert server.driver.network.listeners.keys() == {"127.0.0.1:25170"}
+    assert server.driver.network.listeners.keys() == {f"127.0.0.1:{port(25170)}"}
     assert client.driver.network.listeners == {}
 
 
 def test_unreliable_lane_delivers_small_frames(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25180", STREAM)
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25180|reliable=false", STREAM)
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25180)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25180)}|reliable=false", STREAM)
     wait_until(lambda: pub.is_connected)
     for i in range(20):
         offer(pub, b"u%d" % i)
@@ -178,8 +199,8 @@ def test_unreliable_lane_delivers_small_frames(quic: Callable[[], Aeron]) -> Non
 
 def test_subscriber_driver_leaving_disconnects_the_publication(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25190", STREAM)
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25190", STREAM)
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25190)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25190)}", STREAM)
     wait_until(lambda: pub.is_connected)
     sub.close()
     wait_until(lambda: not pub.is_connected)
@@ -187,9 +208,9 @@ def test_subscriber_driver_leaving_disconnects_the_publication(quic: Callable[[]
 
 def test_endpoint_can_be_served_again_after_its_last_subscription_closes(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
-    server.add_subscription("aeron:udp?endpoint=localhost:25200", STREAM).close()
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25200", STREAM)
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25200", STREAM)
+    server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25200)}", STREAM).close()
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25200)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25200)}", STREAM)
     wait_until(lambda: pub.is_connected)
     offer(pub, b"again")
     assert receive(sub, 1) == [b"again"]
@@ -203,8 +224,8 @@ async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
     async with Aeron.connect(Ctx(udp_media="aqueduct", counters_interval=0)) as server, \
             Aeron.connect(Ctx(udp_media="aqueduct", counters_interval=0)) as client:
         assert server.driver.network.thread is None
-        sub = server.add_subscription("aeron:udp?endpoint=localhost:25210", STREAM)
-        pub = client.add_publication("aeron:udp?endpoint=localhost:25210|term-length=64k", STREAM)
+        sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25210)}", STREAM)
+        pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25210)}|term-length=64k", STREAM)
         received: list[bytes] = []
 
         async def consume() -> None:
@@ -223,9 +244,9 @@ async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
 def test_lost_connection_makes_images_unavailable_without_end_of_stream(quic: Callable[[], Aeron]) -> None:
     server, client = quic(), quic()
     gone: list[bool] = []
-    sub = server.add_subscription("aeron:udp?endpoint=localhost:25220", STREAM,
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25220)}", STREAM,
                                   on_unavailable_image=lambda i: gone.append(i.is_end_of_stream))
-    pub = client.add_publication("aeron:udp?endpoint=localhost:25220", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25220)}", STREAM)
     wait_until(lambda: pub.is_connected)
     offer(pub, b"before the crash")
     assert receive(sub, 1) == [b"before the crash"]
@@ -233,4 +254,41 @@ def test_lost_connection_makes_images_unavailable_without_end_of_stream(quic: Ca
     (link,) = network.out_links.values()
     network.call(lambda: link.conn.protocol.close_connection(0, "simulated crash"))
     wait_until(lambda: sub.poll(lambda buf, hdr: None, 10) >= 0 and gone == [False])
-    assert server.counters["images"] == 0
+    wait_until(lambda: pub.offer(b"after redialling") > 0)
+    assert receive(sub, 1) == [b"after redialling"]
+    assert server.counters["images_total"] == 2
+
+
+def test_hostile_control_messages_are_counted_and_ignored(quic: Callable[[], Aeron]) -> None:
+    import asyncio
+
+    from aeron_compat.aqueduct_media import dev_certs
+    from aqueduct.api import channel, connect
+
+    server = quic()
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25230)}", STREAM)
+    pub = server.add_publication(f"aeron:udp?control=localhost:{port(25231)}|control-mode=dynamic", STREAM)
+    server.driver.ctx.max_remote_subscriptions_per_link = 2
+
+    async def attack() -> None:
+        async with connect(f"aqueduct://127.0.0.1:{port(25231)}", ca=dev_certs().ca) as conn:
+            back_tx, _ = channel()
+            await conn.entrypoint.send({"t": "hello", "back": back_tx})
+            _, data_rx = channel()
+            status_tx, _ = channel()
+            for msg in ({"t": "reg", "kind": "ctl", "sub": "x"}, "not a dict", {"t": "nope"},
+                        {"t": "setup", "sub": sub.registration_id, "stream": STREAM, "session": 1, "itid": 0,
+                         "tl": 1000, "mtu": 1408, "join": 0, "win": 10, "rel": True, "data": data_rx,
+                         "status": status_tx},
+                        *({"t": "reg", "kind": "ctl", "sub": n, "stream": 999, "session": None} for n in range(4))):
+                await conn.entrypoint.send(msg)
+            deadline = asyncio.get_running_loop().time() + 10
+            while server.counters["errors"] < 4 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.005)
+
+    asyncio.run(attack())
+    assert server.counters["errors"] == 4
+    assert sub.images == [] and not pub.is_connected
+    client = quic()
+    mine = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25230)}", STREAM)
+    wait_until(lambda: mine.is_connected)
