@@ -86,10 +86,16 @@ class _Pipe:
         self._waiters.append(fut)
         await fut
 
-    def sender_dropped(self) -> None:
+    def end(self, reason: EndReason) -> None:
+        """The sender ended; a cancel discards what is queued (as on the network: only a finish delivers it)."""
         if self.ended is None:
-            self.ended = EndReason.CANCELLED
+            self.ended = reason
+            if reason is not EndReason.FINISHED:
+                self.items.clear()
             self.wake()
+
+    def sender_dropped(self) -> None:
+        self.end(EndReason.CANCELLED)
 
     def receiver_dropped(self) -> None:
         self.receiver_gone = True
@@ -213,9 +219,8 @@ class Sender:
         if self._link is not None:
             assert self._handle is not None
             (self._link.finish if reason is EndReason.FINISHED else self._link.cancel)(self._handle)
-        elif self._pipe is not None and self._pipe.ended is None:
-            self._pipe.ended = reason
-            self._pipe.wake()
+        elif self._pipe is not None:
+            self._pipe.end(reason)
         self._done = "finished" if reason is EndReason.FINISHED else "cancelled"
 
     async def __aenter__(self) -> Sender:

@@ -32,6 +32,7 @@ async def test_modes_are_reported() -> None:
 
 async def test_cancel_is_seen_after_queued_messages_are_dropped() -> None:
     tx, rx = channel()
+    await tx.send("never taken")
     tx.cancel()
     with pytest.raises(ChannelCancelled):
         await rx.recv()
