@@ -31,13 +31,15 @@ those connections, so a client behind NAT is reached on the connection it opened
 by ``add_destination`` / ``remove_destination``.  ``control-mode=response`` answers an image on
 the connection it came from.  ``Context.udp_media="loopback"`` keeps aeron:udp between the drivers
 of one process (same matching, sessions and source identities, no sockets).  See
-``aqueduct_media.py`` and ``remote.py`` for the control messages.
+``aqueduct_media.py`` and ``remote.py`` for the control messages.  (``transport=native`` in an
+``aeron:udp`` channel selects Aeron's own UDP protocol instead: ``aeron_compat.native``.)
 
 Poll model.  Aeron's poll is non-blocking and driven by the user's loop, and so is this one:
 ``offer`` and ``poll`` never block and need no event loop.  The driver's network work runs on an
 asyncio loop: the running loop of the code that created the client (async users: poll, then
 ``await asyncio.sleep(0)``), or else a daemon thread's own loop (sync users: poll loops should
-idle with ``time.sleep`` when a poll finds nothing, or the GIL starves the driver thread).
+idle, e.g. ``BackoffIdleStrategy``, when a poll finds nothing, or the GIL starves the driver
+thread); ``Context.driver_loop`` forces either.
 Image arrivals and departures are queued and their handlers run on the polling thread, inside
 ``poll`` / ``controlled_poll`` / ``images``.  ``Publication.send`` is an awaitable ``offer`` that
 retries back pressure.  Counters (``Aeron.counters``; per-stream pub-pos / pub-lmt / sub-pos) are

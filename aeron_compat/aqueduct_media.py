@@ -145,11 +145,17 @@ class AqueductNetwork(Matcher):
         self.tasks: set[asyncio.Task[Any]] = set()
         self.closed = False
         self._close_task: asyncio.Task[None] | None = None
-        try:
-            self.loop = asyncio.get_running_loop()
-            self.thread: threading.Thread | None = None
+        running: asyncio.AbstractEventLoop | None = None
+        if ctx.driver_loop != "thread":
+            with contextlib.suppress(RuntimeError):
+                running = asyncio.get_running_loop()
+            if running is None and ctx.driver_loop == "caller":
+                raise RegistrationError("driver_loop: 'caller' needs a running asyncio loop")
+        self.thread: threading.Thread | None = None
+        if running is not None:
+            self.loop = running
             self.loop_thread = threading.get_ident()
-        except RuntimeError:
+        else:
             self.loop = asyncio.new_event_loop()
             started = threading.Event()
 

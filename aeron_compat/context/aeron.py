@@ -35,6 +35,9 @@ class Context:
     """Upper end of the reserved session id range."""
     udp_media: str = "aqueduct"
     """How aeron:udp travels: 'aqueduct' (QUIC, one endpoint per driver) or 'loopback' (drivers of this process)."""
+    driver_loop: str = "auto"
+    """Where the Aqueduct media runs: 'caller' (the running asyncio loop), 'thread' (a daemon thread's loop),
+    or 'auto' (the running loop if there is one, else a thread)."""
     tls_cert: str | Path | None = None
     """Certificate the driver serves with (aqueduct media); None: the user's shared dev certificate."""
     tls_key: str | Path | None = None
@@ -59,4 +62,6 @@ class Context:
             raise ValueError("mtu: must be a multiple of 32 in [64, 65504]")
         if self.udp_media not in ("loopback", "aqueduct"):
             raise ValueError("udp_media: 'loopback' or 'aqueduct'")
+        if self.driver_loop not in ("auto", "caller", "thread"):
+            raise ValueError("driver_loop: 'auto', 'caller' or 'thread'")
         return self

@@ -292,3 +292,17 @@ def test_hostile_control_messages_are_counted_and_ignored(quic: Callable[[], Aer
     client = quic()
     mine = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25230)}", STREAM)
     wait_until(lambda: mine.is_connected)
+
+
+async def test_driver_loop_setting_picks_a_thread_even_under_a_running_loop() -> None:
+    async with Aeron.connect(Context(udp_media="aqueduct", counters_interval=0, driver_loop="thread")) as client:
+        client.add_subscription(f"aeron:udp?endpoint=localhost:{port(25240)}", STREAM)
+        assert client.driver.network.thread is not None
+
+
+def test_caller_loop_without_a_running_loop_is_refused() -> None:
+    from aeron_compat import RegistrationError
+
+    with Aeron.connect(Context(udp_media="aqueduct", counters_interval=0, driver_loop="caller")) as client, \
+            pytest.raises(RegistrationError, match="driver_loop"):
+        client.add_subscription(f"aeron:udp?endpoint=localhost:{port(25250)}", STREAM)
