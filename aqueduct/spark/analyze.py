@@ -35,7 +35,7 @@ from aqueduct.spark.progress import Progress
 from aqueduct.spark.trees import tree_nodes
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 QUANTILES = (0.5, 0.99, 0.999)
 PERCENTILE_ACCURACY = 10_000
@@ -45,11 +45,21 @@ HIST_BINS_PER_DECADE = 20
 MESSAGE_KINDS = (Kind.MESSAGE_SENT.value, Kind.MESSAGE_RECEIVED.value)
 OUTCOME_KINDS = (Kind.ACKED.value, Kind.NACKED.value)
 EVENT_COLUMNS = [
-    "time_ns", "kind", "connection", "channel", "direction", "delivery", "number", "length",
-    "attachments", "latency_ns", "parent", "rtt_us", "cwnd", "bytes_in_flight", "packets_lost",
+    "time_ns", "kind", "connection", "channel", "direction", "delivery", "length", "attachments", "latency_ns",
+    "parent", "detail", "rtt_us", "cwnd", "bytes_in_flight", "packets_lost",
 ]  # fmt: skip
-STEPS = 9
-"""Progress steps of `analyze` (reading plus eight result groups)."""
+CORE_COLUMNS = ["time_ns", "kind", "connection", "channel", "direction", "delivery", "length", "latency_ns"]
+"""What most aggregations need: cached once, without the list and stats columns."""
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+"""C1-only JIT: a JVM that starts and warms up fast; C2's peak speed only pays off on large inputs."""
+QUICK_JIT_EVENTS = 5_000_000
+"""`--jit auto` uses QUICK_JIT below this many events (see benchmarks/spark_bench.py)."""
+STEPS = 7
+"""Progress steps of `analyze`."""
+RESULT_ORDER = [
+    "summary", "flows", "by_connection", "by_delivery", "channels", "trees", "top_channels", "timeline",
+    "latency_histogram", "connection_stats",
+]  # fmt: skip
 
 
 def load_events(spark: SparkSession, path: str) -> DataFrame:
@@ -57,33 +67,50 @@ def load_events(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.option("pathGlobFilter", "*.parquet").parquet(path).select(*EVENT_COLUMNS)
 
 
-def _flow_aggregates() -> list[Column]:
+FLOW_KEYS = ["connection", "channel", "delivery", "direction"]
+FLOW_TABLES: dict[str, tuple[str, ...]] = {
+    "flows": ("connection", "channel", "delivery", "direction"),
+    "by_connection": ("connection", "direction"),
+    "by_delivery": ("delivery", "direction"),
+}
+"""The flow tables and their grouping keys: computed together in one pass (grouping sets)."""
+
+
+def _grouping_id(keys: Sequence[str]) -> int:
+    """Spark's grouping_id for a grouping set over FLOW_KEYS: one bit per key left out, first key highest."""
+    return sum(1 << (len(FLOW_KEYS) - 1 - i) for i, k in enumerate(FLOW_KEYS) if k not in keys)
+
+
+def flow_metrics(core: DataFrame) -> DataFrame:
+    """Counts, bytes, throughput, outcome rates and ack-latency percentiles for every grouping of FLOW_TABLES.
+
+    Column `gid` tells the grouping (see `_grouping_id`); keys outside a row's grouping are null.
+    """
     from pyspark.sql import functions as F
 
     kind = F.col("kind")
     is_msg = kind.isin(*MESSAGE_KINDS)
     acked = kind == Kind.ACKED.value
-    return [
-        F.count(F.when(is_msg, 1)).alias("messages"),
-        F.coalesce(F.sum(F.when(is_msg, F.col("length"))), F.lit(0)).alias("bytes"),
-        F.min(F.when(is_msg, F.col("time_ns"))).alias("first_ns"),
-        F.max(F.when(is_msg, F.col("time_ns"))).alias("last_ns"),
-        F.count(F.when(acked, 1)).alias("acked"),
-        F.count(F.when(kind == Kind.NACKED.value, 1)).alias("nacked"),
-        F.percentile_approx(F.when(acked, F.col("latency_ns")), list(QUANTILES), PERCENTILE_ACCURACY).alias("lat"),
-    ]
-
-
-def flow_metrics(events: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """Counts, bytes, throughput, outcome rates and ack-latency percentiles grouped by `keys`."""
-    from pyspark.sql import functions as F
-
-    agg = events.filter(F.col("kind").isin(*MESSAGE_KINDS, *OUTCOME_KINDS)).groupBy(*keys).agg(*_flow_aggregates())
+    agg = (
+        core.filter(kind.isin(*MESSAGE_KINDS, *OUTCOME_KINDS))
+        .groupingSets([list(keys) for keys in FLOW_TABLES.values()], *FLOW_KEYS)
+        .agg(
+            F.grouping_id().alias("gid"),
+            F.count(F.when(is_msg, 1)).alias("messages"),
+            F.coalesce(F.sum(F.when(is_msg, F.col("length"))), F.lit(0)).alias("bytes"),
+            F.min(F.when(is_msg, F.col("time_ns"))).alias("first_ns"),
+            F.max(F.when(is_msg, F.col("time_ns"))).alias("last_ns"),
+            F.count(F.when(acked, 1)).alias("acked"),
+            F.count(F.when(kind == Kind.NACKED.value, 1)).alias("nacked"),
+            F.percentile_approx(F.when(acked, F.col("latency_ns")), list(QUANTILES), PERCENTILE_ACCURACY).alias("lat"),
+        )
+    )
     span = (F.col("last_ns") - F.col("first_ns")) / 1e9
     out = F.col("direction") == "out"
     sent = F.when(out & (F.col("messages") > 0), F.col("messages"))
     return agg.select(
-        *keys,
+        F.col("gid").cast("int").alias("gid"),
+        *FLOW_KEYS,
         "messages",
         "bytes",
         "first_ns",
@@ -96,7 +123,18 @@ def flow_metrics(events: DataFrame, keys: Sequence[str]) -> DataFrame:
         (F.col("nacked") / sent).alias("nack_rate"),
         ((sent - F.col("acked")) / sent).alias("loss_rate"),
         *[(F.col("lat")[i] / 1e6).alias(name) for i, name in enumerate(("p50_ms", "p99_ms", "p999_ms"))],
-    ).orderBy(*keys)
+    )
+
+
+def split_flows(table: pa.Table) -> dict[str, pa.Table]:
+    """The one grouping-sets result as the FLOW_TABLES, each with only its keys, sorted by them."""
+    out = {}
+    for name, keys in FLOW_TABLES.items():
+        part = table.filter(pc.equal(table["gid"], _grouping_id(keys)))
+        dropped = ["gid", *(k for k in FLOW_KEYS if k not in keys)]
+        part = part.drop_columns(dropped)
+        out[name] = part.take(pc.sort_indices(part, [(k, "ascending") for k in keys]))
+    return out
 
 
 def channel_lifetimes(events: DataFrame) -> DataFrame:
@@ -186,19 +224,29 @@ def latency_histogram(events: DataFrame) -> DataFrame:
 
 
 def connection_stats(events: DataFrame) -> DataFrame:
-    """Per connection: RTT median and max, mean congestion window, peak bytes in flight, packets lost."""
+    """Per connection: open/close times, peer, RTT median and max, mean cwnd, peak bytes in flight, packets lost."""
     from pyspark.sql import functions as F
 
+    kind = F.col("kind")
+    stats = kind == Kind.CONNECTION_STATS.value
+    opened = kind == Kind.CONNECTION_OPENED.value
     return (
-        events.filter(F.col("kind") == Kind.CONNECTION_STATS.value)
+        events.filter(
+            kind.isin(Kind.CONNECTION_OPENED.value, Kind.CONNECTION_CLOSED.value, Kind.CONNECTION_STATS.value)
+        )
         .groupBy("connection")
         .agg(
-            F.count(F.lit(1)).alias("samples"),
-            F.percentile_approx("rtt_us", 0.5, PERCENTILE_ACCURACY).alias("rtt_p50_us"),
-            F.max("rtt_us").alias("rtt_max_us"),
-            F.avg("cwnd").alias("cwnd_mean"),
-            F.max("bytes_in_flight").alias("bytes_in_flight_max"),
-            (F.max("packets_lost") - F.min("packets_lost")).alias("packets_lost"),
+            F.min(F.when(opened, F.col("detail"))).alias("opened_as"),
+            F.min(F.when(opened, F.col("time_ns"))).alias("opened_ns"),
+            F.min(F.when(kind == Kind.CONNECTION_CLOSED.value, F.col("time_ns"))).alias("closed_ns"),
+            F.count(F.when(stats, 1)).alias("samples"),
+            F.percentile_approx(F.when(stats, F.col("rtt_us")), 0.5, PERCENTILE_ACCURACY).alias("rtt_p50_us"),
+            F.max(F.when(stats, F.col("rtt_us"))).alias("rtt_max_us"),
+            F.avg(F.when(stats, F.col("cwnd"))).alias("cwnd_mean"),
+            F.max(F.when(stats, F.col("bytes_in_flight"))).alias("bytes_in_flight_max"),
+            (F.max(F.when(stats, F.col("packets_lost"))) - F.min(F.when(stats, F.col("packets_lost")))).alias(
+                "packets_lost"
+            ),
         )
         .orderBy("connection")
     )
@@ -249,46 +297,56 @@ def analyze(spark: SparkSession, path: str, progress: Progress | None = None) ->
 
     progress = progress or Progress(STEPS, out=io.StringIO())
     out: dict[str, pa.Table] = {}
-    with progress.step("reading the recording"):
-        events = load_events(spark, path).persist(StorageLevel.MEMORY_AND_DISK)
-        summary = events.agg(
-            F.count(F.lit(1)).alias("events"),
-            F.countDistinct("connection").alias("connections"),
-            F.count(F.when(F.col("kind").isin(*MESSAGE_KINDS), 1)).alias("messages"),
-            F.coalesce(F.sum(F.when(F.col("kind").isin(*MESSAGE_KINDS), F.col("length"))), F.lit(0)).alias("bytes"),
-            F.min("time_ns").alias("first_ns"),
-            F.max("time_ns").alias("last_ns"),
-        ).toArrow()
-        out["summary"] = summary
+    events = load_events(spark, path)
+    core = events.select(*CORE_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        with progress.step("flows per connection, channel and delivery mode"):
-            out["flows"] = flow_metrics(events, ["connection", "channel", "delivery", "direction"]).toArrow()
-        with progress.step("rollups per connection and per delivery mode"):
-            out["by_connection"] = flow_metrics(events, ["connection", "direction"]).toArrow()
-            out["by_delivery"] = flow_metrics(events, ["delivery", "direction"]).toArrow()
+        with progress.step("reading the recording"):
+            is_msg = F.col("kind").isin(*MESSAGE_KINDS)
+            summary = core.agg(
+                F.count(F.lit(1)).alias("events"),
+                F.count(F.when(is_msg, 1)).alias("messages"),
+                F.coalesce(F.sum(F.when(is_msg, F.col("length"))), F.lit(0)).alias("bytes"),
+                F.min("time_ns").alias("first_ns"),
+                F.max("time_ns").alias("last_ns"),
+            ).toArrow()
+        with progress.step("flows per connection, channel and delivery mode, with rollups"):
+            out.update(split_flows(flow_metrics(core).toArrow()))
         with progress.step("channel lifetimes and end states"):
-            channels = channel_lifetimes(events).toArrow()
+            channels = channel_lifetimes(core).toArrow()
         with progress.step("attachment trees"):
             out["channels"], out["trees"] = _trees(channels, attachment_edges(events).toArrow())
-            order = pc.sort_indices(out["channels"], [("bytes", "descending"), ("connection", "ascending"),
-                                                              ("channel", "ascending")])  # fmt: skip
+            order = pc.sort_indices(
+                out["channels"], [("bytes", "descending"), ("connection", "ascending"), ("channel", "ascending")]
+            )
             out["top_channels"] = out["channels"].take(order[:TOP_CHANNELS])
         with progress.step("throughput timeline"):
             first, last = summary["first_ns"][0].as_py(), summary["last_ns"][0].as_py()
             span = (last - first) if first is not None else 0
             width = max(1, math.ceil(span / TIMELINE_BUCKETS / 1e6)) * 1_000_000  # whole milliseconds
-            out["timeline"] = timeline(events, first or 0, width).toArrow()
+            out["timeline"] = timeline(core, first or 0, width).toArrow()
         with progress.step("ack latency histogram"):
-            out["latency_histogram"] = latency_histogram(events).toArrow()
+            out["latency_histogram"] = latency_histogram(core).toArrow()
         with progress.step("connection stats"):
             out["connection_stats"] = connection_stats(events).toArrow()
-        with progress.step("summary"):
-            out["summary"] = summary.append_column(
-                "channels", pa.array([out["channels"].num_rows], pa.int64())
-            ).append_column("span_s", pa.array([span / 1e9], pa.float64()))
     finally:
-        events.unpersist()
-    return out
+        core.unpersist()
+    connections = len(
+        {*out["by_connection"]["connection"].to_pylist(), *out["trees"]["connection"].to_pylist(),
+         *out["connection_stats"]["connection"].to_pylist()}
+    )  # fmt: skip
+    out["summary"] = (
+        summary.append_column("connections", pa.array([connections], pa.int64()))
+        .append_column("channels", pa.array([out["channels"].num_rows], pa.int64()))
+        .append_column("span_s", pa.array([span / 1e9], pa.float64()))
+    )
+    return {name: out[name] for name in RESULT_ORDER}
+
+
+def recorded_events(path: Path) -> int:
+    """Rows in a local recording, from the segments' Parquet footers (no data read)."""
+    from aqueduct.recording.segments import sealed_segments
+
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in sealed_segments(path))
 
 
 def write_tables(tables: dict[str, pa.Table], out_dir: Path) -> list[Path]:
@@ -324,13 +382,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out_dir = Path(args.out or f"{recording.rstrip('/')}.analysis")
     out_dir.mkdir(parents=True, exist_ok=True)
+    jit = args.jit
+    if jit == "auto":
+        jit = "quick" if is_local and recorded_events(local_path) < QUICK_JIT_EVENTS else "full"
+    config = {f"spark.{role}.extraJavaOptions": QUICK_JIT for role in ("driver", "executor")} if jit == "quick" else {}
     progress = Progress(STEPS)
     started = time.monotonic()
     progress.note(
         f"aqueduct analyze: starting Spark ({args.master or 'local[*]'}); its log goes to {out_dir}/spark.log"
     )
     try:
-        spark = spark_session(args.master, app_name="aqueduct-analyze", jvm_log=str(out_dir / "spark.log"))
+        spark = spark_session(
+            args.master, app_name="aqueduct-analyze", config=config, jvm_log=str(out_dir / "spark.log")
+        )
     except JavaMissing as exc:
         print(f"aqueduct analyze: {exc}", file=sys.stderr)
         return 3

@@ -13,4 +13,11 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     )
     parser.add_argument("--out", default=None, help="where result tables and charts go (default DIR.analysis)")
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+    parser.add_argument(
+        "--jit",
+        choices=["auto", "quick", "full"],
+        default="auto",
+        help="JVM compiler: quick (C1 only: fast start, best for small recordings), full (C2), "
+        "auto: quick below 5M events (default)",
+    )
     return parser

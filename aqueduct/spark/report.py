@@ -22,7 +22,7 @@ SECTIONS: list[tuple[str, str, list[str], int]] = [
     ("top_channels", "Top channels by bytes", ["connection", "channel", "delivery", "messages", "bytes",
                                                "lifetime_s", "end_state", "depth", "fanout"], 10),
     ("trees", "Attachment trees", ["connection", "channels", "roots", "max_depth", "max_fanout", "mean_fanout"], 20),
-    ("connection_stats", "Connection stats", ["connection", "samples", "rtt_p50_us", "rtt_max_us", "cwnd_mean",
+    ("connection_stats", "Connections", ["connection", "opened_as", "samples", "rtt_p50_us", "rtt_max_us", "cwnd_mean",
                                               "bytes_in_flight_max", "packets_lost"], 20),
 ]  # fmt: skip
 

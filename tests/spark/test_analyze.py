@@ -138,9 +138,13 @@ def test_timeline_and_histogram_cover_every_message(tables: dict[str, pa.Table],
 
 def test_connection_stats(tables: dict[str, pa.Table], events: list[dict[str, Any]]) -> None:
     stats = {r["connection"]: r for r in tables["connection_stats"].to_pylist()}
+    assert set(stats) == {"conn-0000", "conn-0001", "live"}
     for conn, row in stats.items():
         rtts = [e["rtt_us"] for e in events if e["connection"] == conn and e["kind"] == "connection_stats"]
-        assert row["samples"] == len(rtts) and row["rtt_max_us"] == max(rtts)
+        assert row["samples"] == len(rtts) and row["rtt_max_us"] == max(rtts, default=None)
+        opened = [e for e in events if e["connection"] == conn and e["kind"] == "connection_opened"]
+        assert (row["opened_ns"], row["opened_as"]) == (opened[0]["time_ns"], opened[0]["detail"])
+    assert stats["live"]["opened_as"] == "server 127.0.0.1:5000" and stats["live"]["closed_ns"] is None
 
 
 def test_outputs_written_and_rendered(tables: dict[str, pa.Table], tmp_path: Path) -> None:
