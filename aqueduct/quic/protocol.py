@@ -225,6 +225,11 @@ class AqueductProtocol(QuicConnectionProtocol):
         self.pump()
         self._transmit_soon()
 
+    def transmit(self) -> None:
+        """Send what aioquic has ready; senders waiting on its datagram queue may proceed after that."""
+        super().transmit()
+        self._wake_writers()
+
     def _execute(self, cmd: tp.TransportCommand) -> None:
         quic = self.quic
         try:
