@@ -13,6 +13,7 @@ deletes actions while the same kind of violation persists.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import traceback
@@ -36,7 +37,7 @@ from ..core.app import (
     WritableAgain,
 )
 from ..core.config import EngineConfig
-from ..errors import EndReason, WouldBlock
+from ..errors import ERROR_FOR_REASON, ChannelClosed, ChannelError, EndReason, WouldBlock
 from ..wire.channel_id import Side
 from .ledger import Ledger, encode_payload
 from .netconfig import NetConfig
@@ -287,6 +288,8 @@ class Run:
     def _send(self, app: _App, h: int, tag: str, delivery: Delivery, attach: Sequence[AttachKind], pad: int) -> bool:
         rec = self.ledger.channels[tag]
         tags = [self._new_tag() for _ in attach]
+        if self.net.stream_window is not None:  # a frame bigger than the window could never arrive
+            pad = min(pad, self.net.stream_window - 100)
         payload = encode_payload(tag, rec.sends, tags, pad)
         try:
             res = self._engine(app.side).send(h, payload, attach, delivery, now=self.sim.now)
@@ -440,6 +443,52 @@ class Run:
         self._absorb()
         return True
 
+    def _do_poke(self, app: _App, a: Action) -> bool:
+        """Call into a handle that is past its prime; only documented outcomes are allowed."""
+        senders = [h for h in app.senders if app.sender_state[h] != "open"]
+        receivers = [h for h in app.receivers if h in app.receiver_ended or h in app.receiver_closed]
+        h = self._pick(senders + receivers, a.pick)
+        if h is None:
+            return False
+        eng = self._engine(app.side)
+        if h in senders:
+            ended = app.seen_sender_end.get(h)
+            want = ChannelClosed if ended in (None, EndReason.FINISHED) else ERROR_FOR_REASON[ended]
+            what = f"{app.side.name} sender {h} ({app.sender_state[h]}, ended {ended})"
+            self._expect(what, "send", want, lambda: eng.send(h, b"late", (), a.delivery, now=self.sim.now))
+            if ended is None and app.sender_state[h] == "finishing":
+                self._expect(what, "cancel", ChannelClosed, lambda: eng.cancel(h, now=self.sim.now))
+            else:  # ended: a no-op (after a completed finish, ChannelClosed is as good)
+                err = ChannelClosed if ended is EndReason.FINISHED else None
+                self._expect(what, "cancel", err, lambda: eng.cancel(h, now=self.sim.now), none_ok=True)
+        else:
+            ended_r = app.receiver_ended.get(h)
+            what = f"{app.side.name} receiver {h} (ended {ended_r}, closed {h in app.receiver_closed})"
+            if ended_r is not EndReason.FINISHED:
+                self._expect(what, "take_message", None, lambda: eng.take_message(h, now=self.sim.now))
+            self._expect(what, "close_receiver", None, lambda: eng.close_receiver(h, now=self.sim.now))
+        self._absorb()
+        return True
+
+    def _expect(
+        self,
+        what: str,
+        call: str,
+        error: type[ChannelError] | None,
+        fn: Callable[[], object],
+        *,
+        none_ok: bool = False,
+    ) -> None:
+        """`fn` must raise `error` (or a subclass), or return None when `error` is None or `none_ok`."""
+        try:
+            out = fn()
+        except ChannelError as exc:
+            if error is None or not isinstance(exc, error):
+                self.violations.append(f"{what}: {call} raised {type(exc).__name__}, expected {_name(error)}")
+            return
+        if out is not None or (error is not None and not none_ok):
+            self.violations.append(f"{what}: {call} returned {out!r:.80}, expected {_name(error)}")
+
     def _do_close_connection(self, app: _App, a: Action) -> bool:
         """Odd picks: the transport dies under both (idle timeout); even: the app closes the connection."""
         self.closed_by_driver = True
@@ -522,6 +571,10 @@ class Run:
                 self.violations.append(f"leak: {side.name} still has a deadline at {eng.next_deadline()}")
 
 
+def _name(error: type[ChannelError] | None) -> str:
+    return error.__name__ if error else "no error and None"
+
+
 def draw(
     seed: int, *, actions: int = 40, loss: float | None = None, flow_control: bool | None = None
 ) -> tuple[NetConfig, list[Action]]:
@@ -531,9 +584,18 @@ def draw(
     return net, random_script(rng, rng.randint(1, actions))
 
 
-def config_for(seed: int) -> EngineConfig:
-    """The engine configuration a seed stands for (sometimes a server that may process 0-RTT at once)."""
-    return EngineConfig(replay_safe_0rtt=random.Random(seed ^ 0x5EED).random() < 0.3)
+def config_for(seed: int, *, ghosts: bool = False) -> EngineConfig:
+    """The engine configuration a seed stands for: timings, sometimes a server that may process 0-RTT at once;
+    with `ghosts`, often a tiny or no discarded filter, so late messages make ghost receivers."""
+    rng = random.Random(seed ^ 0x5EED)
+    filter_size = rng.choice((4096, 4096, 2, 0))
+    return EngineConfig(
+        replay_safe_0rtt=rng.random() < 0.3,
+        discarded_filter_size=filter_size if ghosts else EngineConfig.discarded_filter_size,
+        ack_delay=rng.choice((0.0, 0.05, 0.05, 0.5)),
+        sent_unreliable_delay=rng.choice((0.0, 0.1, 0.1)),
+        nack_timeout=rng.choice((0.2, 1.0, 1.0)),
+    )
 
 
 def run_seed(
@@ -542,11 +604,15 @@ def run_seed(
     actions: int = 40,
     loss: float | None = None,
     flow_control: bool | None = None,
+    ghosts: bool = False,
     factory: EngineFactory | None = None,
 ) -> RunResult:
     """Draw a network, a script and a configuration from `seed`, run and check them."""
     net, script = draw(seed, actions=actions, loss=loss, flow_control=flow_control)
-    return Run(seed, script, net, factory, config=config_for(seed)).execute()
+    config = config_for(seed, ghosts=ghosts)
+    if net.datagram_dup:  # QUIC never delivers a datagram twice; only the discarded filter saves a duplicate
+        config = dataclasses.replace(config, discarded_filter_size=EngineConfig.discarded_filter_size)
+    return Run(seed, script, net, factory, config=config).execute()
 
 
 def signature(violation: str) -> str:

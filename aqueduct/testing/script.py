@@ -28,6 +28,8 @@ class ActionKind(Enum):
     TAKE = "take"
     DRAIN = "drain"
     CLOSE_CONNECTION = "close_connection"
+    POKE = "poke"
+    """A late call on a handle that is finishing, ended or closed: it must fail with a channel error or do nothing."""
 
 
 _WEIGHTS: dict[ActionKind, float] = {
@@ -40,6 +42,7 @@ _WEIGHTS: dict[ActionKind, float] = {
     ActionKind.DROP_SENDER: 3,
     ActionKind.DROP_RECEIVER: 3,
     ActionKind.CLOSE_CONNECTION: 0.3,
+    ActionKind.POKE: 0,  # 3 once send on a FINISHED sender raises ChannelClosed (/tmp/coord/engine-bugs.md, C)
 }
 _DELIVERIES = (Delivery.ORDERED, Delivery.ORDERED, Delivery.UNORDERED, Delivery.UNRELIABLE)
 _DTS = (0.0, 0.0, 0.0005, 0.005, 0.05, 0.3)
@@ -84,7 +87,7 @@ def random_script(rng: random.Random, n: int, *, close_weight: float | None = No
         attach: tuple[AttachKind, ...] = ()
         if kind is ActionKind.SEND and rng.random() < 0.45:
             attach = tuple(rng.choice(list(AttachKind)) for _ in range(rng.choice((1, 1, 2))))
-        pad = rng.choice((0, 0, 10, 100, 400))
+        pad = rng.choice((0, 0, 10, 100, 400, 400, 5000))
         if delivery is Delivery.UNRELIABLE:
             pad = min(pad, 200)
         out.append(

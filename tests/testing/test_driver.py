@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
-from aqueduct.core.app import AppEvent, Delivered, MessagesNacked
+from aqueduct.core.app import AppEvent, AttachKind, Delivered, MessagesNacked, SendResult
 from aqueduct.core.engine import Engine
+from aqueduct.errors import ChannelClosed
+from aqueduct.testing import NetConfig
 from aqueduct.testing.driver import DrivenEngine, EngineFactory, Run, draw, run_seed, shrink
+from aqueduct.testing.script import Action, ActionKind
 from aqueduct.wire.channel_id import Side
 
 
@@ -98,3 +102,29 @@ def test_shrink_keeps_the_violation_with_fewer_actions() -> None:
     assert not small.ok and len(small.script) <= len(r.script)
     replay = Run(seed, small.script, draw(seed)[0], factory(NoNacks)).execute()
     assert replay.violations == small.violations
+
+
+POKE_SCRIPT = [
+    Action(0.0, Side.CLIENT, ActionKind.SEND, attach=(AttachKind.RECEIVER,)),
+    Action(0.5, Side.CLIENT, ActionKind.CANCEL, pick=0),
+    Action(0.5, Side.CLIENT, ActionKind.POKE, pick=0),
+]
+
+
+class SendsAfterCancel(Engine):
+    """Lets a cancelled sender send (swallowing the error)."""
+
+    def send(self, sender: int, payload: bytes, *args: Any, **kwargs: Any) -> SendResult:
+        try:
+            return super().send(sender, payload, *args, **kwargs)
+        except ChannelClosed:
+            return SendResult(99, (), None)
+
+
+def test_late_calls_on_ended_handles_get_documented_outcomes() -> None:
+    run = Run(0, POKE_SCRIPT, NetConfig())
+    r = run.execute()
+    assert r.ok, r.violations
+    assert r.stats["skipped"] == 0
+    bad = Run(0, POKE_SCRIPT, NetConfig(), factory(SendsAfterCancel)).execute()
+    assert any("send returned SendResult" in v for v in bad.violations)
