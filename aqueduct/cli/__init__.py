@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-_COMMANDS = ["wire", "cert", "serve", "demo", "analyze"]
+_COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "replay"]
 
 
 def build_parser() -> argparse.ArgumentParser:
