@@ -1,68 +1,90 @@
-# How frames travel inside one Aqueduct message: concatenated data frames in Aeron's header
-# layout (little endian: length, version, flags, type, term offset, session, stream, term id,
-# reserved value), each followed by its payload and no alignment padding (positions still count
-# aligned lengths); padding frames travel as a bare header whose length is the padding.  The
-# decoder checks every field against the session it belongs to and raises BatchError (never
-# anything else) on bytes it cannot trust.
+# How frames travel inside one Aqueduct message.  The frames a sink sends are always contiguous
+# (every frame of the log from the join position on, padding included), and the channel itself
+# names the session and stream, so most of Aeron's 32-byte header is implied: a batch is the
+# first frame's stream position (8 bytes), then per frame one byte of B/E/S flags + type (+ a bit
+# saying a reserved value follows), the frame length (4 bytes), the reserved value if any
+# (8 bytes) and, for data frames, the payload.  Positions, term ids and offsets are rebuilt from
+# the start position and aligned lengths.  The decoder checks everything against the session's
+# term length and raises BatchError (never anything else) on bytes it cannot trust.
 """Encoding and decoding batches of frames for the Aqueduct media."""
 
 from __future__ import annotations
 
 import struct
 
-from .codes import HDR_TYPE_DATA, HDR_TYPE_PAD, HEADER_LENGTH, AeronError
-from .logbuffer import Frame, compute_position
+from .codes import EOS_FLAG, HDR_TYPE_DATA, HEADER_LENGTH, UNFRAGMENTED, AeronError
+from .logbuffer import Frame, max_possible_position
 
-_HEADER = struct.Struct("<iBBHiiiiq")
+_START = struct.Struct("<q")
+_FRAME = struct.Struct("<BI")
+_RESERVED = struct.Struct("<q")
+HAS_RESERVED = 0x02
+_FLAG_BITS = UNFRAGMENTED | EOS_FLAG
+_new_frame = tuple.__new__
 
 
 class BatchError(AeronError):
-    """A received batch is malformed or does not belong to its session."""
+    """A received batch is malformed or impossible for its session."""
 
 
-def encode_batch(frames: list[Frame], session_id: int, stream_id: int) -> bytes:
-    """Frames as one message payload."""
-    out = bytearray()
-    pack = _HEADER.pack
+def encode_batch(frames: list[Frame]) -> bytes:
+    """Contiguous frames as one message payload."""
+    out = bytearray(_START.pack(frames[0].position))
+    pack = _FRAME.pack
     for f in frames:
-        out += pack(f.length, 0, f.flags, f.frame_type, f.term_offset, session_id, stream_id, f.term_id,
-                    f.reserved_value)
+        if f.reserved_value:
+            out += pack(f.flags | f.frame_type | HAS_RESERVED, f.length)
+            out += _RESERVED.pack(f.reserved_value)
+        else:
+            out += pack(f.flags | f.frame_type, f.length)
         if f.frame_type == HDR_TYPE_DATA:
             out += f.payload
     return bytes(out)
 
 
-def decode_batch(data: bytes, session_id: int, stream_id: int, initial_term_id: int, term_length: int) -> list[Frame]:
-    """Frames of one message payload, validated against the session."""
-    if not isinstance(data, bytes | bytearray):
-        raise BatchError(f"batch must be bytes, got {type(data).__name__}")
+def decode_batch(data: bytes, initial_term_id: int, term_length: int) -> list[Frame]:
+    """Frames of one message payload, validated against the session's term length."""
+    if not isinstance(data, bytes | bytearray) or len(data) < _START.size:
+        raise BatchError("batch must be bytes holding at least a start position")
     bits = term_length.bit_length() - 1
+    mask = term_length - 1
+    limit = max_possible_position(term_length)
+    (position,) = _START.unpack_from(data, 0)
+    if position < 0 or position % 32:
+        raise BatchError(f"bad start position {position}")
     frames = []
-    offset, end = 0, len(data)
-    unpack = _HEADER.unpack_from
+    offset, end = _START.size, len(data)
+    unpack = _FRAME.unpack_from
     while offset < end:
-        if end - offset < HEADER_LENGTH:
-            raise BatchError("truncated frame header")
-        length, version, flags, ftype, term_offset, session, stream, term_id, reserved = unpack(data, offset)
-        offset += HEADER_LENGTH
-        if version != 0 or session != session_id or stream != stream_id:
-            raise BatchError("frame of another version, session or stream")
-        if term_offset < 0 or term_offset % 32 or term_offset >= term_length:
-            raise BatchError(f"bad term offset {term_offset}")
-        if ftype == HDR_TYPE_DATA:
+        if end - offset < _FRAME.size:
+            raise BatchError("truncated frame")
+        kind, length = unpack(data, offset)
+        offset += _FRAME.size
+        if kind & ~(_FLAG_BITS | HAS_RESERVED | 1):
+            raise BatchError(f"unknown frame bits 0x{kind:02x}")
+        reserved = 0
+        if kind & HAS_RESERVED:
+            if end - offset < _RESERVED.size:
+                raise BatchError("truncated reserved value")
+            (reserved,) = _RESERVED.unpack_from(data, offset)
+            offset += _RESERVED.size
+        term_offset = position & mask
+        if term_offset + length > term_length:
+            raise BatchError(f"frame of {length} bytes crosses its term")
+        if kind & 1 == HDR_TYPE_DATA:
             size = length - HEADER_LENGTH
-            if size < 0 or size > end - offset or term_offset + length > term_length:
+            if size < 0 or size > end - offset:
                 raise BatchError(f"bad data frame length {length}")
             payload = bytes(data[offset : offset + size])
             offset += size
-        elif ftype == HDR_TYPE_PAD:
-            if length < HEADER_LENGTH or length % 32 or term_offset + length > term_length:
+        else:
+            if length < HEADER_LENGTH or length % 32:
                 raise BatchError(f"bad padding length {length}")
             payload = b""
-        else:
-            raise BatchError(f"unknown frame type {ftype}")
-        position = compute_position(term_id, term_offset, bits, initial_term_id)
-        if position < 0:
-            raise BatchError("frame before the stream's start")
-        frames.append(Frame(position, term_id, term_offset, flags, ftype, reserved, length, payload))
+        term_id = ((initial_term_id + (position >> bits) + 2**31) % 2**32) - 2**31
+        frames.append(_new_frame(Frame, (position, term_id, term_offset, kind & _FLAG_BITS, kind & 1, reserved,
+                                         length, payload)))
+        position += (length + 31) & -32
+        if position > limit:
+            raise BatchError("frame beyond the stream's maximum position")
     return frames

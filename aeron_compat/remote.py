@@ -129,7 +129,6 @@ class RemoteSink:
             self._detach()
 
     async def _pump(self, tx: Sender, reliable: bool, link: Link) -> None:
-        log = self.log
         limit = BATCH_BYTES if reliable else max(link.datagram_limit - DATAGRAM_OVERHEAD, 64)
         while not self.dropped:
             if not self.queue:
@@ -145,12 +144,12 @@ class RemoteSink:
             size = 0
             while self.queue and size < limit:
                 batch = self.queue[0]
-                more = sum(32 + len(f.payload) for f in batch)
+                more = sum(13 + len(f.payload) for f in batch)
                 if frames and size + more > limit:
                     break
                 frames.extend(self.queue.popleft())
                 size += more
-            data = encode_batch(frames, log.session_id, log.stream_id)
+            data = encode_batch(frames)
             await tx.send(data, "ordered" if reliable or len(data) > limit else "unreliable")
 
     async def _read_status(self) -> None:
@@ -221,7 +220,7 @@ class RemoteSession:
         """Feed the image until the data channel finishes (end of stream) or fails (lost)."""
         try:
             async for batch in self.data:
-                frames = decode_batch(batch, self.session_id, self.stream_id, self.initial_term_id, self.term_length)
+                frames = decode_batch(batch, self.initial_term_id, self.term_length)
                 fresh = [f for f in frames if f.position >= self.received]
                 if not fresh:
                     continue
