@@ -20,6 +20,7 @@ lingers until the message that creates it arrives or ClosedChannelLost.
 # mypy: disable-error-code="misc"
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from ..errors import EndReason, ResetCode
@@ -43,6 +44,8 @@ from .streams import Role
 
 if TYPE_CHECKING:
     from .engine import Engine
+
+_EMPTY: deque[tuple[int, float]] = deque()
 
 
 class ReceivingMixin:
@@ -72,7 +75,8 @@ class ReceivingMixin:
         channel = ChannelId(m.channel)
         if channel.to is not self._side:
             raise ProtocolError(f"Message on channel {channel}, whose receiver would be the sender's own side")
-        if channel.oneshot and m.number != 0:
+        oneshot = channel & 4
+        if oneshot and m.number != 0:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {channel}")
         h = self._rx_by_channel.get(channel)
         if h is None:
@@ -92,7 +96,7 @@ class ReceivingMixin:
                 return False  # nacked already (or a duplicate): never delivered
             if r.finish_count is not None and n >= r.declared:
                 raise ProtocolError(f"unreliable message {n} on channel {channel} beyond the declared count")
-        if channel.oneshot and r.messages_seen:
+        if oneshot and r.messages_seen:
             raise ProtocolError(f"second message on oneshot channel {channel}")
         over = (
             len(r.queue) >= self.config.max_receiver_queue_messages
@@ -119,9 +123,10 @@ class ReceivingMixin:
             self._discard_queues([r], lost=False)
         elif was_empty and r.exposed and not r.app_dropped:
             self._event(MessageAvailable(r.handle))
-        self._rx_schedule(r)
         if r.state is RState.FINISHING:
             self._check_finished(r)
+        if not (reliable and r.declarations == _EMPTY and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
+            self._rx_schedule(r)
         return credit_sid is not None and r.close_reason is None
 
     def _take_attachments(self: Engine, ids: tuple[int, ...]) -> tuple[Attachment, ...]:

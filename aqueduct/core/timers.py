@@ -31,6 +31,10 @@ class Timers:
         self._seq += 1
         heapq.heappush(self._heap, (when, self._seq, key))
 
+    def armed_at(self, key: Hashable) -> float | None:
+        """The deadline armed for `key`, if any."""
+        return self._at.get(key)
+
     def set_earlier(self, key: Hashable, when: float) -> None:
         """Arm `key` at `when` unless it is already armed earlier."""
         cur = self._at.get(key)
