@@ -37,7 +37,7 @@ from ..core.app import (
     WritableAgain,
 )
 from ..core.config import EngineConfig
-from ..errors import ERROR_FOR_REASON, ChannelClosed, ChannelError, EndReason, WouldBlock
+from ..errors import ERROR_FOR_REASON, ChannelClosed, ChannelError, EndReason, LimitExceeded, WouldBlock
 from ..wire.channel_id import Side
 from .ledger import Ledger, encode_payload
 from .netconfig import NetConfig
@@ -296,6 +296,12 @@ class Run:
         except WouldBlock:
             app.blocked.add(h)
             self.stats["would_block"] = self.stats.get("would_block", 0) + 1
+            return False
+        except LimitExceeded:
+            limit = self.config.max_datagram_payload if self.config else EngineConfig.max_datagram_payload
+            if delivery is not Delivery.UNRELIABLE or len(payload) + 64 < limit:
+                raise  # only a datagram at the limit may be refused
+            self.stats["too_big"] = self.stats.get("too_big", 0) + 1
             return False
         if len(res.created) != len(attach):
             self.violations.append(f"send created {len(res.created)} halves for {len(attach)} attachments")

@@ -88,8 +88,8 @@ def random_script(rng: random.Random, n: int, *, close_weight: float | None = No
         if kind is ActionKind.SEND and rng.random() < 0.45:
             attach = tuple(rng.choice(list(AttachKind)) for _ in range(rng.choice((1, 1, 2))))
         pad = rng.choice((0, 0, 10, 100, 400, 400, 5000))
-        if delivery is Delivery.UNRELIABLE:
-            pad = min(pad, 200)
+        if delivery is Delivery.UNRELIABLE:  # mostly small; sometimes at the datagram limit (either side of it)
+            pad = rng.randint(1040, 1090) if pad == 5000 else min(pad, 200)
         out.append(
             Action(
                 dt=rng.choice(_DTS),
