@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any
 
-from aeron_compat import Aeron, Context
+from aeron_compat import Aeron, BackoffIdleStrategy, Context
 
 CHANNELS = {
     "ipc": ("aeron:ipc", "aeron:ipc", "loopback"),
@@ -46,18 +46,22 @@ def throughput(a: Aeron, b: Aeron, channel: str, size: int, seconds: float) -> f
         received += 1
 
     offer, poll = pub.offer, sub.poll
+    idle = BackoffIdleStrategy()
     sent = 0
     start = time.perf_counter()
     deadline = start + seconds
     while time.perf_counter() < deadline:
+        work = 0
         for _ in range(1000):
             if offer(payload) > 0:
                 sent += 1
+                work += 1
             else:
                 break
-        poll(handler, 1_000_000)
+        idle.idle(work + poll(handler, 1_000_000))
+    idle = BackoffIdleStrategy()
     while received < sent:
-        poll(handler, 1_000_000)
+        idle.idle(poll(handler, 1_000_000))
     elapsed = time.perf_counter() - start
     assert received == sent, (received, sent)
     pub.close()
@@ -75,9 +79,11 @@ def round_trips(a: Aeron, b: Aeron, ping_channel: str, pong_channel: str, size: 
     payload = bytes(size)
     got = [0]
 
+    idle = BackoffIdleStrategy()
+
     def echo(buf: memoryview, hdr: object) -> None:
         while pong_pub.offer(buf) < 0:
-            pass
+            idle.idle(0)
 
     def done(buf: memoryview, hdr: object) -> None:
         got[0] += 1
@@ -86,11 +92,14 @@ def round_trips(a: Aeron, b: Aeron, ping_channel: str, pong_channel: str, size: 
     for _ in range(count):
         t0 = time.perf_counter()
         while ping_pub.offer(payload) < 0:
-            pass
+            idle.idle(0)
+        idle.reset()
         while not ping_sub.poll(echo, 1):
-            pass
+            idle.idle(0)
+        idle.reset()
         while not pong_sub.poll(done, 1):
-            pass
+            idle.idle(0)
+        idle.reset()
         times.append(time.perf_counter() - t0)
     for r in (ping_pub, ping_sub, pong_pub, pong_sub):
         r.close()
