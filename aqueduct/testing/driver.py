@@ -69,6 +69,8 @@ class DrivenEngine(EngineLike, Protocol):
     def drop_receiver(self, receiver: int, now: float | None = None) -> None: ...
     def close(self, error_code: int = 0, reason: str = "", now: float | None = None) -> None: ...
     def state_sizes(self) -> dict[str, int]: ...
+    def sender_status(self, handle: int) -> EndReason | None: ...
+    def receiver_status(self, handle: int) -> EndReason | None: ...
 
 
 EngineFactory = Callable[[Side], DrivenEngine]
@@ -425,10 +427,13 @@ class Run:
 
     def _take(self, app: _App, h: int, discard: bool) -> bool:
         """Take one message from receiver `h`; False if there was none."""
+        announced = h in app.available
         d = self._engine(app.side).take_message(h, now=self.sim.now)
         if d is None:
             app.available.discard(h)
             return False
+        if not announced:
+            self.violations.append(f"{app.side.name} receiver {h}: a message was queued without MessageAvailable")
         ended = app.receiver_ended.get(h)
         if ended is not None and ended is not EndReason.FINISHED:
             self.violations.append(f"{app.side.name} receiver {h}: message taken after it ended {ended.value}")
@@ -542,6 +547,18 @@ class Run:
     def _check_ends(self) -> None:
         for app in self.apps.values():
             who = app.side.name
+            eng = self._engine(app.side)
+            for h in app.senders:
+                if eng.sender_status(h) != app.seen_sender_end.get(h):
+                    self.violations.append(
+                        f"{who} sender {h}: status {eng.sender_status(h)}, events said {app.seen_sender_end.get(h)}"
+                    )
+            for h in app.receivers:
+                if eng.receiver_status(h) != app.seen_receiver_end.get(h):
+                    self.violations.append(
+                        f"{who} receiver {h}: status {eng.receiver_status(h)}, events said "
+                        f"{app.seen_receiver_end.get(h)}"
+                    )
             for h in app.senders:
                 if h not in app.seen_sender_end:
                     self.violations.append(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from aqueduct.core.app import AppEvent, AttachKind, Delivered, MessagesNacked, SendResult
+from aqueduct.core.app import AppEvent, AttachKind, Delivered, MessageAvailable, MessagesNacked, SendResult
 from aqueduct.core.engine import Engine
 from aqueduct.errors import ChannelClosed
 from aqueduct.testing import NetConfig
@@ -65,6 +65,13 @@ class NoNacks(Engine):
         return [e for e in super().events() if not isinstance(e, MessagesNacked)]
 
 
+class Silent(Engine):
+    """Never says a queue became non-empty."""
+
+    def events(self) -> list[AppEvent]:
+        return [e for e in super().events() if not isinstance(e, MessageAvailable)]
+
+
 class Leaky(Engine):
     """Reports a sender it never frees."""
 
@@ -85,6 +92,10 @@ def test_planted_double_delivery_is_caught() -> None:
 
 def test_planted_missing_nacks_are_caught() -> None:
     assert any("never acked nor nacked" in v for v in first_failure(NoNacks, range(200)))
+
+
+def test_planted_missing_message_available_is_caught() -> None:
+    assert any("without MessageAvailable" in v for v in first_failure(Silent, range(5)))
 
 
 def test_planted_leak_is_caught() -> None:
