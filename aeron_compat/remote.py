@@ -141,14 +141,19 @@ class RemoteSink:
                 self.idle = False
                 continue
             frames: list[Frame] = []
-            size = 0
+            size = 8
             while self.queue and size < limit:
-                batch = self.queue[0]
-                more = sum(13 + len(f.payload) for f in batch)
-                if frames and size + more > limit:
-                    break
-                frames.extend(self.queue.popleft())
-                size += more
+                batch = self.queue.popleft()
+                for i, frame in enumerate(batch):
+                    cost = 13 + len(frame.payload)
+                    if frames and size + cost > limit:
+                        self.queue.appendleft(batch[i:])
+                        break
+                    frames.append(frame)
+                    size += cost
+                else:
+                    continue
+                break
             data = encode_batch(frames)
             await tx.send(data, "ordered" if reliable or len(data) > limit else "unreliable")
 

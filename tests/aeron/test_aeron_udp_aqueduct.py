@@ -306,3 +306,20 @@ def test_caller_loop_without_a_running_loop_is_refused() -> None:
     with Aeron.connect(Context(udp_media="aqueduct", counters_interval=0, driver_loop="caller")) as client, \
             pytest.raises(RegistrationError, match="driver_loop"):
         client.add_subscription(f"aeron:udp?endpoint=localhost:{port(25250)}", STREAM)
+
+
+def test_big_messages_are_split_across_batches_and_reassembled(quic: Callable[[], Aeron]) -> None:
+    from aeron_compat import FragmentAssembler
+    from aeron_compat.remote import BATCH_BYTES
+
+    server, client = quic(), quic()
+    sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25260)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25260)}", STREAM)
+    wait_until(lambda: pub.is_connected)
+    big = bytes(range(256)) * (pub.max_message_length // 256)
+    assert len(big) > 2 * BATCH_BYTES
+    offer(pub, big)
+    whole: list[bytes] = []
+    assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
+    wait_until(lambda: sub.poll(assembler, 1000) >= 0 and bool(whole))
+    assert whole == [big]
