@@ -49,19 +49,34 @@ async def test_send_blocks_while_the_reader_stalls_then_proceeds(
     ) as conn:
         tx, rx = aqueduct.channel()
         await conn.entrypoint.send({"data": rx})
+        protocol = conn.protocol
+
+        def stream_id() -> int:
+            sid = conn._last_stream.get(tx._handle)  # type: ignore[arg-type]
+            assert sid is not None
+            return sid
+
+        def stalled() -> bool:
+            """All the peer's window allows was sent and acked, and what is left fills our send buffer."""
+            stream = protocol.quic._streams[stream_id()]
+            out = stream.sender
+            window_used = out.highest_offset >= stream.max_stream_data_remote
+            return window_used and out._buffer_start == out.highest_offset and protocol.send_blocked(stream_id())
+
         sent = 0
-        blocked = False
         for _ in range(100_000):  # bounded: far more than window + send buffer
             try:
                 tx.try_send(chunk)
                 sent += 1
+                await asyncio.sleep(0)  # a turn of the loop: packets go out, acks come in
             except WouldBlock:
-                blocked = True
-                break
-            await asyncio.sleep(0)  # let acks arrive; the bound on unacked bytes is what stops us
-        assert blocked
-        # The peer has taken nothing, so at most its windows plus our send buffer left this side.
-        window, buffer = settings.connection_window, settings.send_buffer
+                if stalled():
+                    break
+                # Blocked for now, but acks of in-window data may still free the buffer: wait for a change.
+                await guard(protocol.wait_while(lambda: protocol.send_blocked(stream_id()) and not stalled()))
+        assert stalled()
+        # The peer has taken nothing, so at most its window plus our send buffer left this side.
+        window, buffer = settings.stream_window, settings.send_buffer
         assert sent * len(chunk) <= window + buffer + 2 * len(CHUNK)
         assert not conn.is_closed  # small messages too: backpressure, not a queue-limit close
         pending = asyncio.ensure_future(tx.send(chunk))
