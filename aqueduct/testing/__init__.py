@@ -47,6 +47,9 @@ by_peer=False now, the peer's after a one-way delay) and drops everything in fli
 (the server sees it before its HandshakeCompleted); otherwise early stream bytes reach the server once,
 in order, after its handshake, and early datagrams are held (no 0-RTT) or dropped (rejected). With
 `stream_window`, each stream direction delivers at most window + sum(GrantCredit) bytes; the rest waits.
+With `max_streams`, a side's stream number n (ID // 4) of each type waits until n < limit; the limit grows by
+one, a one-way delay later, whenever one of its streams has closed in both directions (QUIC MAX_STREAMS).
+`late` holds a datagram or stream write up for up to `late_delay` (past nack deadlines).
 
 FakeEngine (aqueduct.testing.fake) is a scriptable stand-in used to test the simulator itself.
 """

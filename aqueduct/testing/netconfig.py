@@ -43,6 +43,9 @@ class NetConfig:
     """The server accepts the client's 0-RTT attempt."""
     stream_window: int | None = None
     """Per-stream receive window in bytes, grown only by GrantCredit (None: no flow control)."""
+    max_streams: int | None = None
+    """QUIC stream limit per side and stream type: stream number n (ID // 4) may carry data once n < limit; the
+    limit grows by one as each such stream closes at the peer (both directions ended). None: no limit."""
 
     @property
     def rtt(self) -> float:
@@ -69,4 +72,5 @@ class NetConfig:
             zero_rtt=rng.random() < 0.5,
             accept_0rtt=rng.random() < 0.5,
             stream_window=rng.choice((600, 2048, 8192)) if flow_control else None,
+            max_streams=rng.choice((None, None, 4, 16)),
         )

@@ -3,7 +3,7 @@
 Writes append segments that become deliverable at their arrival time, never
 before an earlier segment (the stream is ordered). The simulator takes
 chunks from the front, up to the flow-control limit, unless the pipe is
-held. A FIN is deliverable once every byte is; a reset first truncates the
+held or blocked by the stream limit. A FIN is deliverable once every byte is; a reset first truncates the
 undelivered bytes to a prefix the simulator chose, and is delivered after
 that prefix, no earlier than its own arrival time.
 """
@@ -36,6 +36,9 @@ class StreamPipe:
         self.reset_ready = 0.0
         self.reset_delivered = False
         self.held = False
+        """A script froze this direction (hold_stream)."""
+        self.blocked = False
+        """The peer's stream limit does not allow this stream yet (QUIC MAX_STREAMS)."""
         self._segments: deque[_Segment] = deque()
         self._last_ready = 0.0
 
@@ -91,7 +94,7 @@ class StreamPipe:
 
     def deliverable(self, now: float) -> int:
         """How many bytes could be delivered at `now`."""
-        if self.held:
+        if self.held or self.blocked:
             return 0
         room = self.undelivered if self.limit is None else self.limit - self.delivered
         total = 0
@@ -103,7 +106,7 @@ class StreamPipe:
 
     def end_due(self, now: float) -> bool:
         """Whether the FIN or reset can be delivered now (all bytes before it are)."""
-        if self.held or self.undelivered or self.done:
+        if self.held or self.blocked or self.undelivered or self.done:
             return False
         if self.reset_code is not None:
             return self.reset_ready <= now

@@ -129,6 +129,11 @@ class Simulation(Generic[E]):
         self._seq = 0
         self._pipes: dict[tuple[Side, int], StreamPipe] = {}
         self._rules: dict[Side, list[DatagramRule]] = {Side.CLIENT: [], Side.SERVER: []}
+        limit = self.net.max_streams
+        self._stream_limit: dict[tuple[Side, bool], int | None] = {
+            (side, bidi): limit for side in (Side.CLIENT, Side.SERVER) for bidi in (True, False)
+        }
+        self._closed_streams: set[int] = set()
         self._stalled_timers = 0
         d = self.net.one_way
         self.client_handshake_at = 2 * d
@@ -368,7 +373,37 @@ class Simulation(Generic[E]):
         pipe = self._pipes.get(key)
         if pipe is None:
             pipe = self._pipes[key] = StreamPipe(stream_id, self.net.stream_window)
+            limit = self._stream_limit[(side, is_bidi(stream_id))]
+            pipe.blocked = self._opener(stream_id) is side and limit is not None and stream_id >> 2 >= limit
+            self.stats["streams_blocked"] += pipe.blocked
         return pipe
+
+    @staticmethod
+    def _opener(stream_id: int) -> Side:
+        return Side.CLIENT if is_client_initiated(stream_id) else Side.SERVER
+
+    def _maybe_closed(self, stream_id: int) -> None:
+        """Once both directions of a stream ended, the peer lets its opener open one more (after a one-way delay)."""
+        opener = self._opener(stream_id)
+        mine = self._pipes.get((opener, stream_id))
+        theirs = self._pipes.get((opener.other, stream_id))
+        if stream_id in self._closed_streams or mine is None or not mine.done:
+            return
+        if is_bidi(stream_id) and (theirs is None or not theirs.done):
+            return
+        self._closed_streams.add(stream_id)
+        key = (opener, is_bidi(stream_id))
+        if self._stream_limit[key] is None:
+            return
+
+        def raise_limit() -> None:
+            new = self._stream_limit[key] = (self._stream_limit[key] or 0) + 1
+            for (side, sid), pipe in self._pipes.items():
+                if side is opener and is_bidi(sid) == key[1] and pipe.blocked and sid >> 2 < new:
+                    pipe.blocked = False
+                    self._flush_at(side, pipe, self.now)
+
+        self._at(self.now + self._delay(), raise_limit)
 
     def _send_stream(self, ep: Endpoint[E], cmd: SendStreamData) -> None:
         if not self._may_send_on(ep, cmd.stream_id, "write"):
@@ -512,6 +547,8 @@ class Simulation(Generic[E]):
                 pipe.fin_delivered = True
                 self._deliver(receiver, StreamDataReceived(pipe.stream_id, b"", end_stream=True))
         else:
-            return  # nothing due: a later write, credit or release schedules the next flush
+            return  # nothing due: a later write, credit, release or stream limit schedules the next flush
+        if pipe.done:
+            self._maybe_closed(pipe.stream_id)
         if not pipe.done and (pipe.deliverable(self.now) or pipe.end_due(self.now)):
             self._flush_at(sender, pipe, self.now + self.rng.uniform(0.0, self.net.chunk_gap))

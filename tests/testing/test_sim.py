@@ -352,3 +352,25 @@ def test_late_fault_holds_datagrams_and_streams_past_deadlines() -> None:
     assert min(times) == pytest.approx(0.02) and max(times) > 1.5
     assert sim.server.engine.stream_data(2) == bytes(range(40))  # a late write delays the stream, never reorders it
     assert sim.stats["late"] > 20
+
+
+def test_stream_limit_blocks_new_streams_until_old_ones_close() -> None:
+    sim = make(NetConfig(max_streams=2, jitter=0.0))
+    sim.advance(1.0)
+    sim.client.engine.out += [SendStreamData(sid, b"x") for sid in (2, 6, 10)]
+    sim.run_until_idle()
+    assert [bool(sim.server.engine.chunks(sid)) for sid in (2, 6, 10)] == [True, True, False]
+    sim.client.engine.out.append(SendStreamData(2, b"", end_stream=True))  # uni stream 2 closes
+    sim.run_until_idle()
+    assert sim.server.engine.stream_data(10) == b"x"
+
+
+def test_bidi_stream_closes_only_when_both_directions_end() -> None:
+    sim = make(NetConfig(max_streams=1, jitter=0.0))
+    sim.advance(1.0)
+    sim.client.engine.out += [SendStreamData(0, b"a", end_stream=True), SendStreamData(4, b"b")]
+    sim.run_until_idle()
+    assert not sim.server.engine.chunks(4)
+    sim.server.engine.out.append(ResetStream(0, 2))  # the server's direction of stream 0 ends too
+    sim.run_until_idle()
+    assert sim.server.engine.stream_data(4) == b"b"
