@@ -50,6 +50,15 @@ class RangeSet:
         """Add [start, stop), merging with touching ranges."""
         if stop <= start:
             return
+        stops = self._stops
+        if not stops or start > stops[-1]:  # the common case: numbers arrive in order
+            self._starts.append(start)
+            stops.append(stop)
+            return
+        if start >= self._starts[-1]:
+            if stop > stops[-1]:
+                stops[-1] = stop
+            return
         lo = bisect_right(self._stops, start - 1)  # first range whose stop >= start
         hi = bisect_right(self._starts, stop)  # ranges before hi have start <= stop
         if lo < hi:

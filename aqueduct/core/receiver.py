@@ -91,10 +91,13 @@ class Receiver:
 
     def mark_reliable(self, n: int) -> None:
         """Reliable message n was processed: it is owed an ack."""
+        self.rel_pending.add(n, n + 1)
+        if n == self.done_prefix and not self.rel_done:
+            self.done_prefix = n + 1
+            return
         self.rel_done.add(n, n + 1)
         self.done_prefix = self.rel_done.prefix_end(self.done_prefix)
         self.rel_done.discard_below(self.done_prefix)
-        self.rel_pending.add(n, n + 1)
 
     def _done_runs(self, start: int) -> list[tuple[int, int, bool]]:
         """Runs of processed (True) and missing numbers from `start` to the last processed one."""

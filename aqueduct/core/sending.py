@@ -53,7 +53,7 @@ class SendingMixin:
             raise self._sender_error(s)
         if len(payload) > self.config.max_frame_size:
             raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {self.config.max_frame_size}")
-        if len(self._senders) + len(self._receivers) + len(attach) > self.config.max_channels:
+        if attach and len(self._senders) + len(self._receivers) + len(attach) > self.config.max_channels:
             raise LimitExceeded(f"more than max_channels={self.config.max_channels} channels")
         minter = copy.deepcopy(self._minter) if attach else self._minter
         peer = self._side.other
@@ -79,7 +79,7 @@ class SendingMixin:
                 sid = s.ordered_sid = self._open_uni(data)
             else:
                 sid = s.ordered_sid
-                self._cmd(SendStreamData(sid, data))
+                self._cmds.append(SendStreamData(sid, data))
             s.next_rel += 1
         elif delivery is Delivery.UNORDERED:
             sid = self._open_uni(data, fin=True)
