@@ -31,7 +31,7 @@ async def test_idle_timeout_ends_every_handle(certs: DevCerts) -> None:
 
 
 async def test_keepalive_holds_an_idle_connection_open(certs: DevCerts) -> None:
-    settings = aqueduct.TransportSettings(idle_timeout=0.6, keepalive=0.1)
+    settings = aqueduct.TransportSettings(idle_timeout=1.0, keepalive=0.1)
     got: asyncio.Queue[str] = asyncio.Queue()
 
     async def handler(conn: aqueduct.Connection) -> None:
@@ -41,7 +41,7 @@ async def test_keepalive_holds_an_idle_connection_open(certs: DevCerts) -> None:
     async with running(certs, handler, settings=settings) as (url, _), aqueduct.connect(
         url, ca=certs.ca, settings=settings
     ) as conn:
-        await asyncio.sleep(1.5)  # the scenario itself: idle for longer than the idle timeout
+        await asyncio.sleep(2.5)  # the scenario itself: idle for longer than the idle timeout
         assert not conn.is_closed
         await conn.entrypoint.send("still here")
         assert await guard(got.get()) == "still here"
