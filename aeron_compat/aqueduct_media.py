@@ -11,7 +11,7 @@
 #   setup        a publication session for one registered subscription, carrying the data
 #                Receiver and the status Sender (see remote.py)
 # The driver's asyncio loop is the running loop of whoever created the driver (async users), or
-# a daemon thread's loop (sync users); calls from other threads hop onto it.
+# the process's shared driver loop thread (sync users); calls from other threads hop onto it.
 """`AqueductNetwork`: the Aqueduct media for aeron:udp."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from aqueduct.api import Connection, Receiver, Sender, channel, connect, serve
 from aqueduct.errors import AqueductError
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
+from . import driver_loop
 from .codes import RegistrationError
 from .counters import base_dir
 from .ids import next_correlation_id
@@ -152,21 +153,13 @@ class AqueductNetwork(Matcher):
             if running is None and ctx.driver_loop == "caller":
                 raise RegistrationError("driver_loop: 'caller' needs a running asyncio loop")
         self.thread: threading.Thread | None = None
+        self._owner: driver_loop.LoopThread | None = None
         if running is not None:
             self.loop = running
             self.loop_thread = threading.get_ident()
         else:
-            self.loop = asyncio.new_event_loop()
-            started = threading.Event()
-
-            def run() -> None:
-                self.loop_thread = threading.get_ident()
-                self.loop.call_soon(started.set)
-                self.loop.run_forever()
-
-            self.thread = threading.Thread(target=run, name="aeron-driver-loop", daemon=True)
-            self.thread.start()
-            started.wait()
+            self._owner = driver_loop.acquire()
+            self.loop, self.loop_thread, self.thread = self._owner.loop, self._owner.ident, self._owner.thread
 
     # --- plumbing ----------------------------------------------------------------------------------
     def call(self, fn: Callable[[], object]) -> None:
@@ -452,9 +445,8 @@ class AqueductNetwork(Matcher):
             return
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(self._aclose(), self.loop).result(timeout=10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=10)
-        self.loop.close()
+        if self._owner is not None:
+            driver_loop.release(self._owner)
 
     async def wait_closed(self) -> None:
         """Wait until a close started on the caller's loop has finished."""
