@@ -160,7 +160,13 @@ class IncomingMixin:
             raise ProtocolError(f"control stream {rec.stream_id} finished without its final frame")
         rec.in_done = True
         self._flush_pending_reset(rec)
+        self._end_unidentified(rec)
         self._maybe_drop_stream(rec)
+
+    def _end_unidentified(self: Engine, rec: StreamRec) -> None:
+        """A peer-opened bidi stream ended before its ChannelControl was read: end our side too."""
+        if rec.role is Role.NEW_BIDI and not rec.out_done:
+            self._ctrl_reset(rec.stream_id, ResetCode.LOST)
 
     def _on_stream_reset(self: Engine, ev: StreamReset) -> None:
         if ev.error_code not in _VALID_RESETS:
@@ -181,6 +187,7 @@ class IncomingMixin:
         half = rec.half
         role = rec.role
         self._flush_pending_reset(rec)
+        self._end_unidentified(rec)
         self._maybe_drop_stream(rec)
         if half is None:
             return

@@ -154,3 +154,12 @@ def test_unreliable_messages_over_the_queue_bound_are_dropped_then_nacked() -> N
     rx = s.entrypoint or 0
     assert s.take_message(rx) is not None and s.take_message(rx) is None
 
+
+
+def test_a_bidi_stream_reset_before_its_channel_control_is_read_leaves_nothing_behind() -> None:
+    s = server_ready()
+    before = s.state_sizes()["streams"]
+    s.handle_event(StreamDataReceived(4, b"\x02"), 0.0)  # half a ChannelControl
+    s.handle_event(StreamReset(4, ResetCode.CANCELLED), 0.0)
+    assert resets(s.commands()) == {4: ResetCode.LOST}
+    assert s.state_sizes()["streams"] == before and s.state_sizes()["held_bytes"] == 0
