@@ -95,7 +95,6 @@ class _App:
     receivers: list[int] = field(default_factory=list)
     sender_state: dict[int, str] = field(default_factory=dict)
     """open | finishing | cancelled | ended"""
-    receiver_ended: dict[int, EndReason] = field(default_factory=dict)
     receiver_closed: set[int] = field(default_factory=set)
     available: set[int] = field(default_factory=set)
     blocked: set[int] = field(default_factory=set)
@@ -217,7 +216,6 @@ class Run:
             if ev.receiver in app.seen_receiver_end:
                 self.violations.append(f"{side.name} receiver {ev.receiver} ended twice")
             app.seen_receiver_end[ev.receiver] = ev.reason
-            app.receiver_ended[ev.receiver] = ev.reason
             tag = self.ledger.receiver_tag(side, ev.receiver)
             if tag is not None:
                 self.ledger.channels[tag].receiver_end = ev.reason
@@ -375,7 +373,7 @@ class Run:
             self.ledger.channels[self._tag(app, h, True)].dropped_early = True
 
     def _do_close_receiver(self, app: _App, a: Action) -> bool:
-        live = [h for h in app.receivers if h not in app.receiver_ended and h not in app.receiver_closed]
+        live = [h for h in app.receivers if h not in app.seen_receiver_end and h not in app.receiver_closed]
         h = self._pick(self._spare_entrypoint(app, live, a, False), a.pick)
         if h is None:
             return False
@@ -387,7 +385,7 @@ class Run:
     def _discard_receiver(self, app: _App, h: int) -> None:
         tag = self.ledger.receiver_tag(app.side, h)
         assert tag is not None
-        drained = app.receiver_ended.get(h) is EndReason.FINISHED and h not in app.available
+        drained = app.seen_receiver_end.get(h) is EndReason.FINISHED and h not in app.available
         if not drained:
             self.ledger.channels[tag].receiver_discarded = True
 
@@ -434,7 +432,7 @@ class Run:
             return False
         if not announced:
             self.violations.append(f"{app.side.name} receiver {h}: a message was queued without MessageAvailable")
-        ended = app.receiver_ended.get(h)
+        ended = app.seen_receiver_end.get(h)
         if ended is not None and ended is not EndReason.FINISHED:
             self.violations.append(f"{app.side.name} receiver {h}: message taken after it ended {ended.value}")
         self.stats["delivered"] += 1
@@ -457,7 +455,7 @@ class Run:
     def _do_poke(self, app: _App, a: Action) -> bool:
         """Call into a handle that is past its prime; only documented outcomes are allowed."""
         senders = [h for h in app.senders if app.sender_state[h] != "open"]
-        receivers = [h for h in app.receivers if h in app.receiver_ended or h in app.receiver_closed]
+        receivers = [h for h in app.receivers if h in app.seen_receiver_end or h in app.receiver_closed]
         h = self._pick(senders + receivers, a.pick)
         if h is None:
             return False
@@ -473,7 +471,7 @@ class Run:
                 err = ChannelClosed if ended is EndReason.FINISHED else None
                 self._expect(what, "cancel", err, lambda: eng.cancel(h, now=self.sim.now), none_ok=True)
         else:
-            ended_r = app.receiver_ended.get(h)
+            ended_r = app.seen_receiver_end.get(h)
             what = f"{app.side.name} receiver {h} (ended {ended_r}, closed {h in app.receiver_closed})"
             if ended_r is not EndReason.FINISHED:
                 self._expect(what, "take_message", None, lambda: eng.take_message(h, now=self.sim.now))
