@@ -140,6 +140,8 @@ class Server:
         self._closed = False
         self.recorder: Any = None
         """The `aqueduct.recording.Recorder` every connection is recorded into (`serve(record=...)`), or None."""
+        self.admission: Any = None
+        """The QUIC listener with its admission counters (`refused`, `per_address`, `start_timeouts`)."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         conn = Connection(protocol, self.codec)
@@ -208,6 +210,7 @@ async def serve(
     )
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])
+    server.admission = quic_server
     owned_recorder = False
     if record is not None:
         from ..recording.hook import open_recorder

@@ -3,8 +3,9 @@
 `open_client` resolves the address, makes a UDP socket with large buffers,
 builds a PacedQuicConnection (resuming with a stored ticket if there is
 one, so early data can go out in 0-RTT) and starts the handshake without
-waiting for it. `open_server` listens with aioquic's QuicServer, a server
-ticket store for resumption, and our protocol for every connection.
+waiting for it. `open_server` listens with aioquic's QuicServer (limited per address, in
+total and in start-up time: limits.py), a server ticket store for
+resumption, and our protocol for every connection.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aioquic.tls import SessionTicket
 from ..core.config import EngineConfig
 from ..wire.channel_id import Side
 from .certs import normalize_fingerprint
+from .limits import LimitedQuicServer
 from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
 from .settings import TransportSettings, client_configuration, server_configuration
@@ -117,7 +119,8 @@ async def open_server(
     _tune_socket(sock, settings.socket_buffer)
     sock.bind(infos[0][4])
     transport, server = await loop.create_datagram_endpoint(
-        lambda: QuicServer(
+        lambda: LimitedQuicServer(
+            settings=settings,
             configuration=config,
             create_protocol=create_protocol,
             session_ticket_fetcher=tickets.fetch,

@@ -49,7 +49,12 @@ class TransportSettings:
     socket_buffer: int = 4 * 1024 * 1024
     """SO_RCVBUF / SO_SNDBUF asked of the kernel (the default 208 KiB drops packets in bulk runs)."""
     handshake_timeout: float = 10.0
-    """`connect` gives up after this long without a completed handshake."""
+    """`connect` gives up after this long without a completed handshake; a server closes a connection
+    whose handshake and client headers are not done by then (see limits.py)."""
+    max_connections_per_address: int = 32
+    """Server: connections one client IP address may hold at once; more are dropped at their first packet."""
+    max_connections: int = 4096
+    """Server: connections held at once over all addresses."""
 
     def datagram_payload_limit(self, peer_max_frame: int | None) -> int:
         """Largest Aqueduct datagram that fits one packet and the peer's DATAGRAM frame limit."""

@@ -1,0 +1,100 @@
+"""Server admission limits: connections per client address, connections in total, and a start-up deadline.
+
+`LimitedQuicServer` is aioquic's QuicServer with three rules, all from
+TransportSettings. A datagram that would open a new connection (a full-size
+Initial for an unknown connection ID) is dropped without reply when its
+source address already holds `max_connections_per_address` connections or
+the server holds `max_connections` (the client's handshake then times out;
+a reply would be an amplification tool). Every accepted connection must
+complete its TLS handshake *and* deliver the client's Aqueduct headers
+within `handshake_timeout`, else it is closed with LIMIT_EXCEEDED: a
+slow-loris client cannot hold a slot longer than that. A connection's slot
+is freed when it terminates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from aioquic._buffer import Buffer
+from aioquic.asyncio.server import QuicServer
+from aioquic.quic.configuration import SMALLEST_MAX_DATAGRAM_SIZE
+from aioquic.quic.packet import QuicPacketType, pull_quic_header
+
+from ..wire.errors import CloseCode
+from .protocol import AqueductProtocol
+from .settings import TransportSettings
+
+
+class LimitedQuicServer(QuicServer):
+    """A QuicServer that bounds connections per address and in total, and how long start-up may take."""
+
+    def __init__(self, *, settings: TransportSettings, create_protocol: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(create_protocol=self._create, **kwargs)
+        self._settings = settings
+        self._inner_create = create_protocol
+        self._addr: str = ""
+        self.per_address: dict[str, int] = {}
+        """Live connections per client address."""
+        self.refused = 0
+        """New connections dropped by a limit."""
+        self.start_timeouts = 0
+        """Connections closed for not finishing start-up within handshake_timeout."""
+
+    @property
+    def live(self) -> int:
+        """Connections holding a slot."""
+        return sum(self.per_address.values())
+
+    def datagram_received(self, data: bytes | str, addr: Any) -> None:
+        assert isinstance(data, bytes)
+        host = str(addr[0])
+        if self._opens_connection(data) and (
+            self.per_address.get(host, 0) >= self._settings.max_connections_per_address
+            or self.live >= self._settings.max_connections
+        ):
+            self.refused += 1
+            return
+        self._addr = host
+        super().datagram_received(data, addr)
+
+    def _opens_connection(self, data: bytes) -> bool:
+        """Whether aioquic would create a connection for this datagram (its own test)."""
+        if len(data) < SMALLEST_MAX_DATAGRAM_SIZE:
+            return False
+        try:
+            header = pull_quic_header(Buffer(data=data), host_cid_length=self._configuration.connection_id_length)
+        except ValueError:
+            return False
+        return header.packet_type == QuicPacketType.INITIAL and header.destination_cid not in self._protocols
+
+    def _create(self, quic: Any, stream_handler: Any = None) -> Any:
+        protocol = self._inner_create(quic, stream_handler=stream_handler)
+        host = self._addr
+        self.per_address[host] = self.per_address.get(host, 0) + 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.call_later(self._settings.handshake_timeout, self._check_started, protocol)
+
+        def release(_: object) -> None:
+            deadline.cancel()
+            left = self.per_address.get(host, 0) - 1
+            if left > 0:
+                self.per_address[host] = left
+            else:
+                self.per_address.pop(host, None)
+
+        if isinstance(protocol, AqueductProtocol):
+            protocol.terminated.add_done_callback(release)
+        return protocol
+
+    def _check_started(self, protocol: AqueductProtocol) -> None:
+        if protocol.terminated.done():
+            return
+        engine = protocol.engine
+        if engine is None or engine.peer_headers is None:
+            self.start_timeouts += 1
+            protocol.close_connection(
+                CloseCode.LIMIT_EXCEEDED, f"handshake and headers not done within {self._settings.handshake_timeout} s"
+            )
