@@ -99,6 +99,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _held: deque[TransportEvent]
     _held_bytes: int
     _releasing: bool
+    _stalls: dict[int, set[int]]
+    _resume: set[int]
 
     def __init__(
         self,
@@ -132,6 +134,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._discarded: deque[int] = deque()
         self._discarded_set: set[int] = set()
         self._partial_bytes = 0
+        self._stalls = {}  # receiver handle -> streams stalled on its full queue
+        self._resume = set()  # receivers whose stalled streams may run on
         self._entrypoint: int | None = None
         # startup (startup.py)
         self._gate_open = side is Side.CLIENT or self.config.replay_safe_0rtt
@@ -180,6 +184,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             return
         try:
             self._admit(event)
+            self._resume_stalled()
         except ProtocolError as err:
             self._fail(err)
 
@@ -198,6 +203,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                     self._receiver_due(handle)
                 if self._closed:
                     return
+            self._resume_stalled()
         except ProtocolError as err:
             self._fail(err)
 
@@ -263,11 +269,14 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         r = self._app_receiver(receiver)
         if r.state is not RState.GONE:
             self._close_receiver(r, EndReason.CLOSED)
+        self._run_resumed()
 
     def take_message(self, receiver: ReceiverHandle, now: float | None = None) -> Delivered | None:
         """Take the next queued message, or None if empty (check `receiver_status` for the end)."""
         self._tick(now)
-        return self._take(self._app_receiver(receiver))
+        taken = self._take(self._app_receiver(receiver))
+        self._run_resumed()
+        return taken
 
     def drop_sender(self, sender: SenderHandle, now: float | None = None) -> None:
         """The application let go of a sender handle: cancel it unless already finished."""
@@ -292,6 +301,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         else:
             self._discard_queues([r], lost=False)
         self._maybe_forget_receiver(r)
+        self._run_resumed()
 
     def close(self, error_code: int = 0, reason: str = "", now: float | None = None) -> None:
         """Close the whole connection."""
@@ -327,9 +337,18 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             "pending_receivers": len(self._unclaimed),
             "held_bytes": self._held_bytes + self._partial_bytes,
             "channel_map": len(self._tx_by_channel) + len(self._rx_by_channel),
+            "stalled_streams": sum(len(v) for v in self._stalls.values()),
         }
 
     # ---- shared primitives (used by the mixins) ----
+    def _run_resumed(self) -> None:
+        """After an application call made room in a queue: let stalled streams run (errors close)."""
+        if self._resume and not self._closed:
+            try:
+                self._resume_stalled()
+            except ProtocolError as err:
+                self._fail(err)
+
     def _tick(self, now: float | None) -> None:
         if now is not None:
             self.now = max(self.now, now)
@@ -480,6 +499,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._held.clear()
         self._held_bytes = 0
         self._partial_bytes = 0
+        self._stalls.clear()
+        self._resume.clear()
         self._event(ConnectionClosed(code, reason, by_peer))
 
 

@@ -7,6 +7,9 @@ peer-opened bidi stream, a frame after FinishSender / CloseReceiver /
 ClosedChannelLost, acks towards a receiver, ...). Version may only open a
 direction or datagram. Reset codes other than 1 and 2 are protocol errors.
 
+Backpressure: a reliable Message for a full receiver queue stalls the rest
+of its stream (streams.py); the stream runs on once the queue has room.
+
 Credit: the bytes a feed completes are returned with GrantCredit at once,
 except those of Message frames that were queued for the application (those
 return when the message is taken or discarded). Datagrams need none.
@@ -15,6 +18,7 @@ return when the message is taken or discarded). Datagrams need none.
 # mypy: disable-error-code="misc"
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 from ..errors import ResetCode
@@ -34,7 +38,8 @@ from ..wire.frames import (
     Version,
 )
 from ..wire.reader import FrameReader, decode_frames
-from .streams import Role, StreamRec, is_uni, message_wire_size, opened_by
+from .receiving import QueueFull
+from .streams import Role, StreamRec, frame_wire_size, is_uni, message_wire_size, opened_by
 from .transport import (
     DatagramReceived,
     StopSendingReceived,
@@ -90,19 +95,56 @@ class IncomingMixin:
         before = rec.reader.buffered
         frames = rec.reader.feed(ev.data)
         after = rec.reader.buffered
+        consumed = before + len(ev.data) - after
         self._partial_bytes += after - before
+        if rec.stalled is not None:
+            rec.stalled.extend(frames)
+            rec.stalled_bytes += consumed
+            rec.stalled_fin = rec.stalled_fin or ev.end_stream
+            self._partial_bytes += consumed
         if self._partial_bytes > self.config.max_buffered_bytes:
             self._limit(f"more than {self.config.max_buffered_bytes} bytes of partial frames buffered")
-        other = before + len(ev.data) - after
-        for frame in frames:
-            other -= self._stream_frame(rec, frame)
+        if rec.stalled is None:
+            self._run_frames(rec, frames, consumed, ev.end_stream)
+
+    def _run_frames(self: Engine, rec: StreamRec, frames: list[Frame], nbytes: int, fin: bool) -> None:
+        """Process a stream's frames in order (stalling at a full receiver queue), then credit and FIN."""
+        other = nbytes
+        for i, frame in enumerate(frames):
+            try:
+                other -= self._stream_frame(rec, frame)
+            except QueueFull as full:
+                rec.frames_seen -= 1
+                rest = frames[i:]
+                held = sum(frame_wire_size(f) for f in rest)
+                other -= held
+                rec.stalled = deque(rest)
+                rec.stalled_bytes = held
+                rec.stalled_fin = fin
+                self._partial_bytes += held
+                self._stalls.setdefault(full.receiver, set()).add(rec.stream_id)
+                self._credit(rec.stream_id, other)
+                return
             if self._closed:
                 return
-        self._credit(ev.stream_id, other)
+        self._credit(rec.stream_id, other)
         if rec.frames_seen:
             self._flush_pending_reset(rec)
-        if ev.end_stream:
+        if fin:
             self._on_stream_fin(rec)
+
+    def _resume_stalled(self: Engine) -> None:
+        """Streams stalled on receivers that have room again (or ended) run on."""
+        while self._resume and not self._closed:
+            handle = self._resume.pop()
+            for sid in sorted(self._stalls.pop(handle, ())):
+                rec = self._streams.get(sid)
+                if rec is None or rec.stalled is None or self._closed:
+                    continue
+                frames, nbytes, fin = list(rec.stalled), rec.stalled_bytes, rec.stalled_fin
+                rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
+                self._partial_bytes -= nbytes
+                self._run_frames(rec, frames, nbytes, fin)
 
     def _stream_frame(self: Engine, rec: StreamRec, frame: Frame) -> int:
         """Process one frame of a stream; return the bytes whose credit is deferred."""
@@ -181,9 +223,11 @@ class IncomingMixin:
         if rec.in_done:
             return
         rec.in_done = True
-        self._partial_bytes -= rec.reader.buffered
-        self._credit(rec.stream_id, rec.reader.buffered)
+        dropped = rec.reader.buffered + rec.stalled_bytes
+        self._partial_bytes -= dropped
+        self._credit(rec.stream_id, dropped)
         rec.reader = FrameReader(self.config.max_frame_size)
+        rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
         half = rec.half
         role = rec.role
         self._flush_pending_reset(rec)

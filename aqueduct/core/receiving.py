@@ -48,6 +48,14 @@ if TYPE_CHECKING:
 _EMPTY: deque[tuple[int, float]] = deque()
 
 
+class QueueFull(Exception):
+    """Internal: a reliable message found its receiver's queue full; its stream waits."""
+
+    def __init__(self, receiver: int) -> None:
+        super().__init__(receiver)
+        self.receiver = receiver
+
+
 class ReceivingMixin:
     """Receiver-side procedures."""
 
@@ -105,7 +113,9 @@ class ReceivingMixin:
         if over:
             if not reliable:
                 return False  # dropped: it will be nacked like a lost datagram
-            self._limit(f"receiver queue of channel {channel} over its limit")
+            if not r.queue:
+                self._limit(f"a message on channel {channel} is larger than a receiver queue may hold")
+            raise QueueFull(r.handle)
         attachments = self._take_attachments(m.attachments)
         r.messages_seen += 1
         if reliable:
@@ -275,6 +285,8 @@ class ReceivingMixin:
 
     def _end_receiver(self: Engine, r: Receiver, reason: EndReason) -> None:
         r.state = RState.GONE
+        if r.handle in self._stalls:
+            self._resume.add(r.handle)
         r.end_reason = reason
         if self._rx_by_channel.get(r.channel) == r.handle:
             del self._rx_by_channel[r.channel]
@@ -305,6 +317,8 @@ class ReceivingMixin:
         work = list(start)
         while work:
             r = work.pop()
+            if r.handle in self._stalls:
+                self._resume.add(r.handle)
             while r.queue:
                 q = r.queue.popleft()
                 self._credit(q.credit_sid, q.credit)
@@ -340,6 +354,8 @@ class ReceivingMixin:
     def _take(self: Engine, r: Receiver) -> Delivered | None:
         if not r.queue:
             return None
+        if r.handle in self._stalls:
+            self._resume.add(r.handle)
         q = r.queue.popleft()
         r.queue_bytes -= len(q.payload)
         self._credit(q.credit_sid, q.credit)

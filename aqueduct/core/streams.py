@@ -17,17 +17,22 @@ its frames are checked, then ignored):
   TO_SENDER     either     AckReliable, AckNackUnreliable, CloseReceiver (last)
   TO_RECEIVER   either     SentUnreliable, FinishSender (last)
 
+A reliable Message for a full receiver queue stalls its stream: that frame
+and everything after it wait (uncredited, so the peer's window closes) until
+the application takes from the queue or the receiver ends.
+
 A Version frame may open any direction from the peer (a client sends it
 until it has the server's headers) and is mandatory on CONNECTION only.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
 from ..wire.channel_id import Side
-from ..wire.frames import Message, Version, encode_frame
+from ..wire.frames import Frame, Message, Version, encode_frame
 from ..wire.reader import FrameReader
 from ..wire.varint import encode_varint
 
@@ -65,6 +70,10 @@ class StreamRec:
     """We have written on our direction (for the client's Version prefix)."""
     pending_reset: int | None = None
     """A reset of our direction waiting until the peer has shown it read our ChannelControl."""
+    stalled: deque[Frame] | None = None
+    """Frames not processed yet because a receiver queue was full (backpressure), in order."""
+    stalled_bytes: int = 0
+    stalled_fin: bool = False
 
 
 def is_uni(stream_id: int) -> bool:
@@ -105,3 +114,8 @@ def message_wire_size(m: Message) -> int:
     """Bytes the Message frame took on the wire (var len ints are minimal, so re-encoding is exact)."""
     att = sum(_vlen(a) for a in m.attachments)
     return 1 + _vlen(m.channel) + _vlen(m.number) + _vlen(att) + att + _vlen(len(m.payload)) + len(m.payload)
+
+
+def frame_wire_size(frame: Frame) -> int:
+    """Bytes a decoded frame took on the wire."""
+    return message_wire_size(frame) if isinstance(frame, Message) else len(encode_frame(frame))

@@ -140,9 +140,27 @@ def test_auto_created_receivers_are_bounded() -> None:
     assert close_code(s.commands()) == CloseCode.LIMIT_EXCEEDED
 
 
-def test_receiver_queues_are_bounded() -> None:
+def test_a_full_receiver_queue_stalls_its_stream_until_the_application_takes() -> None:
     s = server_ready(EngineConfig(max_receiver_queue_messages=2))
-    feed(s, 2, [Message(0, n) for n in range(3)])
+    rx = s.entrypoint or 0
+    frames = [Message(0, n, (), b"m%d" % n) for n in range(4)]
+    data = encode_frames(frames)
+    s.handle_event(StreamDataReceived(2, data, True), 0.0)
+    assert not s.closed
+    one = len(encode_frames(frames[:1]))
+    assert s.commands() == []  # no credit: the two queued are untaken, the rest unprocessed
+    assert s.state_sizes()["stalled_streams"] == 1 and s.state_sizes()["held_bytes"] == 2 * one
+    assert s.take_message(rx).payload == b"m0"  # type: ignore[union-attr]
+    assert s.take_message(rx).payload == b"m1"  # type: ignore[union-attr]
+    assert [m.payload for m in iter(lambda: s.take_message(rx), None)] == [b"m2", b"m3"]  # type: ignore[union-attr]
+    assert sum(c.nbytes for c in s.commands() if isinstance(c, GrantCredit)) == len(data)
+    sizes = s.state_sizes()
+    assert sizes["stalled_streams"] == 0 and sizes["held_bytes"] == 0 and sizes["streams"] == 2  # FIN ran too
+
+
+def test_a_message_larger_than_a_whole_queue_closes_with_limit_exceeded() -> None:
+    s = server_ready(EngineConfig(max_receiver_queue_bytes=10))
+    feed(s, 2, [Message(0, 0, (), b"x" * 11)])
     assert close_code(s.commands()) == CloseCode.LIMIT_EXCEEDED
 
 
