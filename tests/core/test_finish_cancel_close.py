@@ -5,6 +5,7 @@ from __future__ import annotations
 from core_helpers import client_ready, feed, of, pair, resets, server_ready, written
 
 from aqueduct.core.app import (
+    AttachKind,
     Delivery,
     MessagesAcked,
     MessagesNacked,
@@ -13,6 +14,7 @@ from aqueduct.core.app import (
 )
 from aqueduct.core.transport import DatagramReceived, SendStreamData, StreamReset
 from aqueduct.errors import EndReason, ResetCode
+from aqueduct.wire.channel_id import ChannelId, Side
 from aqueduct.wire.frames import (
     AckNackUnreliable,
     ChannelControl,
@@ -171,3 +173,21 @@ def test_lost_reset_from_the_sender_ends_the_receiver_without_close() -> None:
     assert all(not isinstance(f, CloseReceiver) for f in written(cmds, 1))
     assert ReceiverEnded(s.entrypoint or 0, EndReason.LOST) in s.events()
     assert s.take_message(s.entrypoint or 0) is None
+
+
+def test_minting_side_acknowledges_attach_and_the_opener_defers_its_reset_until_then() -> None:
+    s = server_ready()
+    given = ChannelId.make(to=Side.CLIENT, minted_by=Side.CLIENT, oneshot=False, index=0)
+    feed(s, 2, [Message(0, 0, (given,), b"here is a sender")])
+    s.commands()
+    tx = s.take_message(s.entrypoint or 0).attachments[0].handle  # type: ignore[union-attr]
+    ctrl = 5  # the server opened it with ChannelControl
+    s.cancel(tx)
+    assert resets(s.commands()) == {}  # the client may not have read the ChannelControl yet
+    feed(s, ctrl, [AckNackUnreliable(())])  # the client's attach acknowledgement
+    assert resets(s.commands()) == {ctrl: ResetCode.CANCELLED}
+    c = client_ready()
+    c.send(1, b"x", [AttachKind.SENDER])
+    c.commands()
+    feed(c, 5, [ChannelControl(given)])
+    assert written(c.commands(), 5) == [AckNackUnreliable(())]

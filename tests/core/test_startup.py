@@ -17,7 +17,7 @@ from aqueduct.core.transport import (
 from aqueduct.testing import NetConfig, Simulation
 from aqueduct.wire.channel_id import Side
 from aqueduct.wire.errors import CloseCode
-from aqueduct.wire.frames import ChannelControl, ConnectionControl, Message, Version, encode_frames
+from aqueduct.wire.frames import ChannelControl, ConnectionControl, Message, SentUnreliable, Version, encode_frames
 from aqueduct.wire.reader import decode_frames
 
 
@@ -114,3 +114,11 @@ def test_connection_control_stream_is_never_finished_or_reset() -> None:
     lines = [line for line in sim.trace if "stream_id=0," in line]
     assert not [line for line in lines if "end_stream=True" in line or "Reset" in line]
     assert c.state_sizes()["streams"] == 1 and s.state_sizes()["streams"] == 1
+
+
+def test_client_prefixes_version_on_a_server_opened_stream_before_the_server_headers() -> None:
+    c = Engine(Side.CLIENT)
+    c.commands()
+    c.send(c.entrypoint or 0, b"u", delivery=Delivery.UNRELIABLE)
+    feed(c, 1, [ChannelControl(0)])  # the server's control stream overtook its headers
+    assert written(c.commands(), 1) == [Version(), SentUnreliable(1)]
