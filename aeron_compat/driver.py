@@ -119,7 +119,7 @@ class MediaDriver:
         if session is not None:
             session_id = int(session)
             if any(lg.session_id == session_id and lg.stream_id == stream_id and not lg.closed
-                   and lg.exclusive != exclusive for lg in self.logs):
+                   and (exclusive or lg.exclusive) for lg in self.logs):
                 raise RegistrationError(f"session-id: {session_id} already used on stream {stream_id}")
         else:
             session_id = self._fresh_session_id(stream_id)

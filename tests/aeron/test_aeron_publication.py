@@ -198,3 +198,16 @@ async def test_send_times_out_when_never_connected(aeron: Aeron) -> None:
     pub = aeron.add_publication(IPC, 15)
     with pytest.raises(TimeoutError):
         await pub.send(b"x", timeout=0.01)
+
+
+def test_explicit_session_ids_clash_with_exclusive_publications(aeron: Aeron) -> None:
+    from aeron_compat import RegistrationError
+
+    aeron.add_exclusive_publication("aeron:ipc?session-id=77", 16)
+    with pytest.raises(RegistrationError, match="session-id"):
+        aeron.add_exclusive_publication("aeron:ipc?session-id=77", 16)
+    with pytest.raises(RegistrationError, match="session-id"):
+        aeron.add_publication("aeron:ipc?session-id=77", 16)
+    shared = aeron.add_publication("aeron:ipc?session-id=78", 16)
+    assert aeron.add_publication("aeron:ipc?session-id=78", 16).session_id == shared.session_id == 78
+    assert aeron.add_exclusive_publication("aeron:ipc?session-id=77", 17).session_id == 77
