@@ -24,6 +24,7 @@ import random
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,17 @@ def engine_totals(conns: list[aqueduct.Connection]) -> dict[str, int]:
     return total
 
 
+def transport_state(conn: aqueduct.Connection) -> dict[str, Any]:
+    """Engine and QUIC stream state of a connection, printed when something hangs."""
+    q: Any = conn.protocol.quic
+    return {"side": conn.protocol.side.name, "closed": conn.is_closed,
+            "engine": None if conn.is_closed else conn.engine.state_sizes(),
+            "quic_streams": len(q._streams), "blocked_bidi": len(q._streams_blocked_bidi),
+            "blocked_uni": len(q._streams_blocked_uni), "remote_max_bidi": q._remote_max_streams_bidi,
+            "remote_max_uni": q._remote_max_streams_uni, "unacked": conn.protocol.unacked_total(),
+            "datagrams_pending": len(q._datagrams_pending)}
+
+
 async def soak(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
     ledger = Ledger()
@@ -65,6 +77,9 @@ async def soak(args: argparse.Namespace) -> int:
     server_conns: list[aqueduct.Connection] = []
     entry_tasks: set[asyncio.Task[None]] = set()
     samples: list[dict[str, Any]] = []
+    baseline: list[tracemalloc.Snapshot] = []
+    if args.tracemalloc:
+        tracemalloc.start(4)
     counters = {"connections": 0, "blackouts": 0, "graceful_closes": 0, "connect_failures": 0,
                 "hangs": 0, "orphans": 0}
     start = time.monotonic()
@@ -80,6 +95,13 @@ async def soak(args: argparse.Namespace) -> int:
              "violations": len(ledger.violations), "engine": sizes}
         samples.append(s)
         print(json.dumps(s), flush=True)
+        if args.tracemalloc:
+            snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+            if baseline:
+                for stat in snap.compare_to(baseline[0], "lineno")[:8]:
+                    print("  TRACEMALLOC", stat, flush=True)
+            else:
+                baseline.append(snap)
 
     async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, settings=settings) as server:
         async def accept() -> None:
@@ -128,6 +150,8 @@ async def soak(args: argparse.Namespace) -> int:
                 await asyncio.sleep(0.1)
             if traffic.tasks:
                 counters["hangs"] += len(traffic.tasks)
+                for c in [conn, *server_conns]:
+                    print("HANG-DIAG", transport_state(c), flush=True)
                 names = sorted(t.get_name() for t in traffic.tasks)
                 ledger.violations.append(f"channel ends still running {args.guard} s after the end: {names}")
                 for task in list(traffic.tasks):
@@ -174,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--idle-timeout", type=float, default=4.0)
     p.add_argument("--guard", type=float, default=60.0, help="seconds before an unfinished end counts as a hang")
     p.add_argument("--sample-every", type=float, default=30.0)
+    p.add_argument("--tracemalloc", action="store_true", help="print the biggest allocation growth at each sample")
     args = p.parse_args(argv)
     return asyncio.run(soak(args))
 
