@@ -431,6 +431,12 @@ class AqueductNetwork(Matcher):
         sub._add_image(session.image)
         self.spawn(session.run())
 
+    def describe(self) -> list[str]:
+        """One line per listener and connection, for `aeron_compat stat`."""
+        lines = [f"serving {endpoint} ({len(li.links)} connections)" for endpoint, li in list(self.listeners.items())]
+        lines += [f"connected to {endpoint}" for endpoint in list(self.out_links)]
+        return lines
+
     # --- shutdown ----------------------------------------------------------------------------------
     def close(self) -> None:
         """Close every connection and listener; stop the loop thread (if the driver owns one).

@@ -24,6 +24,7 @@ def format_snapshot(snap: dict[str, Any]) -> str:
         lines.append(f"{i:3d}: {value:>20,d} - {name}")
     for j, s in enumerate(snap["streams"], start=len(snap["counters"])):
         lines.append(f"{j:3d}: {s['value']:>20,d} - {s['name']}: {s['session_id']} {s['stream_id']} {s['channel']}")
+    lines += [f"     {link}" for link in snap.get("links", [])]
     return "\n".join(lines)
 
 

@@ -265,9 +265,11 @@ class MediaDriver:
             for image in sub._images:
                 streams.append({"name": "sub-pos", "value": image.position, "session_id": image.session_id,
                                 "stream_id": sub.stream_id, "channel": sub.channel})
+        network = self._network
+        links = network.describe() if network is not None and not isinstance(network, LoopbackNetwork) else []
         return {"pid": os.getpid(), "driver_id": self.driver_id, "directory": str(self.directory),
                 "started": self._started, "time": time.time(), "counters": dict(self.counters.values),
-                "streams": streams}
+                "streams": streams, "links": links}
 
     def write_counters(self) -> None:
         """Write the snapshot file now."""

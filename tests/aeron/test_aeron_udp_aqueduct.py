@@ -329,3 +329,14 @@ def test_big_messages_are_split_across_batches_and_reassembled(quic: Callable[[]
     assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
     wait_until(lambda: sub.poll(assembler, 1000) >= 0 and bool(whole))
     assert whole == [big]
+
+
+def test_stat_shows_the_drivers_connections(quic: Callable[[], Aeron]) -> None:
+    from aeron_compat.cli import format_snapshot
+
+    server, client = quic(), quic()
+    server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25270)}", STREAM)
+    pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25270)}", STREAM)
+    wait_until(lambda: pub.is_connected)
+    assert f"serving 127.0.0.1:{port(25270)} (1 connections)" in format_snapshot(server.driver.snapshot())
+    assert f"connected to 127.0.0.1:{port(25270)}" in format_snapshot(client.driver.snapshot())
