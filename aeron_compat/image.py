@@ -58,8 +58,10 @@ class Image:
 
     # --- the source side ---------------------------------------------------------------------------
     def deliver(self, frames: list[Frame]) -> None:
-        """Append frames (called by the source, in stream order)."""
+        """Append frames (called by the source, in stream order); frames from before the join are dropped."""
         if not self.is_closed:
+            if frames[0][0] < self.join_position:  # a claim that was pending when this image joined
+                frames = [f for f in frames if f[0] >= self.join_position]
             self._frames.extend(frames)
 
     def end_of_stream(self, final_position: int) -> None:

@@ -211,3 +211,15 @@ def test_explicit_session_ids_clash_with_exclusive_publications(aeron: Aeron) ->
     shared = aeron.add_publication("aeron:ipc?session-id=78", 16)
     assert aeron.add_publication("aeron:ipc?session-id=78", 16).session_id == shared.session_id == 78
     assert aeron.add_exclusive_publication("aeron:ipc?session-id=77", 17).session_id == 77
+
+
+def test_image_joining_during_a_pending_claim_starts_after_it(aeron: Aeron) -> None:
+    pub = aeron.add_publication(IPC, 18)
+    first = aeron.add_subscription(IPC, 18)
+    claim = pub.try_claim(3)
+    late = aeron.add_subscription(IPC, 18)
+    pub.offer(b"next")
+    claim.put_bytes(b"old")
+    claim.commit()
+    assert collect(first) == [b"old", b"next"]
+    assert collect(late) == [b"next"]
