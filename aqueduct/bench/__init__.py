@@ -1,0 +1,10 @@
+"""The side-by-side benchmark suite behind `aqueduct bench`.
+
+One run starts a peer process (peer.py) serving every transport at once:
+Aqueduct with the raw and the CBOR codec, raw aioquic (one stream per
+workload, varint length-prefixed frames, plus datagrams) and asyncio TCP
+(the same framing). The measuring process drives the same workloads over
+each transport in alternating rounds (runner.py), so every figure comes
+with its same-run ratio against raw aioquic; engine.py adds the
+engine-only costs (no sockets). report.py prints the table, JSON and plot.
+"""

@@ -1,0 +1,463 @@
+"""Measuring clients, one per transport family, all with the same workload methods.
+
+Each client talks to the peer process (peer.py) with the commands of
+protocol.py. Throughput workloads send for a time window (or up to a
+message limit), end the carrier, and take the peer's count: rate = count /
+(time from the first send to the count's arrival). Every sender applies
+backpressure at the same bound (256 KiB unacknowledged per stream, 64
+queued datagrams), as each transport's users would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aioquic.asyncio.client import connect as quic_connect
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.quic import events as qe
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.tls import SessionTicket
+
+import aqueduct
+from aqueduct.core.app import Delivery
+
+from .framing import Deframer, frame
+from .protocol import CHANNELS, DATAGRAMS, ECHO, HOLD, PING, SINK, decode_count, pack, unpack
+from .settings import RAW_ALPN, bench_settings
+
+SEND_BOUND = 256 * 1024
+DATAGRAM_BOUND = 64
+
+
+@dataclass
+class Rate:
+    """What a throughput workload measured."""
+
+    messages: int
+    nbytes: int
+    seconds: float
+
+
+class WaitableTickets(aqueduct.MemoryTicketStore):
+    """Client tickets in memory, plus an event for "a new ticket arrived"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = asyncio.Event()
+
+    def put(self, ticket: SessionTicket) -> None:
+        super().put(ticket)
+        self.arrived.set()
+
+
+# ---------------------------------------------------------------- Aqueduct
+
+
+class AqueductClient:
+    """Workloads over one Aqueduct connection with one codec and one delivery mode."""
+
+    def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, settings: Any = None) -> None:
+        self.url = f"aqueduct://127.0.0.1:{port}"
+        self.ca = ca
+        self.codec = codec
+        self.mode = mode
+        self.settings = settings or bench_settings()
+        self.conn: aqueduct.Connection | None = None
+        self.tickets = WaitableTickets()
+
+    def _codec(self) -> aqueduct.Codec:
+        return aqueduct.RawCodec() if self.codec == "raw" else aqueduct.CborCodec()
+
+    async def open(self) -> None:
+        """Connect (1-RTT)."""
+        self.conn = await aqueduct.connect(self.url, ca=self.ca, codec=self._codec(), settings=self.settings)
+
+    async def close(self) -> None:
+        """Close the connection."""
+        if self.conn is not None:
+            await self.conn.close()
+
+    async def _command(self, cmd: bytes, mode: Delivery) -> tuple[aqueduct.Sender, aqueduct.Receiver]:
+        assert self.conn is not None
+        tx, rx = aqueduct.channel(mode)
+        reply_tx, reply_rx = aqueduct.channel()
+        await self.conn.entrypoint.send(pack(self.codec, cmd, [rx, reply_tx]))
+        return tx, reply_rx
+
+    async def _count(self, reply: aqueduct.Receiver) -> bytes:
+        return unpack(self.codec, await reply.recv())[0]
+
+    async def oneway(self, size: int, window: float, limit: int) -> Rate:
+        """Send `size`-byte messages for `window` seconds; the peer counts what arrived."""
+        tx, reply = await self._command(SINK, self.mode)
+        payload = pack(self.codec, b"x" * size)
+        send = tx.send
+        start = time.perf_counter()
+        deadline = start + window
+        n = 0
+        while n < limit:
+            await send(payload)
+            n += 1
+            if time.perf_counter() >= deadline:
+                break
+        await tx.finish()
+        got = decode_count(await self._count(reply))
+        return Rate(got, got * size, time.perf_counter() - start)
+
+    async def rtt(self, size: int, window: float, limit: int) -> list[float]:
+        """Round trips of one message at a time (seconds each)."""
+        tx, rx = await self._command(ECHO, self.mode)
+        payload = pack(self.codec, b"x" * size)
+        out: list[float] = []
+        deadline = time.perf_counter() + window
+        while len(out) < limit:
+            t0 = time.perf_counter()
+            await tx.send(payload)
+            await rx.recv()
+            t1 = time.perf_counter()
+            out.append(t1 - t0)
+            if t1 >= deadline:
+                break
+        await tx.finish()
+        with contextlib.suppress(StopAsyncIteration):
+            await rx.recv()
+        return out
+
+    async def channels(self, window: float, limit: int) -> Rate:
+        """Each message carries a new channel's Receiver; that channel carries one message and finishes."""
+        tx, reply = await self._command(CHANNELS, self.mode)
+        start = time.perf_counter()
+        deadline = start + window
+        n = 0
+        one = pack(self.codec, b"x")
+        while n < limit:
+            ctx, crx = aqueduct.channel()
+            await tx.send(pack(self.codec, b"", [crx]))
+            await ctx.send(one)
+            await ctx.finish()
+            n += 1
+            if time.perf_counter() >= deadline:
+                break
+        await tx.finish()
+        got = decode_count(await self._count(reply))
+        return Rate(got, 0, time.perf_counter() - start)
+
+    async def hold(self, count: int) -> tuple[int, int, int]:
+        """Open `count` idle channels; (channels, client bytes traced, peer bytes traced) for them."""
+        import gc
+        import tracemalloc
+
+        tx, reply = await self._command(HOLD, Delivery.ORDERED)
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        kept = []
+        for _ in range(count):
+            ctx, crx = aqueduct.channel()
+            await tx.send(pack(self.codec, b"", [crx]))
+            kept.append(ctx)
+        await tx.finish()
+        answer = await self._count(reply)
+        gc.collect()
+        ours = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+        kept.clear()
+        return decode_count(answer[:8]), ours, decode_count(answer[8:16])
+
+    async def setup(self, zero_rtt: bool) -> tuple[float, bool]:
+        """Seconds from connect() to the first echo on a new connection; whether 0-RTT was accepted."""
+        tickets = self.tickets if zero_rtt else None
+        if tickets is not None:
+            tickets.arrived.clear()
+        start = time.perf_counter()
+        conn = await aqueduct.connect(self.url, ca=self.ca, codec=self._codec(), settings=self.settings,
+                                      session_ticket_store=tickets)
+        reply_tx, reply_rx = aqueduct.channel()
+        await conn.entrypoint.send(pack(self.codec, PING, [reply_tx]))
+        await reply_rx.recv()
+        took = time.perf_counter() - start
+        handshake = await conn.protocol.handshake
+        if tickets is not None:
+            await asyncio.wait_for(tickets.arrived.wait(), 5)
+        await conn.close()
+        return took, bool(handshake.early_data_accepted)
+
+
+# ---------------------------------------------------------------- raw aioquic
+
+
+class RawClientProtocol(QuicConnectionProtocol):
+    """A raw aioquic client: frames per stream, waiters woken after every transmit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deframers: dict[int, Deframer] = {}
+        self.inbox: dict[int, deque[bytes]] = {}
+        self.ended: set[int] = set()
+        self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
+
+    def quic_event_received(self, event: qe.QuicEvent) -> None:
+        if isinstance(event, qe.StreamDataReceived):
+            sid = event.stream_id
+            deframer = self.deframers.setdefault(sid, Deframer())
+            self.inbox.setdefault(sid, deque()).extend(deframer.feed(event.data))
+            if event.end_stream:
+                self.ended.add(sid)
+
+    def transmit(self) -> None:
+        super().transmit()
+        keep = []
+        for ready, fut in self._waiters:
+            if fut.done():
+                continue
+            if ready():
+                fut.set_result(None)
+            else:
+                keep.append((ready, fut))
+        self._waiters = keep
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        """Wait until `ready()` (checked after each transmit, i.e. after each batch of incoming packets)."""
+        while not ready():
+            fut = self._loop.create_future()
+            self._waiters.append((ready, fut))
+            await fut
+
+    async def next_frame(self, sid: int) -> bytes:
+        """The next frame received on `sid`."""
+        box = self.inbox.setdefault(sid, deque())
+        await self.wait_until(lambda: bool(box) or sid in self.ended)
+        return box.popleft()
+
+    def unacked(self, sid: int) -> int:
+        """Bytes written to `sid` and not yet acknowledged."""
+        stream = self._quic._streams.get(sid)
+        return len(stream.sender._buffer) if stream is not None else 0
+
+
+class RawQuicClient:
+    """Workloads over raw aioquic: a stream per workload with length-prefixed frames, or datagrams."""
+
+    def __init__(self, port: int, ca: Path, datagrams: bool = False) -> None:
+        self.port = port
+        self.ca = ca
+        self.datagrams = datagrams
+        self._cm: Any = None
+        self.proto: RawClientProtocol | None = None
+        self.ticket: SessionTicket | None = None
+
+    def _config(self, ticket: SessionTicket | None = None) -> QuicConfiguration:
+        config = QuicConfiguration(is_client=True, alpn_protocols=[RAW_ALPN], max_datagram_frame_size=65536,
+                                   server_name="localhost", session_ticket=ticket)
+        config.load_verify_locations(cafile=str(self.ca))
+        return config
+
+    async def open(self) -> None:
+        """Connect (1-RTT)."""
+        self._cm = quic_connect("127.0.0.1", self.port, configuration=self._config(),
+                                create_protocol=RawClientProtocol)
+        self.proto = await self._cm.__aenter__()
+
+    async def close(self) -> None:
+        """Close the connection."""
+        if self._cm is not None:
+            await self._cm.__aexit__(None, None, None)
+
+    def _stream(self, cmd: bytes) -> int:
+        assert self.proto is not None
+        quic = self.proto._quic
+        sid = quic.get_next_available_stream_id()
+        quic.send_stream_data(sid, frame(cmd))
+        return sid
+
+    async def _end(self, sid: int) -> bytes:
+        assert self.proto is not None
+        self.proto._quic.send_stream_data(sid, b"", end_stream=True)
+        self.proto.transmit()
+        return await self.proto.next_frame(sid)
+
+    async def oneway(self, size: int, window: float, limit: int) -> Rate:
+        """Stream: length-prefixed messages; datagrams: one message per datagram."""
+        if self.datagrams:
+            return await self._datagrams(size, window, limit)
+        proto = self.proto
+        assert proto is not None
+        quic = proto._quic
+        sid = self._stream(SINK)
+        payload = b"x" * size
+        start = time.perf_counter()
+        deadline = start + window
+        n = 0
+        while n < limit:
+            quic.send_stream_data(sid, frame(payload))
+            n += 1
+            if proto.unacked(sid) >= SEND_BOUND:
+                proto.transmit()
+                await proto.wait_until(lambda: proto.unacked(sid) < SEND_BOUND)
+            if time.perf_counter() >= deadline:
+                break
+        got = decode_count(await self._end(sid))
+        return Rate(got, got * size, time.perf_counter() - start)
+
+    async def _datagrams(self, size: int, window: float, limit: int) -> Rate:
+        proto = self.proto
+        assert proto is not None
+        quic = proto._quic
+        sid = self._stream(DATAGRAMS)
+        proto.transmit()
+        payload = b"x" * size
+        start = time.perf_counter()
+        deadline = start + window
+        n = 0
+        pending = quic._datagrams_pending
+        while n < limit:
+            quic.send_datagram_frame(payload)
+            n += 1
+            if len(pending) >= DATAGRAM_BOUND:
+                proto.transmit()
+                await proto.wait_until(lambda: len(pending) < DATAGRAM_BOUND)
+            if time.perf_counter() >= deadline:
+                break
+        got = decode_count(await self._end(sid))
+        return Rate(got, got * size, time.perf_counter() - start)
+
+    async def rtt(self, size: int, window: float, limit: int) -> list[float]:
+        """Round trips of one frame at a time on an echo stream."""
+        proto = self.proto
+        assert proto is not None
+        quic = proto._quic
+        sid = self._stream(ECHO)
+        data = frame(b"x" * size)
+        out: list[float] = []
+        deadline = time.perf_counter() + window
+        while len(out) < limit:
+            t0 = time.perf_counter()
+            quic.send_stream_data(sid, data)
+            proto.transmit()
+            await proto.next_frame(sid)
+            t1 = time.perf_counter()
+            out.append(t1 - t0)
+            if t1 >= deadline:
+                break
+        quic.send_stream_data(sid, b"", end_stream=True)
+        proto.transmit()
+        return out
+
+    async def setup(self, zero_rtt: bool) -> tuple[float, bool]:
+        """Seconds from connect to the first echo; whether 0-RTT was accepted."""
+        arrived = asyncio.Event()
+
+        def on_ticket(ticket: SessionTicket) -> None:
+            self.ticket = ticket
+            arrived.set()
+
+        ticket, self.ticket = (self.ticket, None) if zero_rtt else (None, None)
+        start = time.perf_counter()
+        async with quic_connect("127.0.0.1", self.port, configuration=self._config(ticket),
+                                create_protocol=RawClientProtocol, session_ticket_handler=on_ticket,
+                                wait_connected=not zero_rtt) as proto:
+            assert isinstance(proto, RawClientProtocol)
+            quic = proto._quic
+            sid = quic.get_next_available_stream_id()
+            quic.send_stream_data(sid, frame(PING), end_stream=True)
+            proto.transmit()
+            await proto.next_frame(sid)
+            took = time.perf_counter() - start
+            accepted = bool(quic.tls.early_data_accepted)
+            await asyncio.wait_for(arrived.wait(), 5)
+        return took, accepted
+
+
+# ---------------------------------------------------------------- TCP
+
+
+class TcpClient:
+    """Workloads over asyncio TCP streams (one connection per workload), the same framing."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    async def open(self) -> None:
+        """Nothing to do: each workload opens its own connection."""
+
+    async def close(self) -> None:
+        """Nothing to do."""
+
+    async def _conn(self, cmd: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        writer.write(frame(cmd))
+        return reader, writer
+
+    @staticmethod
+    async def _frame(reader: asyncio.StreamReader, deframer: Deframer, box: deque[bytes]) -> bytes:
+        while not box:
+            data = await reader.read(256 * 1024)
+            if not data:
+                raise ConnectionError("peer closed")
+            box.extend(deframer.feed(data))
+        return box.popleft()
+
+    async def oneway(self, size: int, window: float, limit: int) -> Rate:
+        """Length-prefixed messages, then a half-close; the peer replies the count."""
+        reader, writer = await self._conn(SINK)
+        payload = b"x" * size
+        start = time.perf_counter()
+        deadline = start + window
+        n = 0
+        while n < limit:
+            writer.write(frame(payload))
+            n += 1
+            if writer.transport.get_write_buffer_size() >= SEND_BOUND:
+                await writer.drain()
+            if time.perf_counter() >= deadline:
+                break
+        writer.write_eof()
+        got = decode_count(await self._frame(reader, Deframer(), deque()))
+        writer.close()
+        return Rate(got, got * size, time.perf_counter() - start)
+
+    async def rtt(self, size: int, window: float, limit: int) -> list[float]:
+        """Round trips of one frame at a time."""
+        reader, writer = await self._conn(ECHO)
+        data = frame(b"x" * size)
+        deframer, box = Deframer(), deque[bytes]()
+        out: list[float] = []
+        deadline = time.perf_counter() + window
+        while len(out) < limit:
+            t0 = time.perf_counter()
+            writer.write(data)
+            await self._frame(reader, deframer, box)
+            t1 = time.perf_counter()
+            out.append(t1 - t0)
+            if t1 >= deadline:
+                break
+        writer.close()
+        return out
+
+    async def setup(self, zero_rtt: bool) -> tuple[float, bool]:
+        """Seconds from connect to the first echo (TCP has no 0-RTT here: no TLS, no Fast Open)."""
+        start = time.perf_counter()
+        reader, writer = await self._conn(PING)
+        await self._frame(reader, Deframer(), deque())
+        took = time.perf_counter() - start
+        writer.close()
+        return took, False
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) of `values`, nearest-rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def median(values: list[float]) -> float:
+    """The median (0.0 for no values)."""
+    return statistics.median(values) if values else 0.0

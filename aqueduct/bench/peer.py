@@ -1,0 +1,257 @@
+"""The peer process: serves every benchmarked transport at once on loopback.
+
+    python -m aqueduct.bench.peer --cert CERT --key KEY [--uvloop]
+
+Listens with Aqueduct (raw codec and CBOR codec, single-use tickets so 0-RTT
+work runs at once), raw aioquic (same ALPN-free setup, datagrams on) and
+asyncio TCP, prints one JSON line with the ports, and serves the commands of
+protocol.py until its stdin closes (the measuring process ended).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import json
+import sys
+import threading
+import tracemalloc
+from typing import Any
+
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.asyncio.server import serve as quic_serve
+from aioquic.quic import events as qe
+from aioquic.quic.configuration import QuicConfiguration
+
+import aqueduct
+from aqueduct.errors import AqueductError
+
+from .framing import Deframer, frame
+from .protocol import CHANNELS, DATAGRAMS, ECHO, HOLD, PING, SINK, encode_count, pack, unpack
+from .settings import RAW_ALPN, bench_settings
+
+# ---------------------------------------------------------------- Aqueduct
+
+
+async def _aq_command(codec: str, cmd: bytes, halves: list[Any]) -> None:
+    if cmd == PING:
+        (reply,) = halves
+        await reply.send(pack(codec, b"p"))
+        await reply.finish()
+        return
+    rx, tx = halves
+    n = 0
+    held: list[Any] = []
+    if cmd == HOLD:
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+    try:
+        async for obj in rx:
+            n += 1
+            if cmd == ECHO:
+                await tx.send(pack(codec, unpack(codec, obj)[0]))
+            elif cmd == CHANNELS:
+                (inner,) = unpack(codec, obj)[1]
+                await inner.recv()
+                inner.close()
+            elif cmd == HOLD:
+                held.extend(unpack(codec, obj)[1])
+    except AqueductError:
+        pass
+    if cmd == HOLD:
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] - base
+        tracemalloc.stop()
+        await tx.send(pack(codec, encode_count(n) + encode_count(max(0, traced))))
+    elif cmd != ECHO:
+        await tx.send(pack(codec, encode_count(n)))
+    await tx.finish()
+    held.clear()
+
+
+async def _aq_connection(conn: aqueduct.Connection, codec: str, tasks: set[asyncio.Task[None]]) -> None:
+    try:
+        async for obj in conn.entrypoint:
+            cmd, halves = unpack(codec, obj)
+            task = asyncio.ensure_future(_aq_command(codec, cmd, halves))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    except AqueductError:
+        pass
+
+
+async def _aq_accept(server: aqueduct.Server, codec: str) -> None:
+    tasks: set[asyncio.Task[None]] = set()
+    async for conn in server:
+        task = asyncio.ensure_future(_aq_connection(conn, codec, tasks))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+
+# ---------------------------------------------------------------- raw aioquic
+
+
+class _RawStream:
+    def __init__(self) -> None:
+        self.cmd: bytes | None = None
+        self.deframer = Deframer()
+        self.count = 0
+        self.datagrams_at_start = 0
+
+
+class RawServerProtocol(QuicConnectionProtocol):
+    """Raw aioquic peer: per-stream commands with length-prefixed frames; counts datagrams."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._streams: dict[int, _RawStream] = {}
+        self._datagrams = 0
+
+    def quic_event_received(self, event: qe.QuicEvent) -> None:
+        if isinstance(event, qe.StreamDataReceived):
+            self._on_stream(event.stream_id, event.data, event.end_stream)
+        elif isinstance(event, qe.DatagramFrameReceived):
+            self._datagrams += 1
+
+    def _on_stream(self, sid: int, data: bytes, end: bool) -> None:
+        st = self._streams.get(sid)
+        if st is None:
+            st = self._streams[sid] = _RawStream()
+        quic = self._quic
+        if st.cmd is None or st.cmd == ECHO:
+            frames = st.deframer.feed(data)
+            if st.cmd is None and frames:
+                st.cmd = frames.pop(0)
+                st.datagrams_at_start = self._datagrams
+                if st.cmd == SINK and frames:
+                    st.count += len(frames)
+                    frames = []
+                if st.cmd == PING:
+                    quic.send_stream_data(sid, frame(b"p"), end_stream=True)
+            if st.cmd == ECHO:
+                for payload in frames:
+                    quic.send_stream_data(sid, frame(payload))
+        else:
+            st.count += st.deframer.count(data)[0]
+        if end:
+            del self._streams[sid]
+            if st.cmd == SINK:
+                quic.send_stream_data(sid, frame(encode_count(st.count)), end_stream=True)
+            elif st.cmd == DATAGRAMS:
+                quic.send_stream_data(sid, frame(encode_count(self._datagrams - st.datagrams_at_start)), True)
+            elif st.cmd == ECHO:
+                quic.send_stream_data(sid, b"", end_stream=True)
+
+
+class _SingleUseTickets:
+    def __init__(self) -> None:
+        self._tickets: dict[bytes, Any] = {}
+
+    def add(self, ticket: Any) -> None:
+        self._tickets[ticket.ticket] = ticket
+
+    def fetch(self, label: bytes) -> Any:
+        return self._tickets.pop(label, None)
+
+
+# ---------------------------------------------------------------- TCP
+
+
+async def _tcp_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    deframer = Deframer()
+    cmd: bytes | None = None
+    count = 0
+    try:
+        while True:
+            data = await reader.read(256 * 1024)
+            if not data:
+                break
+            if cmd is None or cmd == ECHO:
+                frames = deframer.feed(data)
+                if cmd is None and frames:
+                    cmd = frames.pop(0)
+                    if cmd == PING:
+                        writer.write(frame(b"p"))
+                    elif cmd == SINK:
+                        count += len(frames)
+                        frames = []
+                if cmd == ECHO and frames:
+                    writer.write(b"".join(frame(p) for p in frames))
+                    await writer.drain()
+            else:
+                count += deframer.count(data)[0]
+        if cmd == SINK:
+            writer.write(frame(encode_count(count)))
+        await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
+# ---------------------------------------------------------------- main
+
+
+def _udp_port(server: Any) -> int:
+    transport = server._transport
+    assert transport is not None
+    return int(transport.get_extra_info("sockname")[1])
+
+
+def _watch_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:
+    sys.stdin.read()
+    loop.call_soon_threadsafe(done.set)
+
+
+async def serve_all(cert: str, key: str) -> None:
+    """Serve every transport; print the ports; return when stdin closes."""
+    settings = bench_settings()
+    raw_cfg = QuicConfiguration(is_client=False, alpn_protocols=[RAW_ALPN], max_datagram_frame_size=65536)
+    raw_cfg.load_cert_chain(cert, key)
+    tickets = _SingleUseTickets()
+    async with (
+        aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(), settings=settings,
+                       single_use_tickets=True) as aq_raw,
+        aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.CborCodec(), settings=settings,
+                       single_use_tickets=True) as aq_cbor,
+    ):
+        raw_server = await quic_serve("127.0.0.1", 0, configuration=raw_cfg, create_protocol=RawServerProtocol,
+                                      session_ticket_fetcher=tickets.fetch, session_ticket_handler=tickets.add)
+        tcp_server = await asyncio.start_server(_tcp_client, "127.0.0.1", 0)
+        accept = [asyncio.ensure_future(_aq_accept(aq_raw, "raw")), asyncio.ensure_future(_aq_accept(aq_cbor, "cbor"))]
+        ports = {
+            "aqueduct-raw": aq_raw.address[1],
+            "aqueduct-cbor": aq_cbor.address[1],
+            "aioquic": _udp_port(raw_server),
+            "tcp": tcp_server.sockets[0].getsockname()[1],
+        }
+        print(json.dumps(ports), flush=True)
+        done = asyncio.Event()
+        threading.Thread(target=_watch_stdin, args=(asyncio.get_running_loop(), done), daemon=True).start()
+        await done.wait()
+        for task in accept:
+            task.cancel()
+        tcp_server.close()
+        raw_server.close()
+
+
+def main() -> None:
+    """Command-line entry of the peer process."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--uvloop", action="store_true")
+    args = parser.parse_args()
+    if args.uvloop:
+        import uvloop
+
+        uvloop.install()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_all(args.cert, args.key))
+
+
+if __name__ == "__main__":
+    main()

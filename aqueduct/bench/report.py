@@ -1,0 +1,195 @@
+"""Turning a run's samples into figures: medians with min and max, same-run ratios, targets, table, JSON, plot.
+
+A cell's ratio compares its median with the median of its reference
+transport on the same workload in the same run (raw aioquic on one stream;
+raw aioquic datagrams for unreliable channels). For times (round trips,
+set-up) the ratio is ours / theirs, so lower is better there.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from .runner import BY_KEY, TRANSPORTS, WORKLOADS, Results
+
+REFERENCE = {t.name: t.reference for t in TRANSPORTS}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (transport, workload) figure."""
+
+    transport: str
+    workload: str
+    unit: str
+    median: float
+    low: float
+    high: float
+    rounds: int
+    ratio: float | None
+    reference: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """One goal of the performance issue and whether this run met it."""
+
+    name: str
+    value: float | None
+    goal: str
+    met: bool | None
+
+
+def cells(results: Results) -> list[Cell]:
+    """Every measured cell, workload by workload."""
+    out = []
+    for w in WORKLOADS:
+        for transport, by_workload in results.samples.items():
+            values = by_workload.get(w.key)
+            if not values:
+                continue
+            ref_name = REFERENCE.get(transport, "aioquic")
+            ref_values = results.samples.get(ref_name, {}).get(w.key)
+            if not ref_values and ref_name != "aioquic":
+                ref_name = "aioquic"
+                ref_values = results.samples.get(ref_name, {}).get(w.key)
+            med = statistics.median(values)
+            ratio = med / statistics.median(ref_values) if ref_values and statistics.median(ref_values) else None
+            out.append(Cell(transport, w.key, w.unit, med, min(values), max(values), len(values), ratio, ref_name))
+    return out
+
+
+def _ratio(cs: list[Cell], transport: str, workload: str) -> float | None:
+    return next((c.ratio for c in cs if c.transport == transport and c.workload == workload), None)
+
+
+def _check(value: float | None, goal: float, at_least: bool) -> bool | None:
+    if value is None:
+        return None
+    return value >= goal if at_least else value <= goal
+
+
+def targets(results: Results) -> list[Target]:
+    """The issue's targets, evaluated on this run."""
+    cs = cells(results)
+    o64 = _ratio(cs, "aqueduct ordered raw", "msg64")
+    o16 = _ratio(cs, "aqueduct ordered raw", "msg16k")
+    u64 = _ratio(cs, "aqueduct unreliable raw", "msg64")
+    rtt = _ratio(cs, "aqueduct ordered raw", "rtt_p50")
+    out = [
+        Target("ordered 64 B msgs/s vs raw aioquic", o64, ">= 0.8x", _check(o64, 0.8, True)),
+        Target("ordered 16 KiB MB/s vs raw aioquic", o16, ">= 0.9x", _check(o16, 0.9, True)),
+        Target("unreliable 64 B msgs/s vs raw datagrams", u64, ">= 0.8x", _check(u64, 0.8, True)),
+        Target("ordered RTT p50 vs raw aioquic", rtt, "<= 1.2x", _check(rtt, 1.2, False)),
+    ]
+    e = results.engine
+    if e:
+        curve = e["throughput_vs_channels"]
+        flat = curve[-1][1] / curve[0][1] if curve and curve[0][1] else None
+        out += [
+            Target(f"engine cascade over {e['cascade_channels']} channels (ms)", e["cascade_ms"], "< 100",
+                   e["cascade_ms"] < 100),
+            Target("engine memory per idle channel, both ends (B, traced)", e["idle_channel_bytes_traced"],
+                   "< 2048", e["idle_channel_bytes_traced"] < 2048),
+            Target(f"engine msgs/s at {curve[-1][0]} vs {curve[0][0]} open channels", flat, ">= 0.8x (flat)",
+                   _check(flat, 0.8, True)),
+        ]
+    return out
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def table(results: Results) -> str:
+    """The terminal table: one row per cell, then memory, engine costs and targets."""
+    cs = cells(results)
+    rounds = max((c.rounds for c in cs), default=0)
+    head = f"{'workload':<40} {'transport':<26} {'median':>10} {'min':>10} {'max':>10}  {'vs ref':>8}"
+    lines = [f"aqueduct bench: medians of {rounds} alternating rounds; 'vs ref' = median / raw aioquic's "
+             "(datagrams for unreliable); for us and ms lower is better", head, "-" * len(head)]
+    last = ""
+    for c in cs:
+        w = BY_KEY[c.workload]
+        title = f"{w.title} ({w.unit})" if c.workload != last else ""
+        last = c.workload
+        ratio = f"{c.ratio:.2f}x" if c.ratio is not None else "-"
+        lines.append(f"{title:<40} {c.transport:<26} {_fmt(c.median):>10} {_fmt(c.low):>10} {_fmt(c.high):>10}  "
+                     f"{ratio:>8}")
+    if results.zero_rtt_accepted:
+        lines.append("0-RTT accepted: " + ", ".join(f"{k} {v}" for k, v in results.zero_rtt_accepted.items()))
+    m = results.api_memory
+    if m:
+        lines.append(f"API memory per idle channel ({m['channels']:,.0f} channels): {m['per_channel_bytes']:,.0f} B "
+                     f"(sender side {m['sender_side_bytes']:,.0f} B, receiver side {m['receiver_side_bytes']:,.0f} B)")
+    e = results.engine
+    if e:
+        lines.append(f"engine: cascade over {e['cascade_channels']:,} channels {e['cascade_ms']:.1f} ms "
+                     f"({e['cascade_lost']:,} ended LOST); idle channel {e['idle_channel_bytes_traced']:,.0f} B traced "
+                     f"at {e['idle_channel_bytes_traced_count']:,}, {e['idle_channel_bytes_rss']:,.0f} B RSS at "
+                     f"{e['idle_channel_bytes_rss_count']:,} (both ends)")
+        lines.append("engine msgs/s vs open channels: "
+                     + ", ".join(f"{n:,}: {rate:,.0f}" for n, rate in e["throughput_vs_channels"]))
+    lines.append("targets:")
+    for t in targets(results):
+        mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
+        value = "-" if t.value is None else _fmt(t.value)
+        lines.append(f"  {t.name:<58} {value:>10}  goal {t.goal:<16} {mark}")
+    lines.append(f"run took {results.seconds:.0f} s; load average at start "
+                 f"{', '.join(f'{x:.1f}' for x in results.environment.get('load_average', []))}")
+    return "\n".join(lines)
+
+
+def as_json(results: Results) -> dict[str, Any]:
+    """Everything, machine-readable."""
+    return {
+        "environment": results.environment,
+        "options": results.options,
+        "cells": [c.__dict__ for c in cells(results)],
+        "samples": results.samples,
+        "zero_rtt_accepted": results.zero_rtt_accepted,
+        "api_memory": results.api_memory,
+        "engine": results.engine,
+        "targets": [t.__dict__ for t in targets(results)],
+        "seconds": results.seconds,
+    }
+
+
+def plot(results: Results, path: str) -> None:
+    """A PNG: one bar chart per workload (median, min-max whiskers) and the engine's channel curve."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cs = cells(results)
+    keys = [w for w in WORKLOADS if any(c.workload == w.key for c in cs)]
+    n = len(keys) + (1 if results.engine else 0)
+    cols = 3
+    rows = max(1, (n + cols - 1) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 3.6 * rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax, w in zip(flat, keys, strict=False):
+        mine = [c for c in cs if c.workload == w.key]
+        ax.barh([c.transport for c in mine], [c.median for c in mine],
+                xerr=[[c.median - c.low for c in mine], [c.high - c.median for c in mine]], color="steelblue")
+        ax.set_title(f"{w.title} ({w.unit})", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.invert_yaxis()
+    if results.engine:
+        ax = flat[len(keys)]
+        curve = results.engine["throughput_vs_channels"]
+        ax.semilogx([n for n, _ in curve], [r for _, r in curve], marker="o")
+        ax.set_ylim(bottom=0)
+        ax.set_title("engine msgs/s vs open idle channels", fontsize=9)
+    for ax in flat[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,228 @@
+"""One benchmark run: start the peer, run every transport's workloads in alternating rounds, gather figures.
+
+Transports are visited in a different rotation each round, so slow drift of
+the machine (other processes, thermal) spreads over all of them; each
+(transport, workload) cell keeps one value per round. The engine-only
+costs run in a fresh process (engine.py) so its resident memory is its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.app import Delivery
+from ..quic.certs import make_dev_certs
+from .clients import AqueductClient, RawQuicClient, TcpClient, median, percentile
+
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One measured quantity."""
+
+    key: str
+    title: str
+    unit: str
+    higher_is_better: bool = True
+
+
+WORKLOADS = [
+    Workload("msg64", "64 B one way", "msgs/s"),
+    Workload("msg16k", "16 KiB one way", "MB/s"),
+    Workload("bulk", "bulk (256 KiB messages)", "MB/s"),
+    Workload("rtt_p50", "64 B round trip p50", "us", False),
+    Workload("rtt_p99", "64 B round trip p99", "us", False),
+    Workload("channels", "channel creation (one per message)", "channels/s"),
+    Workload("setup_1rtt", "connect to first echo, 1-RTT", "ms", False),
+    Workload("setup_0rtt", "connect to first echo, 0-RTT", "ms", False),
+]
+BY_KEY = {w.key: w for w in WORKLOADS}
+
+
+@dataclass(frozen=True)
+class Transport:
+    """One benchmarked transport and the workloads it runs."""
+
+    name: str
+    family: str
+    workloads: tuple[str, ...]
+    codec: str = "raw"
+    mode: Delivery = Delivery.ORDERED
+    reference: str = "aioquic"
+
+
+FULL = ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "channels", "setup_1rtt", "setup_0rtt")
+TRANSPORTS = [
+    Transport("aqueduct ordered raw", "aqueduct", FULL),
+    Transport("aqueduct unordered raw", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99")),
+    Transport("aqueduct unreliable raw", "aqueduct", ("msg64",), mode=Delivery.UNRELIABLE,
+              reference="aioquic datagrams"),
+    Transport("aqueduct ordered cbor", "aqueduct", FULL, codec="cbor"),
+    Transport("aqueduct unordered cbor", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), codec="cbor"),
+    Transport("aqueduct unreliable cbor", "aqueduct", ("msg64",), codec="cbor", mode=Delivery.UNRELIABLE,
+              reference="aioquic datagrams"),
+    Transport("aioquic", "aioquic", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt", "setup_0rtt")),
+    Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
+    Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
+]
+
+
+@dataclass
+class Options:
+    """Knobs of a run (the CLI's flags)."""
+
+    rounds: int = 5
+    window: float = 0.3
+    """Seconds each throughput or round-trip measurement runs."""
+    setups: int = 3
+    """Connections per set-up measurement (their median is the round's value)."""
+    api_channels: int = 10_000
+    """Idle channels opened through the API for the memory figure (0: skip)."""
+    engine_channels: int = 100_000
+    """Idle channels for the engine memory figure and the top of the throughput curve (0: skip engine costs)."""
+    cascade: int = 10_000
+    engine_messages: int = 20_000
+    only: tuple[str, ...] = ()
+    """Substrings of transport names to run (empty: all)."""
+    uvloop: bool = False
+
+
+@dataclass
+class Results:
+    """Everything one run measured."""
+
+    options: dict[str, Any]
+    samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    zero_rtt_accepted: dict[str, str] = field(default_factory=dict)
+    api_memory: dict[str, float] = field(default_factory=dict)
+    engine: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
+    if t.family == "aqueduct":
+        return AqueductClient(ports[f"aqueduct-{t.codec}"], ca, t.codec, t.mode)
+    if t.family == "tcp":
+        return TcpClient(ports["tcp"])
+    return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams")
+
+
+async def _measure(client: Any, t: Transport, opts: Options, record: Callable[[str, float], None]) -> None:
+    w = opts.window
+    if "msg64" in t.workloads:
+        r = await client.oneway(64, w, 10_000_000)
+        record("msg64", r.messages / r.seconds)
+    if "msg16k" in t.workloads:
+        r = await client.oneway(16 * 1024, w, 1_000_000)
+        record("msg16k", r.nbytes / r.seconds / MB)
+    if "bulk" in t.workloads:
+        r = await client.oneway(256 * 1024, w, 100_000)
+        record("bulk", r.nbytes / r.seconds / MB)
+    if "rtt_p50" in t.workloads:
+        lat = await client.rtt(64, w, 100_000)
+        record("rtt_p50", percentile(lat, 0.5) * 1e6)
+        record("rtt_p99", percentile(lat, 0.99) * 1e6)
+    if "channels" in t.workloads:
+        r = await client.channels(w, 1_000_000)
+        record("channels", r.messages / r.seconds)
+
+
+async def _setups(client: Any, t: Transport, opts: Options, record: Callable[[str, float], None],
+                  accepted: dict[str, list[bool]]) -> None:
+    if "setup_1rtt" in t.workloads:
+        record("setup_1rtt", median([(await client.setup(False))[0] for _ in range(opts.setups)]) * 1000)
+    if "setup_0rtt" in t.workloads:
+        await client.setup(True)  # obtains the first ticket
+        runs = [await client.setup(True) for _ in range(opts.setups)]
+        accepted.setdefault(t.name, []).extend(ok for _, ok in runs)
+        record("setup_0rtt", median([took for took, _ in runs]) * 1000)
+
+
+def _start_peer(certs: Any, opts: Options) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    cmd = [sys.executable, "-m", "aqueduct.bench.peer", "--cert", str(certs.cert), "--key", str(certs.key)]
+    if opts.uvloop:
+        cmd.append("--uvloop")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(10)
+        raise RuntimeError("the benchmark peer process failed to start")
+    return proc, json.loads(line)
+
+
+def _engine_costs(opts: Options) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "aqueduct.bench.engine", "--channels", str(opts.engine_channels),
+           "--cascade", str(opts.cascade), "--messages", str(opts.engine_messages),
+           "--traced", str(min(opts.engine_channels, 10_000))]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def _environment(opts: Options) -> dict[str, Any]:
+    import os
+    import platform
+    from importlib.metadata import version
+
+    return {"python": platform.python_version(), "aioquic": version("aioquic"), "cpus": os.cpu_count(),
+            "loop": "uvloop" if opts.uvloop else "asyncio", "load_average": list(os.getloadavg())}
+
+
+async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -> Results:
+    """Run the whole suite."""
+    started = time.perf_counter()
+    results = Results(options=asdict(opts), environment=_environment(opts))
+    transports = [t for t in TRANSPORTS if not opts.only or any(s in t.name for s in opts.only)]
+    accepted: dict[str, list[bool]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        certs = make_dev_certs(tmp)
+        proc, ports = _start_peer(certs, opts)
+        try:
+            for rnd in range(opts.rounds):
+                shift = rnd % len(transports)
+                for t in transports[shift:] + transports[:shift]:
+                    progress(f"round {rnd + 1}/{opts.rounds}: {t.name}")
+                    cells = results.samples.setdefault(t.name, {})
+
+                    def record(key: str, value: float, cells: dict[str, list[float]] = cells) -> None:
+                        cells.setdefault(key, []).append(value)
+
+                    client = _make_client(t, ports, certs.ca)
+                    await client.open()
+                    try:
+                        await _measure(client, t, opts, record)
+                    finally:
+                        await client.close()
+                    await _setups(client, t, opts, record, accepted)
+            aq = next((t for t in transports if t.name == "aqueduct ordered raw"), None)
+            if opts.api_channels and aq is not None:
+                progress(f"API memory: {opts.api_channels} idle channels")
+                client = _make_client(aq, ports, certs.ca)
+                await client.open()
+                n, ours, theirs = await client.hold(opts.api_channels)
+                await client.close()
+                results.api_memory = {"channels": n, "sender_side_bytes": ours / n, "receiver_side_bytes": theirs / n,
+                                      "per_channel_bytes": (ours + theirs) / n}
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    results.zero_rtt_accepted = {k: f"{sum(v)}/{len(v)}" for k, v in accepted.items()}
+    if opts.engine_channels:
+        progress(f"engine-only costs ({opts.engine_channels} channels)")
+        results.engine = _engine_costs(opts)
+    results.seconds = time.perf_counter() - started
+    return results

@@ -1,0 +1,67 @@
+"""`aqueduct bench`: the side-by-side benchmark (Aqueduct, raw aioquic, asyncio TCP) in one bounded run.
+
+Defaults take about 2-3 minutes on a 2-core machine: 5 alternating rounds
+of 0.3 s measurements per cell, the API memory figure at 10,000 channels,
+and the engine-only costs at 100,000 channels. Prints a table; `--json`
+writes every sample and figure, `--plot` a PNG. See aqueduct/bench/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add the `bench` subcommand."""
+    p = sub.add_parser("bench", help="benchmark Aqueduct against raw aioquic and TCP on loopback",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    p.add_argument("--window", type=float, default=0.3, help="seconds per throughput/round-trip measurement")
+    p.add_argument("--setups", type=int, default=3, help="connections per set-up measurement")
+    p.add_argument("--api-channels", type=int, default=10_000, help="idle channels for API memory (0: skip)")
+    p.add_argument("--engine-channels", type=int, default=100_000,
+                   help="idle channels for engine memory and the throughput curve (0: skip engine costs)")
+    p.add_argument("--cascade", type=int, default=10_000, help="channels in the cascading-loss tree")
+    p.add_argument("--engine-messages", type=int, default=20_000, help="messages per point of the engine curve")
+    p.add_argument("--only", action="append", default=[], help="run transports whose name contains this (repeat)")
+    p.add_argument("--uvloop", action="store_true", help="run both processes on uvloop (extra 'fast')")
+    p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
+    p.add_argument("--plot", metavar="PNG", help="write a chart (matplotlib)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the suite and report."""
+    from ..bench import report
+    from ..bench.runner import Options
+    from ..bench.runner import run as run_suite
+
+    opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
+                   engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
+                   only=tuple(args.only), uvloop=args.uvloop)
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    if args.uvloop:
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    results = asyncio.run(run_suite(opts, progress))
+    text = report.table(results)
+    if args.json == "-":
+        print(json.dumps(report.as_json(results), indent=1))
+    else:
+        print(text)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report.as_json(results), f, indent=1)
+    if args.plot:
+        report.plot(results, args.plot)
+    return 0

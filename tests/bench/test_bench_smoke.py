@@ -1,0 +1,46 @@
+"""`aqueduct bench` with a tiny budget: the table, JSON and plot have the expected shape (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aqueduct.bench.runner import TRANSPORTS
+from aqueduct.cli import main
+
+TINY = ["bench", "--rounds", "1", "--window", "0.02", "--setups", "1", "--api-channels", "20",
+        "--engine-channels", "300", "--cascade", "100", "--engine-messages", "256", "--quiet"]
+
+
+@pytest.mark.timeout(240)
+def test_tiny_run_prints_the_table_and_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_json, out_png = tmp_path / "bench.json", tmp_path / "bench.png"
+    assert main([*TINY, "--json", str(out_json), "--plot", str(out_png)]) == 0
+    text = capsys.readouterr().out
+    for t in TRANSPORTS:
+        assert t.name in text
+    assert "targets:" in text and "vs ref" in text
+    data = json.loads(out_json.read_text())
+    expected = {(t.name, w) for t in TRANSPORTS for w in t.workloads}
+    got = {(c["transport"], c["workload"]) for c in data["cells"]}
+    assert got == expected
+    for c in data["cells"]:
+        assert c["low"] <= c["median"] <= c["high"] and c["rounds"] == 1
+        if c["transport"] == "aioquic":
+            assert c["ratio"] == pytest.approx(1.0)
+    assert data["api_memory"]["channels"] == 20
+    engine = data["engine"]
+    assert engine["cascade_lost"] == 100
+    assert [n for n, _ in engine["throughput_vs_channels"]] == [10, 100, 300]
+    assert {t["name"] for t in data["targets"]} >= {"ordered 64 B msgs/s vs raw aioquic",
+                                                    "unreliable 64 B msgs/s vs raw datagrams"}
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_json_to_stdout_is_one_document(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*TINY, "--only", "tcp", "--api-channels", "0", "--engine-channels", "0", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {c["transport"] for c in data["cells"]} == {"tcp"}
+    assert data["engine"] == {} and data["api_memory"] == {}
