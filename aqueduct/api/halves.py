@@ -103,6 +103,17 @@ class _Pipe:
         self.wake()
 
 
+def _call_if_alive(method: weakref.WeakMethod[Any], handle: int) -> None:
+    """A networked half's finalizer: tell its connection, if that still exists.
+
+    The finalizer registry is a GC root, so it must not hold the connection strongly: the connection
+    holds its entrypoint half, and a strong reference here would keep both alive forever.
+    """
+    bound = method()
+    if bound is not None:
+        bound(handle)
+
+
 def _raise_end(reason: EndReason | None, what: str) -> None:
     if reason is None or reason is EndReason.FINISHED:
         raise StopAsyncIteration
@@ -131,7 +142,7 @@ class Sender:
         if self._finalizer is not None:
             self._finalizer.detach()
         self._pipe, self._link, self._handle = None, link, handle
-        self._finalizer = weakref.finalize(self, link.drop_sender, handle)
+        self._finalizer = weakref.finalize(self, _call_if_alive, weakref.WeakMethod(link.drop_sender), handle)
 
     def _mark_moved(self) -> None:
         if self._finalizer is not None:
@@ -261,7 +272,7 @@ class Receiver:
         if self._finalizer is not None:
             self._finalizer.detach()
         self._link, self._handle = link, handle
-        self._finalizer = weakref.finalize(self, link.drop_receiver, handle)
+        self._finalizer = weakref.finalize(self, _call_if_alive, weakref.WeakMethod(link.drop_receiver), handle)
         if self._pipe is not None:
             self._pipe.wake()
 

@@ -198,6 +198,9 @@ class AqueductProtocol(QuicConnectionProtocol):
             self.handshake.set_exception(ConnectionLost(reason, event.error_code))
         if not self.terminated.done():
             self.terminated.set_result(event)
+        if self.side is Side.CLIENT and self._transport is not None:
+            # a client owns its UDP socket (open_client made it): release it, or each connection leaks one
+            self._loop.call_soon(self._transport.close)
 
     # ---- commands down ----
     def pump(self) -> None:
