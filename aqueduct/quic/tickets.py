@@ -124,13 +124,17 @@ class FileTicketStore:
 class ServerTicketStore:
     """Tickets issued by this server process, in memory; `single_use` makes 0-RTT replay impossible."""
 
-    def __init__(self, single_use: bool = False) -> None:
+    def __init__(self, single_use: bool = False, max_tickets: int = 10_000) -> None:
         self.single_use = single_use
+        self.max_tickets = max_tickets
+        """Tickets kept at most (each connection issues one); the oldest go first (a full handshake for them)."""
         self._tickets: dict[bytes, SessionTicket] = {}
 
     def add(self, ticket: SessionTicket) -> None:
-        """aioquic's session_ticket_handler: remember an issued ticket."""
+        """aioquic's session_ticket_handler: remember an issued ticket (forgetting the oldest beyond the bound)."""
         self._tickets[ticket.ticket] = ticket
+        while len(self._tickets) > self.max_tickets:
+            del self._tickets[next(iter(self._tickets))]
 
     def fetch(self, label: bytes) -> SessionTicket | None:
         """aioquic's session_ticket_fetcher: look a presented ticket up (and forget it if single-use)."""
