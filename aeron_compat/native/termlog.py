@@ -65,10 +65,6 @@ class TermLog:
         """The partition buffer that holds `position`."""
         return self.terms[(position >> self.shift) % PARTITIONS]
 
-    def clean_term_of(self, position: int) -> None:
-        """Zero the partition of the term holding `position` so it can be reused."""
-        self.partition(position)[:] = bytes(self.term_length)
-
     def frame_at(self, position: int) -> tuple[int, int]:
         """(frame_length, type) of the frame stored at `position`; length 0 when absent."""
         buf = self.partition(position)
