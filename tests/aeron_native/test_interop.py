@@ -77,6 +77,19 @@ def has_all(received: list[bytes], count: int) -> bool:
     return len(received) >= count
 
 
+def drop_one_data_datagram(nth: int = 5) -> Callable[[str, bytes], bool]:
+    """On top of random loss: always lose the `nth` datagram carrying data, so a NAK repair is certain."""
+    seen = [0]
+
+    def drop(direction: str, data: bytes) -> bool:
+        if direction == "to_target" and data[6] == 1 and int.from_bytes(data[:4], "little") > 32:
+            seen[0] += 1
+            return seen[0] == nth
+        return False
+
+    return drop
+
+
 def naks_in(proxy: ImpairmentProxy) -> int:
     return sum(isinstance(f, Nak) for d, data in proxy.recorded if d == "to_client" for f in decode_datagram(data))
 
@@ -84,7 +97,8 @@ def naks_in(proxy: ImpairmentProxy) -> int:
 @pytest.mark.parametrize("loss", [0.0, 0.05])
 def test_real_publication_to_aeron_compat_subscription(real_python: Path, driver: NativeDriver, loss: float) -> None:
     sub_port = free_port()
-    proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=7, record=True)
+    proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=7, record=True,
+                            drop=drop_one_data_datagram() if loss else None)
     host, port = proxy.address
     msgs = [message(i, s) for i, s in enumerate(SIZES)]
     events: list[str] = []
@@ -115,7 +129,8 @@ def test_native_publication_to_real_subscription(real_python: Path, driver: Nati
     with RealPeer(real_python, role="sub", channel=f"aeron:udp?endpoint=127.0.0.1:{sub_port}", stream=STREAM,
                   count=len(SIZES)) as peer:
         peer.expect("ready")
-        proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=11, record=True)
+        proxy = ImpairmentProxy(driver, ("127.0.0.1", sub_port), loss=loss, seed=11, record=True,
+                                drop=drop_one_data_datagram() if loss else None)
         host, port = proxy.address
         with Aeron.connect() as aeron:
             pub = aeron.add_publication(f"aeron:udp?endpoint={host}:{port}|term-length=64k|transport=native", STREAM)
