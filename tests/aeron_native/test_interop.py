@@ -256,7 +256,7 @@ def test_rtt_measured_against_real_drivers_both_ways(real_python: Path, driver: 
 
 
 def test_heartbeats_keep_images_alive_and_silence_ends_them_both_ways(real_python: Path) -> None:
-    liveness_s = 0.5
+    liveness_s = 1.0
     a, b = free_port(), free_port()
     # a real subscription with a short image liveness: our idle publication's heartbeats keep it, silence ends it
     env = {"AERON_IMAGE_LIVENESS_TIMEOUT": str(int(liveness_s * 1e9))}
@@ -268,7 +268,7 @@ def test_heartbeats_keep_images_alive_and_silence_ends_them_both_ways(real_pytho
             NativePublication(f"aeron:udp?endpoint=127.0.0.1:{a}", STREAM, own)
             peer.expect("available")
             with pytest.raises(TimeoutError):
-                peer.expect("unavailable", timeout=2 * liveness_s)  # idle, but heartbeats flow
+                peer.expect("unavailable", timeout=1.5 * liveness_s)  # idle, but heartbeats flow
         finally:
             own.close()  # the process "dies": no end of stream, just silence
         peer.expect("unavailable", timeout=10 * liveness_s)
@@ -281,7 +281,7 @@ def test_heartbeats_keep_images_alive_and_silence_ends_them_both_ways(real_pytho
             peer.expect("sent")
             poll_until(sub, lambda buf, h: None, lambda: bool(sub.images))
             image = sub.images[0]
-            deadline = time.monotonic() + 2 * liveness_s
+            deadline = time.monotonic() + 1.5 * liveness_s
             while time.monotonic() < deadline:  # idle real publication: its heartbeats keep our image
                 sub.poll(lambda buf, h: None, 10)
                 time.sleep(0.01)
