@@ -133,6 +133,9 @@ class ImpairProxy(asyncio.DatagramProtocol):
         self._pending: dict[Address, list[bytes]] = {}
         self._blackout_until = 0.0
         self.address: Address = ("127.0.0.1", 0)
+        self.recorded: list[bytes] = []
+        """Client-to-server datagrams as they arrived, kept while `record` is on (e.g. to replay them)."""
+        self.record = False
 
     @classmethod
     async def start(
@@ -177,6 +180,8 @@ class ImpairProxy(asyncio.DatagramProtocol):
         self.address = (sockname[0], sockname[1])
 
     def datagram_received(self, data: bytes, addr: Address) -> None:
+        if self.record:
+            self.recorded.append(data)
         self._relay(self._up, data, lambda d: self._send_up(d, addr))
 
     # ---- relaying ----

@@ -15,8 +15,13 @@ import socket
 from typing import Any
 
 from aioquic.quic.connection import QuicConnection
+from aioquic.tls import SessionTicket
 
+import aqueduct
+from aqueduct import MemoryTicketStore
+from aqueduct.api.codec import RawCodec
 from aqueduct.quic.certs import DevCerts
+from aqueduct.reliability.impair import ImpairProxy
 from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
 from aqueduct.wire.errors import CloseCode
 from aqueduct.wire.frames import Message, SentUnreliable, encode_frame
@@ -25,6 +30,7 @@ from aqueduct.wire.varint import encode_varint
 from .hostile import (
     BYTES_BOUND,
     ENGINE,
+    GUARD,
     HOSTILE_HOST,
     SETTINGS,
     PeakTracker,
@@ -274,3 +280,69 @@ async def test_many_connections_from_one_address_are_capped(certs: DevCerts) -> 
 def _limits(server: Any) -> Any:
     """The LimitedQuicServer behind an aqueduct Server."""
     return server.admission
+
+
+class _SignalingStore(MemoryTicketStore):
+    """A client ticket store that says when a ticket arrived."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = asyncio.Event()
+
+    def put(self, ticket: SessionTicket) -> None:
+        super().put(ticket)
+        self.arrived.set()
+
+
+async def test_replayed_zero_rtt_flights_are_held_bounded_and_never_processed(certs: DevCerts) -> None:
+    """An attacker replays a 0-RTT first flight 30 times from another address: one delivery, bounded holds."""
+    seen: list[bytes] = []
+    tracker = PeakTracker()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        async for msg in conn.entrypoint:  # records, and echoes to attached senders
+            seen.append(msg.data)
+            for half in msg.attachments:
+                await half.send(msg.data)
+                await half.finish()
+
+    async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, codec=RawCodec(), settings=SETTINGS,
+                              engine_config=ENGINE) as server:
+        tracker.watch(server)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def accept() -> None:
+            async for conn in server:
+                tasks.add(asyncio.ensure_future(handler(conn)))
+
+        acceptor = asyncio.ensure_future(accept())
+        url = f"aqueduct://127.0.0.1:{server.address[1]}"
+        store = _SignalingStore()
+        async with aqueduct.connect(url, ca=certs.ca, session_ticket_store=store, codec=RawCodec()):
+            await asyncio.wait_for(store.arrived.wait(), GUARD)
+        proxy = await ImpairProxy.start(server.address)
+        proxy.record = True
+        conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, codec=RawCodec(),
+                                      session_ticket_store=store, server_name="127.0.0.1")
+        assert conn.protocol.early_data_attempted
+        await conn.entrypoint.send(b"pay once")  # 0-RTT
+        await until(lambda: seen == [b"pay once"], "the original delivery")
+        proxy.record = False
+        await conn.close()
+        admission = server.admission
+        for _ in range(3):  # 3 rounds of 10 concurrent replays from fresh ports
+            socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(10)]
+            for sock in socks:
+                sock.bind((HOSTILE_HOST, 0))
+                for data in proxy.recorded:
+                    sock.sendto(data, server.address)
+            await until(lambda: admission.per_address.get(HOSTILE_HOST, 0) == 0, "replayed connections ended")
+            for sock in socks:
+                sock.close()
+        rtt = await round_trip(url, certs)
+        acceptor.cancel()
+        proxy.close()
+    report("zero_rtt_replay", tracker.peak, deliveries=len(seen), start_timeouts=admission.start_timeouts,
+           good_rtt_ms=round(rtt * 1000, 1))
+    assert seen == [b"pay once", b"ping"]  # the original, then the good client's round trip; no replay ran
+    assert_bounded(tracker.peak)
