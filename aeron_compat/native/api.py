@@ -79,6 +79,25 @@ class NativePublication:
                 return result
         return PublicationResult(result)
 
+    def try_claim(self, length: int) -> NativeBufferClaim:
+        """Claim `length` bytes (at most `max_payload_length`) to fill in place; use as a context manager."""
+        with self._host.lock:
+            result = self._pub.claim(length, time.monotonic_ns())
+        if result < 0:
+            return NativeBufferClaim(self, PublicationResult(result), -1, 0)
+        return NativeBufferClaim(self, result + ((length + 63) & ~31), result, length)
+
+    def _finish_claim(self, claim: NativeBufferClaim, commit: bool) -> None:
+        with self._host.lock:
+            if commit:
+                self._pub.commit_claim(claim.start, claim.buffer, claim.reserved_value)
+                now = time.monotonic_ns()
+                self._pub.send(now)
+                self._host.send_now_locked()
+            else:
+                self._pub.abort_claim(claim.start, claim.length)
+        self._host.kick()
+
     def add_destination(self, endpoint_channel: str) -> None:
         """Manual MDC: also send to the endpoint of `endpoint_channel` (`aeron:udp?endpoint=h:p`)."""
         with self._host.lock:
@@ -177,6 +196,55 @@ class NativePublication:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class NativeBufferClaim:
+    """Space claimed by `try_claim`: fill `buffer`, then commit (or abort); commits on normal exit of `with`.
+
+    A failed claim is falsy and `result` holds the code; a successful one holds the new position.
+    """
+
+    def __init__(self, publication: NativePublication, result: int, start: int, length: int) -> None:
+        self._publication = publication
+        self.result = result
+        self.position = max(result, 0)
+        self.start = start
+        self.buffer = memoryview(bytearray(length))
+        self.reserved_value = 0
+        self.is_open = result > 0
+        self.committed: bool | None = None
+
+    def __bool__(self) -> bool:
+        return self.result > 0
+
+    @property
+    def length(self) -> int:
+        """Claimed payload length."""
+        return len(self.buffer)
+
+    def put_bytes(self, data: bytes, offset: int = 0) -> None:
+        """Copy `data` into the claimed buffer at `offset`."""
+        self.buffer[offset : offset + len(data)] = data
+
+    def commit(self) -> None:
+        """Publish the claimed frame."""
+        self._finish(True)
+
+    def abort(self) -> None:
+        """Give the space up: it becomes padding that receivers skip."""
+        self._finish(False)
+
+    def _finish(self, commit: bool) -> None:
+        if self.is_open:
+            self.is_open = False
+            self.committed = commit
+            self._publication._finish_claim(self, commit)
+
+    def __enter__(self) -> NativeBufferClaim:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._finish(exc_type is None)
 
 
 def _endpoint_of(endpoint_channel: str) -> Address:

@@ -4,8 +4,8 @@ Theory: the native classes have the same method and property names as
 aeron_compat's Publication / Subscription / Image (offer, poll, images,
 position, is_connected, close, ...) but are not subclasses, since they carry
 no Aqueduct log; they are typed as the class they stand in for so ported code
-type-checks. Not provided natively: try_claim and concurrent publications
-sharing a session (every publication is exclusive).
+type-checks. Not provided natively: concurrent publications sharing a
+session (every publication is exclusive).
 """
 
 from __future__ import annotations

@@ -186,11 +186,13 @@ class Publisher:
 
     # ------------------------------------------------------------------ publishing
 
-    def offer(self, payload: bytes | bytearray | memoryview, now: int, reserved_value: int = 0) -> int:
-        """Append one message; the new position, or a negative `OfferCode`."""
+    def _space(self, length: int, now: int) -> int:
+        """Bytes a message of `length` needs at the current position, or a negative `OfferCode`.
+
+        A message that does not fit the rest of the term pads it out and gets ADMIN_ACTION (retry).
+        """
         if self.closed_at_ns is not None:
             return OfferCode.CLOSED
-        length = len(payload)
         if length > self.max_message_length:
             raise MessageTooLongError(f"message of {length} bytes exceeds max message length {self.max_message_length}")
         if now >= self._connected_until:
@@ -206,13 +208,22 @@ class Publisher:
             required = full * (max_payload + DATA_HEADER_LENGTH) + (align(rest + DATA_HEADER_LENGTH) if rest else 0)
         if position + required > self.max_position:
             return OfferCode.MAX_POSITION_EXCEEDED
-        log = self.log
-        term_offset = position & (log.term_length - 1)
-        if term_offset + required > log.term_length:
-            log.write_padding(position, self.config.session_id, self.config.stream_id)
-            self.position += log.term_length - term_offset
+        term_offset = position & (self.log.term_length - 1)
+        if term_offset + required > self.log.term_length:
+            self.log.write_padding(position, self.config.session_id, self.config.stream_id)
+            self.position += self.log.term_length - term_offset
             return OfferCode.ADMIN_ACTION
-        if length <= max_payload:  # the common case, inlined
+        return required
+
+    def offer(self, payload: bytes | bytearray | memoryview, now: int, reserved_value: int = 0) -> int:
+        """Append one message; the new position, or a negative `OfferCode`."""
+        length = len(payload)
+        required = self._space(length, now)
+        if required < 0:
+            return required
+        if length <= self.max_payload_length:  # the common case, inlined
+            log, position = self.log, self.position
+            term_offset = position & (log.term_length - 1)
             buf = log.terms[(position >> log.shift) % PARTITIONS]
             buf[term_offset + DATA_HEADER_LENGTH : term_offset + DATA_HEADER_LENGTH + length] = payload
             DATA_HEADER.pack_into(buf, term_offset, length + DATA_HEADER_LENGTH, 0, Flags.UNFRAGMENTED,
@@ -222,6 +233,35 @@ class Publisher:
         else:
             self._append(memoryview(payload).cast("B"), reserved_value)
         return self.position
+
+    def claim(self, length: int, now: int) -> int:
+        """Reserve one unfragmented frame for `length` payload bytes: its start position, or a negative
+        `OfferCode`. The sender stops at the reservation until `commit_claim` or `abort_claim`."""
+        if length > self.max_payload_length:
+            raise MessageTooLongError(f"a claim of {length} bytes exceeds max payload {self.max_payload_length}")
+        required = self._space(length, now)
+        if required < 0:
+            return required
+        start = self.position
+        c = self.config
+        self.log.write_header(start, -(length + DATA_HEADER_LENGTH), Flags.UNFRAGMENTED, FrameType.DATA, c.session_id,
+                              c.stream_id, 0)
+        self.position += required
+        return start
+
+    def commit_claim(self, start: int, payload: bytes | bytearray | memoryview, reserved_value: int) -> None:
+        """Fill and publish the frame reserved at `start`."""
+        c, log = self.config, self.log
+        off = log.term_offset(start)
+        log.partition(start)[off + DATA_HEADER_LENGTH : off + DATA_HEADER_LENGTH + len(payload)] = payload
+        log.write_header(start, len(payload) + DATA_HEADER_LENGTH, Flags.UNFRAGMENTED, FrameType.DATA, c.session_id,
+                         c.stream_id, reserved_value)
+
+    def abort_claim(self, start: int, length: int) -> None:
+        """Turn the frame reserved at `start` into padding that receivers skip."""
+        c = self.config
+        self.log.write_header(start, align(length + DATA_HEADER_LENGTH), Flags.UNFRAGMENTED, FrameType.PAD,
+                              c.session_id, c.stream_id, 0)
 
     def _append(self, data: memoryview, reserved_value: int) -> None:
         c, log = self.config, self.log

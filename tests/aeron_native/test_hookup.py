@@ -127,3 +127,27 @@ def test_two_sessions_on_one_endpoint_and_a_session_filter() -> None:
             assert [m for s, m in got if s == session] == [b"%d" % i for i in range(10)]
         assert [i.session_id for i in only.images] == [222] and filtered == [222]
         assert others[0].offer(b"unheard") == NOT_CONNECTED  # the filter never answered session 111
+
+
+def test_try_claim_commits_with_reserved_value_and_aborts() -> None:
+    port = free_port()
+    channel = f"aeron:udp?endpoint=127.0.0.1:{port}|transport=native"
+    with Aeron.connect() as aeron:
+        sub = aeron.add_subscription(channel, 9)
+        pub = aeron.add_exclusive_publication(channel, 9)
+        deadline = time.monotonic() + 10
+        while not pub.is_connected:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        with pytest.raises(RuntimeError), pub.try_claim(4) as aborted:
+            aborted.put_bytes(b"nope")
+            raise RuntimeError("handler failed: the claim is aborted")
+        assert aborted and aborted.committed is False
+        with pub.try_claim(5) as claim:
+            claim.put_bytes(b"yes")
+            claim.put_bytes(b"!!", 3)
+            claim.reserved_value = 7
+        assert claim.committed and claim.position == pub.position
+        got: list[tuple[bytes, int]] = []
+        pump([sub], [lambda buf, h: got.append((bytes(buf), h.reserved_value))], lambda: bool(got))
+        assert got == [(b"yes!!", 7)]

@@ -290,3 +290,21 @@ def test_heartbeats_keep_images_alive_and_silence_ends_them_both_ways(real_pytho
             poll_until(sub, lambda buf, h: None, lambda: not sub.images, timeout=10 * liveness_s)
             assert image.is_closed and not image.is_end_of_stream
         sub.close()
+
+
+def test_aborted_claims_are_padding_a_real_subscription_skips(real_python: Path) -> None:
+    port = free_port()
+    with Aeron.connect() as aeron, RealPeer(real_python, role="sub", channel=f"aeron:udp?endpoint=127.0.0.1:{port}",
+                                            stream=STREAM, count=2) as peer:
+        peer.expect("ready")
+        pub = aeron.add_publication(f"aeron:udp?endpoint=127.0.0.1:{port}|transport=native", STREAM)
+        peer.expect("available")
+        deadline = time.monotonic() + 10
+        while not pub.is_connected:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        pub.try_claim(100).abort()
+        with pub.try_claim(3) as claim:
+            claim.put_bytes(b"abc")
+        offer_all(pub, [b"xyz"])
+        assert peer.expect("done")["messages"] == [[3, zlib.crc32(b"abc")], [3, zlib.crc32(b"xyz")]]

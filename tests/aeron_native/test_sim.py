@@ -361,3 +361,23 @@ def test_error_frames_for_the_publication_are_kept() -> None:
     err = ErrorFrame(SESSION, STREAM, 9, 0, 3, b"rejected")
     pub.on_datagram(encode_frame(err), SUB, 0)
     assert pub.last_error == err
+
+
+def test_claims_hold_the_sender_until_committed_and_aborts_become_padding() -> None:
+    net = SimNet()
+    pub = make_pub(net)
+    rec = make_rec(net)
+    connect(net, pub)
+    first = pub.claim(5, net.now)
+    second = pub.claim(3, net.now)
+    assert pub.offer(b"after", net.now) > 0
+    for _ in range(5):
+        net.tick()
+    assert pub.sender_position == first  # nothing passes an open claim
+    pub.abort_claim(second, 3)
+    pub.commit_claim(first, b"hello", reserved_value=42)
+    got: list[tuple[bytes, int]] = []
+    net.run_until(lambda: rec.poll(lambda b, h: got.append((bytes(b), h.reserved_value)), 10, net.now) >= 0
+                  and len(got) == 2)
+    assert got == [(b"hello", 42), (b"after", 0)]
+    assert rec.images[SESSION].subscriber_position == pub.position
