@@ -44,7 +44,7 @@ class Recorder:
         flush_seconds: float = 0.25,
         batch_rows: int = 65536,
         payloads: bool = False,
-        compression: str = "zstd",
+        compression: str = "snappy",
     ) -> None:
         """Start the writer thread; the directory is created if needed."""
         self.directory = Path(directory)

@@ -35,7 +35,7 @@ def _fsync_dir(directory: Path) -> None:
 class OpenSegment:
     """One segment being written: append tables as row groups, then seal."""
 
-    def __init__(self, directory: Path, name: str, compression: str = "zstd") -> None:
+    def __init__(self, directory: Path, name: str, compression: str = "snappy") -> None:
         self.final = directory / f"{name}{SUFFIX}"
         self.tmp = directory / f".{name}{TMP_SUFFIX}"
         self.opened = time.monotonic()
