@@ -1,7 +1,11 @@
 """Aeron's own UDP transport protocol in pure Python: a native Aeron peer.
 
-`frames` is the wire codec, `publisher` and `receiver` are sans-I/O state
-machines (time comes in as `now`, datagrams go out as return values), and
-`udp` runs them over asyncio datagram endpoints. Select it with
-`transport=native` in an `aeron:udp` channel URI.
+Select it with `transport=native` in an `aeron:udp` channel URI given to
+`Aeron.add_publication` / `add_subscription` (see `hookup`). Modules:
+`frames` (wire codec), `termlog` (terms and positions), `publisher`, `image`
+and `receiver` (sans-I/O state machines: time comes in as `now`, datagrams
+leave through an outbox), `driver` (the thread that runs them on UDP
+sockets), `publication` / `subscription` (the user-facing objects),
+`channel` (URI settings), and for interop testing with real Aeron drivers
+`interop`, `real_peer`, `proxy` and `vectors`.
 """

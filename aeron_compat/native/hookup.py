@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, cast
 
-from aeron_compat.native.api import NativePublication, NativeSubscription
 from aeron_compat.native.channel import is_native
+from aeron_compat.native.publication import NativePublication
+from aeron_compat.native.subscription import NativeSubscription
 
 T = TypeVar("T")
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Header, MessageTooLongError, Subscription
-from aeron_compat.native.api import NativePublication, NativeSubscription
+from aeron_compat.native.publication import NativePublication
+from aeron_compat.native.subscription import NativeSubscription
 from aeron_compat.uri import ChannelUri, InvalidChannelError
 
 pytestmark = pytest.mark.timeout(60)

@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 
 from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Publication, Subscription
-from aeron_compat.native.api import NativePublication, NativeSubscription
 from aeron_compat.native.driver import NativeDriver
 from aeron_compat.native.frames import Nak, decode_datagram
 from aeron_compat.native.interop import InteropUnavailable, RealPeer, ensure_venv
 from aeron_compat.native.proxy import ImpairmentProxy
+from aeron_compat.native.publication import NativePublication
 from aeron_compat.native.publisher import OfferCode
+from aeron_compat.native.subscription import NativeSubscription
 from aeron_native.simnet import message
 
 pytestmark = pytest.mark.timeout(120)
