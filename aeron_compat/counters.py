@@ -1,7 +1,11 @@
 # Counters, as AeronStat shows them: system-wide totals kept by each driver, plus per-stream
 # positions (pub-pos, pub-lmt, sub-pos) computed on demand.  A driver writes a JSON snapshot into
 # its directory a few times a second so `aeron_compat stat` can read it from another process.
-"""Driver counters and their on-disk snapshot."""
+"""Driver counters and their on-disk snapshot.
+
+publications, exclusive_publications, subscriptions and images count what is open now; the
+others are totals since the driver started.
+"""
 
 from __future__ import annotations
 

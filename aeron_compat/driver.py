@@ -197,6 +197,7 @@ class MediaDriver:
                 return
             if log in self.logs:
                 self.logs.remove(log)
+                self.counters.add("exclusive_publications" if log.exclusive else "publications", -1)
             self._domain(log.channel).remove_log(log)
         log.close()
 
@@ -237,6 +238,7 @@ class MediaDriver:
         with self._lock:
             if sub in self.subscriptions:
                 self.subscriptions.remove(sub)
+                self.counters.add("subscriptions", -1)
             self._domain(sub.channel_uri).remove_subscription(sub)
             endpoint = self._bindings.pop(sub.registration_id, None)
             if endpoint is not None:

@@ -23,6 +23,10 @@ def test_counters_count_resources_bytes_and_back_pressure(aeron: Aeron) -> None:
     assert c["not_connected_events"] == 1 and c["back_pressure_events"] == 1
     assert c["bytes_sent"] == pub.position and c["messages_sent"] == pub.position // 256
     assert c["bytes_received"] == 10 * 256
+    pub.close()
+    sub.close()
+    c = aeron.counters
+    assert c["publications"] == c["subscriptions"] == c["images"] == 0 and c["images_total"] == 1
 
 
 def test_stat_command_prints_a_live_driver(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
