@@ -290,6 +290,8 @@ class Run:
         tags = [self._new_tag() for _ in attach]
         if self.net.stream_window is not None:  # a frame bigger than the window could never arrive
             pad = min(pad, self.net.stream_window - 100)
+        if self.config is not None:  # nor one bigger than a receiver queue (the peer closes the connection)
+            pad = min(pad, self.config.max_receiver_queue_bytes - 100)
         payload = encode_payload(tag, rec.sends, tags, pad)
         try:
             res = self._engine(app.side).send(h, payload, attach, delivery, now=self.sim.now)
@@ -616,6 +618,8 @@ def config_for(seed: int, *, ghosts: bool = False) -> EngineConfig:
         ack_delay=rng.choice((0.0, 0.05, 0.05, 0.5)),
         sent_unreliable_delay=rng.choice((0.0, 0.1, 0.1)),
         nack_timeout=rng.choice((0.2, 1.0, 1.0)),
+        max_receiver_queue_messages=rng.choice((10_000, 10_000, 3)),
+        max_receiver_queue_bytes=rng.choice((16 * 1024 * 1024, 16 * 1024 * 1024, 3000)),
     )
 
 
