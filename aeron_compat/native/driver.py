@@ -4,10 +4,10 @@ Theory: each publication or subscription is a sans-I/O machine (`Publisher`
 or `Receiver`) hosted by a `Host`, an asyncio datagram protocol. The loop
 thread feeds it datagrams and a timer tick (every `tick_s`) and writes its
 outbox to the socket. User threads call `offer` / `poll` on the machine under
-the host's lock and then `kick` the host, which sends on the loop thread; a
-kick already pending is not repeated, so a burst of offers goes out as
-MTU-sized batches. This mirrors Aeron, where a media driver thread does the
-I/O while clients only touch the log.
+the host's lock; an offer writes its datagrams straight to (a duplicate of)
+the socket with `send_now_locked`, other calls `kick` the host so the loop
+thread sends (a kick already pending is not repeated). As in Aeron, a driver
+thread does the receiving and the timers while clients touch the log.
 """
 
 from __future__ import annotations
