@@ -19,26 +19,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
-import os
-import shutil
-import tempfile
 import threading
-from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aqueduct.api import Connection, Receiver, Sender, channel, connect, serve
 from aqueduct.errors import AqueductError
-from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 from . import driver_loop
 from .codes import RegistrationError
-from .counters import base_dir
 from .ids import next_correlation_id
 from .image import Image
+from .link import Link, dev_certs, peer_of
 from .loopback import normalise_host
 from .matcher import Key, Matcher
 from .publication import PublicationLog
@@ -48,75 +41,7 @@ from .subscription import Subscription
 if TYPE_CHECKING:
     from .driver import MediaDriver
 
-_link_ids = itertools.count(1)
 RECONNECT_DELAY = 0.05
-
-
-def dev_certs(directory: Path | None = None) -> DevCerts:
-    """The user's shared development CA and loopback certificate (made once, atomically)."""
-    target = directory or base_dir() / "dev-certs"
-    names = DevCerts(target / "ca.pem", target / "ca.key", target / "cert.pem", target / "key.pem")
-    if not names.key.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".certs"))
-        make_dev_certs(scratch)
-        try:
-            os.rename(scratch, target)
-        except OSError:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return names
-
-
-def _peer(conn: Connection) -> str:
-    with contextlib.suppress(AttributeError, IndexError):
-        addr = conn.protocol.quic._network_paths[0].addr
-        host = addr[0].removeprefix("::ffff:")
-        return f"{host}:{addr[1]}"
-    return "unknown:0"
-
-
-class Link:
-    """One Aqueduct connection between two drivers, with an ordered control channel each way."""
-
-    def __init__(self, net: AqueductNetwork, conn: Connection, out: Sender, inc: Receiver, peer: str,
-                 endpoint: str | None = None, listener: str | None = None) -> None:
-        self.id = next(_link_ids)
-        self.net, self.conn, self.out, self.inc, self.peer = net, conn, out, inc, peer
-        self.endpoint, self.listener = endpoint, listener
-        self._queue: deque[dict[str, Any]] = deque()
-        self._wake = asyncio.Event()
-        self.alive = True
-
-    @property
-    def datagram_limit(self) -> int:
-        """Largest unreliable message on this connection."""
-        return int(self.conn.protocol.datagram_payload_limit)
-
-    def send_ctl(self, msg: dict[str, Any]) -> None:
-        """Queue a control message (loop)."""
-        self._queue.append(msg)
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Write queued control messages and dispatch incoming ones until the connection ends."""
-        writer = asyncio.create_task(self._write())
-        try:
-            async for msg in self.inc:
-                if isinstance(msg, dict):
-                    self.net.on_control(self, msg)
-        except (AqueductError, ConnectionError):
-            pass
-        finally:
-            self.alive = False
-            writer.cancel()
-
-    async def _write(self) -> None:
-        with contextlib.suppress(AqueductError, ConnectionError):
-            while True:
-                while self._queue:
-                    await self.out.send(self._queue.popleft())
-                self._wake.clear()
-                await self._wake.wait()
 
 
 @dataclass
@@ -251,7 +176,7 @@ class AqueductNetwork(Matcher):
         if not isinstance(hello, dict) or not isinstance(hello.get("back"), Sender):
             await conn.close()
             return
-        link = Link(self, conn, hello["back"], conn.entrypoint, _peer(conn), listener=endpoint)
+        link = Link(self, conn, hello["back"], conn.entrypoint, peer_of(conn), listener=endpoint)
         listener = self.listeners.get(endpoint)
         if listener is not None:
             listener.links.append(link)

@@ -27,7 +27,8 @@ from .logbuffer import Frame
 from .publication import PublicationLog
 
 if TYPE_CHECKING:
-    from .aqueduct_media import AqueductNetwork, Link
+    from .aqueduct_media import AqueductNetwork
+    from .link import Link
     from .subscription import Subscription
 
 BATCH_BYTES = 32 * 1024

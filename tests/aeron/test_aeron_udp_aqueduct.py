@@ -268,7 +268,7 @@ def test_lost_connection_makes_images_unavailable_without_end_of_stream(quic: Ca
 def test_hostile_control_messages_are_counted_and_ignored(quic: Callable[[], Aeron]) -> None:
     import asyncio
 
-    from aeron_compat.aqueduct_media import dev_certs
+    from aeron_compat.link import dev_certs
     from aqueduct.api import channel, connect
 
     server = quic()
