@@ -79,7 +79,7 @@ def round_trips(a: Aeron, b: Aeron, ping_channel: str, pong_channel: str, size: 
     payload = bytes(size)
     got = [0]
 
-    idle = BackoffIdleStrategy()
+    idle = BackoffIdleStrategy(max_park_period_ns=50_000)
 
     def echo(buf: memoryview, hdr: object) -> None:
         while pong_pub.offer(buf) < 0:
