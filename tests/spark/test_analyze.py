@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from aqueduct.recording.synthetic import SyntheticSpec, generate
 from aqueduct.spark.analyze import QUANTILES, analyze, write_tables
 from aqueduct.spark.charts import draw
 from aqueduct.spark.report import render
-from aqueduct.spark.session import spark_session
 
 from . import expected
 
@@ -38,15 +36,6 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tap.received(13, 0, Delivery.ORDERED, b"c" * 7)
         tap.ended(9, True, EndReason.FINISHED)
     return path
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    # C1-only JIT: a short-lived test JVM starts and warms up much faster (tests only)
-    fast = {f"spark.{r}.extraJavaOptions": "-XX:TieredStopAtLevel=1" for r in ("driver", "executor")}
-    session = spark_session("local[2]", app_name="aqueduct-tests", config=fast)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

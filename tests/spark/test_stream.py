@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from aqueduct.quic.certs import DevCerts, make_dev_certs
-from aqueduct.spark.session import spark_session
-from aqueduct.spark.stream import AqueductStreamWriter, Spool, _Rows, register
+from aqueduct.spark.stream import AqueductStreamWriter, Spool, _Rows
 
 from .publisher import Publisher
 
@@ -28,15 +27,6 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
 def publisher(certs: DevCerts) -> Iterator[Publisher]:
     with Publisher(certs) as pub:
         yield pub
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    fast = {f"spark.{r}.extraJavaOptions": "-XX:TieredStopAtLevel=1" for r in ("driver", "executor")}
-    session = spark_session("local[2]", app_name="aqueduct-stream-tests", config=fast)
-    register(session)
-    yield session
-    session.stop()
 
 
 def _until(condition: Callable[[], bool], what: str) -> None:

@@ -1,0 +1,21 @@
+"""One local SparkSession for every Spark test of the run (starting a JVM costs ~10 s), stopped at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from aqueduct.spark.session import spark_session
+from aqueduct.spark.stream import register
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    # C1-only JIT: a short-lived test JVM starts and warms up much faster (tests only)
+    fast = {f"spark.{r}.extraJavaOptions": "-XX:TieredStopAtLevel=1" for r in ("driver", "executor")}
+    session = spark_session("local[2]", app_name="aqueduct-tests", config=fast)
+    register(session)
+    yield session
+    session.stop()
