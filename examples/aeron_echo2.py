@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ STREAM_ID = 0x2044F002
 RESERVED_SESSION_ID_LOW = 1
 RESERVED_SESSION_ID_HIGH = 2**31 - 1
 log = logging.getLogger("aeron_echo.echo2")
+_random = random.SystemRandom()  # session ids and ports must be hard to guess
 
 
 def echo_context(media: str = "loopback") -> Context:
@@ -71,7 +73,7 @@ class PortAllocator:
 
     def allocate(self) -> int:
         """A free port (IndexError when none is left)."""
-        return self.free.pop(random.randrange(len(self.free)))
+        return self.free.pop(_random.randrange(len(self.free)))
 
     def release(self, port: int) -> None:
         """Give `port` back."""
@@ -88,7 +90,7 @@ class SessionAllocator:
     def allocate(self) -> int:
         """A fresh session id."""
         while True:
-            candidate = random.randint(self.low, self.high)
+            candidate = _random.randint(self.low, self.high)
             if candidate not in self.used:
                 self.used.add(candidate)
                 return candidate
@@ -249,7 +251,7 @@ class EchoClient:
         self.pub = aeron.add_publication(channel(endpoint=f"{server_host}:{port}"), STREAM_ID)
         self.sub = aeron.add_subscription(
             channel(endpoint=f"{local_host}:0", control=f"{server_host}:{control_port}"), STREAM_ID)
-        self.key = random.getrandbits(32)
+        self.key = secrets.randbits(32)  # a fresh one-time pad for every connection attempt
         self.state = "HELLO"
         self.error: str | None = None
         self.responses: list[str] = []
