@@ -72,6 +72,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     """One side of an Aqueduct connection, as a deterministic state machine."""
 
     config: EngineConfig
+    _max: int
     now: float
     rtt: float
     _side: Side
@@ -113,6 +114,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         """A client starts sending its Version + ConnectionControl at once; a server waits for them."""
         self._side = side
         self.config = config or EngineConfig()
+        self._max = self.config.max_frame_size
         self.now = now
         self.rtt = self.config.initial_rtt
         self._headers: Headers = normalize_headers(headers)

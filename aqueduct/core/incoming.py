@@ -139,12 +139,32 @@ class IncomingMixin:
             handle = self._resume.pop()
             for sid in sorted(self._stalls.pop(handle, ())):
                 rec = self._streams.get(sid)
-                if rec is None or rec.stalled is None or self._closed:
-                    continue
-                frames, nbytes, fin = list(rec.stalled), rec.stalled_bytes, rec.stalled_fin
-                rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
-                self._partial_bytes -= nbytes
-                self._run_frames(rec, frames, nbytes, fin)
+                if rec is not None and rec.stalled is not None and not self._closed:
+                    self._run_stalled(rec)
+
+    def _run_stalled(self: Engine, rec: StreamRec) -> None:
+        """Process a stalled stream's frames from the front until done or stalled again."""
+        assert rec.stalled is not None
+        credit = 0
+        while rec.stalled:
+            frame = rec.stalled[0]
+            size = frame_wire_size(frame)
+            try:
+                deferred = self._stream_frame(rec, frame)
+            except QueueFull as full:
+                rec.frames_seen -= 1
+                self._stalls.setdefault(full.receiver, set()).add(rec.stream_id)
+                self._credit(rec.stream_id, credit)
+                return
+            rec.stalled.popleft()
+            rec.stalled_bytes -= size
+            self._partial_bytes -= size
+            credit += size - deferred
+            if self._closed:
+                return
+        fin = rec.stalled_fin
+        rec.stalled, rec.stalled_fin = None, False
+        self._run_frames(rec, [], credit, fin)
 
     def _stream_frame(self: Engine, rec: StreamRec, frame: Frame) -> int:
         """Process one frame of a stream; return the bytes whose credit is deferred."""
