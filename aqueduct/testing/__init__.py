@@ -36,6 +36,7 @@ Simulation(client, server, net=NetConfig(), seed=0, trace=False)
   .streams(side)             stream IDs a side used
   .stats                     Counter: datagrams_sent/dropped/duplicated/reordered/delivered, stream_chunks, ...
   .misuse                    transport misuse by engines (write after FIN/reset, wrong direction, oversize datagram)
+  .overcredit                GrantCredit beyond the bytes a stream delivered
   .trace                     with trace=True, one line per command and delivered event
 
 Network model (NetConfig): stream bytes arrive in order per stream direction, in random chunks, interleaved

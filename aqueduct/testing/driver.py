@@ -112,6 +112,7 @@ class RunResult:
     violations: list[str]
     stats: dict[str, int]
     config: EngineConfig | None = None
+    strict: bool = False
 
     @property
     def ok(self) -> bool:
@@ -130,11 +131,14 @@ class Run:
         factory: EngineFactory | None = None,
         *,
         config: EngineConfig | None = None,
+        strict: bool = False,
     ) -> None:
         self.seed = seed
         self.script = script
         self.net = net
         self.config = config
+        self.strict = strict
+        """Also check the rules with known open engine bugs: late calls (POKE) and credit beyond consumption."""
         make = factory or default_factory(config)
         self.sim: Simulation[DrivenEngine] = Simulation(make(Side.CLIENT), make(Side.SERVER), net, seed=seed)
         self.ledger = Ledger()
@@ -143,6 +147,7 @@ class Run:
         self.closed_by_driver = False
         self._tags = 0
         self._misuse_seen = 0
+        self._overcredit_seen = 0
         self.stats: dict[str, int] = {"sent": 0, "delivered": 0, "acked": 0, "nacked": 0, "skipped": 0}
 
     @property
@@ -184,7 +189,7 @@ class Run:
                 ),
                 default=0,
             )
-        return RunResult(self.seed, self.net, self.script, self.violations, self.stats, self.config)
+        return RunResult(self.seed, self.net, self.script, self.violations, self.stats, self.config, self.strict)
 
     # ---- time and events ----
     def _advance(self, dt: float) -> None:
@@ -201,6 +206,10 @@ class Run:
         for m in self.sim.misuse[self._misuse_seen :]:
             self.violations.append(f"transport misuse: {m}")
         self._misuse_seen = len(self.sim.misuse)
+        if self.strict:
+            for m in self.sim.overcredit[self._overcredit_seen :]:
+                self.violations.append(f"credit beyond consumption: {m}")
+            self._overcredit_seen = len(self.sim.overcredit)
 
     def _on_event(self, side: Side, ev: AppEvent) -> None:
         app = self.apps[side]
@@ -455,7 +464,9 @@ class Run:
         return True
 
     def _do_poke(self, app: _App, a: Action) -> bool:
-        """Call into a handle that is past its prime; only documented outcomes are allowed."""
+        """Call into a handle that is past its prime; only documented outcomes are allowed (strict runs only)."""
+        if not self.strict:
+            return False
         senders = [h for h in app.senders if app.sender_state[h] != "open"]
         receivers = [h for h in app.receivers if h in app.seen_receiver_end or h in app.receiver_closed]
         h = self._pick(senders + receivers, a.pick)
@@ -630,6 +641,7 @@ def run_seed(
     loss: float | None = None,
     flow_control: bool | None = None,
     ghosts: bool = False,
+    strict: bool = False,
     factory: EngineFactory | None = None,
 ) -> RunResult:
     """Draw a network, a script and a configuration from `seed`, run and check them."""
@@ -637,7 +649,7 @@ def run_seed(
     config = config_for(seed, ghosts=ghosts)
     if net.datagram_dup:  # QUIC never delivers a datagram twice; only the discarded filter saves a duplicate
         config = dataclasses.replace(config, discarded_filter_size=EngineConfig.discarded_filter_size)
-    return Run(seed, script, net, factory, config=config).execute()
+    return Run(seed, script, net, factory, config=config, strict=strict).execute()
 
 
 def signature(violation: str) -> str:
@@ -654,7 +666,7 @@ def shrink(result: RunResult, factory: EngineFactory | None = None, *, budget: i
     def still_fails(script: list[Action]) -> RunResult | None:
         nonlocal tries
         tries += 1
-        r = Run(result.seed, script, result.net, factory, config=result.config).execute()
+        r = Run(result.seed, script, result.net, factory, config=result.config, strict=result.strict).execute()
         return r if any(signature(v) == want for v in r.violations) else None
 
     chunk = max(1, len(best.script) // 2)

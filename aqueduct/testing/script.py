@@ -42,7 +42,7 @@ _WEIGHTS: dict[ActionKind, float] = {
     ActionKind.DROP_SENDER: 3,
     ActionKind.DROP_RECEIVER: 3,
     ActionKind.CLOSE_CONNECTION: 0.3,
-    ActionKind.POKE: 0,  # 3 once send on a FINISHED sender raises ChannelClosed (/tmp/coord/engine-bugs.md, C)
+    ActionKind.POKE: 3,
 }
 _DELIVERIES = (Delivery.ORDERED, Delivery.ORDERED, Delivery.UNORDERED, Delivery.UNRELIABLE)
 _DTS = (0.0, 0.0, 0.0005, 0.005, 0.05, 0.3)

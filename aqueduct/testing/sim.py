@@ -122,6 +122,8 @@ class Simulation(Generic[E]):
         self.stats: Counter[str] = Counter()
         self.misuse: list[str] = []
         """Transport misuse by an engine: writes after FIN/reset, wrong stream direction, oversize datagram..."""
+        self.overcredit: list[str] = []
+        """GrantCredit beyond the bytes a stream delivered (credit must follow consumption)."""
         self.trace: list[str] | None = [] if trace else None
         self.paused = False
         self.closing = False
@@ -134,6 +136,7 @@ class Simulation(Generic[E]):
             (side, bidi): limit for side in (Side.CLIENT, Side.SERVER) for bidi in (True, False)
         }
         self._closed_streams: set[int] = set()
+        self._granted: Counter[tuple[Side, int]] = Counter()
         self._stalled_timers = 0
         d = self.net.one_way
         self.client_handshake_at = 2 * d
@@ -498,9 +501,17 @@ class Simulation(Generic[E]):
         if cmd.nbytes <= 0:
             self.misuse.append(f"{ep.side.name}: GrantCredit of {cmd.nbytes} on stream {cmd.stream_id}")
             return
+        sender = self._peer(ep).side
+        key = (sender, cmd.stream_id)
+        self._granted[key] += cmd.nbytes
+        received = self._pipes[key].delivered if key in self._pipes else 0
+        if self._granted[key] > received:  # credit is for consumed bytes: more than arrived overruns the window
+            self.overcredit.append(
+                f"{ep.side.name}: GrantCredit total {self._granted[key]} on stream {cmd.stream_id}, "
+                f"only {received} bytes received"
+            )
         if self.net.stream_window is None:
             return
-        sender = self._peer(ep).side
         pipe = self._pipe(sender, cmd.stream_id)
 
         def arrive() -> None:

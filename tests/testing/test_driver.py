@@ -7,6 +7,7 @@ from typing import Any
 
 from aqueduct.core.app import AppEvent, AttachKind, Delivered, MessageAvailable, MessagesNacked, SendResult
 from aqueduct.core.engine import Engine
+from aqueduct.core.transport import GrantCredit, TransportCommand
 from aqueduct.errors import ChannelClosed
 from aqueduct.testing import NetConfig
 from aqueduct.testing.driver import DrivenEngine, EngineFactory, Run, draw, run_seed, shrink
@@ -133,9 +134,23 @@ class SendsAfterCancel(Engine):
 
 
 def test_late_calls_on_ended_handles_get_documented_outcomes() -> None:
-    run = Run(0, POKE_SCRIPT, NetConfig())
+    run = Run(0, POKE_SCRIPT, NetConfig(), strict=True)
     r = run.execute()
     assert r.ok, r.violations
     assert r.stats["skipped"] == 0
-    bad = Run(0, POKE_SCRIPT, NetConfig(), factory(SendsAfterCancel)).execute()
+    bad = Run(0, POKE_SCRIPT, NetConfig(), factory(SendsAfterCancel), strict=True).execute()
     assert any("send returned SendResult" in v for v in bad.violations)
+    assert Run(0, POKE_SCRIPT, NetConfig(), factory(SendsAfterCancel)).execute().ok  # not strict: no late calls
+
+
+class Generous(Engine):
+    """Grants every credit twice."""
+
+    def commands(self) -> list[TransportCommand]:
+        out = super().commands()
+        return out + [c for c in out if isinstance(c, GrantCredit)]
+
+
+def test_strict_runs_catch_credit_beyond_consumption() -> None:
+    r = run_seed(0, factory=factory(Generous), strict=True)
+    assert any(v.startswith("credit beyond consumption") for v in r.violations)

@@ -258,9 +258,13 @@ def test_credit_window_holds_bytes_until_granted() -> None:
 
 def test_without_flow_control_credit_is_ignored_but_checked() -> None:
     sim = make()
-    sim.server.engine.out.append(GrantCredit(2, 0))
+    sim.advance(1.0)
+    sim.client.engine.out.append(SendStreamData(2, bytes(10)))
+    sim.run_until_idle()
+    sim.server.engine.out += [GrantCredit(2, 0), GrantCredit(2, 10), GrantCredit(2, 1)]
     sim.run_until_idle()
     assert sim.misuse == ["SERVER: GrantCredit of 0 on stream 2"]
+    assert sim.overcredit == ["SERVER: GrantCredit total 11 on stream 2, only 10 bytes received"]
 
 
 def test_hold_and_release_one_stream() -> None:
