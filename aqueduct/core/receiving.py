@@ -80,19 +80,20 @@ class ReceivingMixin:
     # ---- messages ----
     def _on_message(self: Engine, m: Message, reliable: bool, credit_sid: int | None, size: int) -> bool:
         """Route and process one Message; return whether it was queued (its credit then waits)."""
-        channel = ChannelId(m.channel)
-        if channel.to is not self._side:
-            raise ProtocolError(f"Message on channel {channel}, whose receiver would be the sender's own side")
+        channel = m.channel
         oneshot = channel & 4
         if oneshot and m.number != 0:
-            raise ProtocolError(f"Message number {m.number} on oneshot channel {channel}")
+            raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
         h = self._rx_by_channel.get(channel)
         if h is None:
-            if channel.minted_by is self._side or channel in self._discarded_set or channel in self._unclaimed:
+            cid = ChannelId(channel)
+            if cid.to is not self._side:
+                raise ProtocolError(f"Message on channel {cid}, whose receiver would be the sender's own side")
+            if cid.minted_by is self._side or channel in self._discarded_set or channel in self._unclaimed:
                 return False
-            r = self._create_receiver(channel, claimed=False)
+            r = self._create_receiver(cid, claimed=False)
         else:
-            r = self._receivers[h]
+            r = self._receivers[h]  # a receiver exists only for channels flowing to us
         n = m.number
         if reliable:
             if r.has_reliable(n):
