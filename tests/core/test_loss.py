@@ -124,3 +124,30 @@ def test_cascade_runs_10000_wide() -> None:
     lost = {e.sender for e in of(c.events(), SenderEnded) if e.reason is EndReason.LOST}
     assert lost == {root, *kids}
     assert c.state_sizes()["links"] == 0
+
+
+def test_closed_channel_lost_for_a_finished_sender_found_lost_before_close_receiver() -> None:
+    sim = pair()
+    sim.trace = []
+    c, s = sim.client.engine, sim.server.engine
+    sim.drop_next_datagram(Side.CLIENT)
+    (tx,) = c.send(c.entrypoint or 0, b"m1", RECV, delivery=Delivery.UNRELIABLE, now=sim.now).created
+    c.send(tx, b"x", now=sim.now)
+    c.finish(tx, now=sim.now)
+    known = set(sim.streams(Side.SERVER))
+
+    def new_ctrl() -> list[int]:
+        return [sid for sid in sim.streams(Side.SERVER) if sid & 3 == 1 and sid not in known]
+
+    assert sim.run_until(lambda: bool(new_ctrl()))
+    ctrl = new_ctrl()[0]
+    assert sim.trace is not None
+    trace = sim.trace
+    assert sim.run_until(lambda: any(f"C SendStreamData(stream_id={ctrl}," in line for line in trace))  # attached
+    sim.hold_stream(Side.SERVER, ctrl)  # the server's CloseReceiver will not reach the client in time
+    sim.run_until_idle()
+    assert SenderEnded(tx, EndReason.LOST) in sim.client.events
+    assert any("C SendStreamData" in line and "data=b'\\t" in line for line in sim.trace)
+    sim.release_stream(Side.SERVER, ctrl)
+    sim.run_until_idle()
+    assert s.state_sizes()["pending_receivers"] == 0 and not c.closed and not s.closed
