@@ -53,6 +53,15 @@ one, a one-way delay later, whenever one of its streams has closed in both direc
 `late` holds a datagram or stream write up for up to `late_delay` (past nack deadlines).
 
 FakeEngine (aqueduct.testing.fake) is a scriptable stand-in used to test the simulator itself.
+
+Random driver (aqueduct.testing.driver): `run_seed(seed, actions=40, loss=None, flow_control=None,
+ghosts=False, strict=False) -> RunResult` draws a network, an engine config and a script of app actions
+(script.py) from the seed, plays it on two real engines, drains and finishes everything, then checks the
+ledger's rules (ledger.py: exactly once or reported lost, never both; order; no double ack/nack; end
+reasons have causes), liveness (every handle ends) and leaks (state_sizes() after every handle is dropped).
+`RunResult.violations` lists what broke; `shrink(result)` deletes actions while the violation persists;
+`Run(seed, script, net, config=...)` replays a script. `ghosts` runs without a discarded filter; `strict`
+adds late calls on ended handles and over-credit checks. benchmarks/sim_soak.py runs many seeds.
 """
 
 from .netconfig import NetConfig
