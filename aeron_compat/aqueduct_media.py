@@ -109,7 +109,7 @@ class AqueductNetwork(Matcher):
 
     def count(self, name: str, n: int = 1) -> None:
         """Bump a driver counter."""
-        self.driver.counters.values[name] += n
+        self.driver.counters.add(name, n)
 
     @staticmethod
     def next_id() -> int:

@@ -1,6 +1,9 @@
 # Counters, as AeronStat shows them: system-wide totals kept by each driver, plus per-stream
 # positions (pub-pos, pub-lmt, sub-pos) computed on demand.  A driver writes a JSON snapshot into
 # its directory a few times a second so `aeron_compat stat` can read it from another process.
+# Thread safety without slowing the hot path: `add` takes a lock; hot paths (offer, poll) write
+# plain dict "shards" that one owner updates under its own lock (a log's, a subscription's), and
+# `values` sums base + shards.  A closed owner's shard is folded into the base (`retire`).
 """Driver counters and their on-disk snapshot.
 
 publications, exclusive_publications, subscriptions and images count what is open now; the
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +49,42 @@ def base_dir() -> Path:
 
 
 class Counters:
-    """System counters of one driver: plain integers updated in place (`values[name] += n`)."""
+    """System counters of one driver, safe to update from any thread (`add`, or an owned `shard`)."""
 
     def __init__(self) -> None:
-        self.values: dict[str, int] = dict.fromkeys(SYSTEM_COUNTERS, 0)
+        self._base: dict[str, int] = dict.fromkeys(SYSTEM_COUNTERS, 0)
+        self._shards: list[dict[str, int]] = []
+        self._lock = threading.Lock()
 
     def add(self, name: str, n: int = 1) -> None:
-        """Increase a counter."""
-        self.values[name] += n
+        """Increase a counter (locked: for paths that are not per-message)."""
+        with self._lock:
+            self._base[name] += n
+
+    def shard(self) -> dict[str, int]:
+        """A zeroed dict counted in `values`; its owner must serialise its own writes."""
+        shard = dict.fromkeys(SYSTEM_COUNTERS, 0)
+        with self._lock:
+            self._shards.append(shard)
+        return shard
+
+    def retire(self, shard: dict[str, int]) -> None:
+        """Fold a closed owner's shard into the totals."""
+        with self._lock:
+            if any(s is shard for s in self._shards):
+                self._shards = [s for s in self._shards if s is not shard]
+                for name, value in shard.items():
+                    self._base[name] += value
+
+    @property
+    def values(self) -> dict[str, int]:
+        """All counters (a fresh dict: writing to it changes nothing)."""
+        with self._lock:
+            out = dict(self._base)
+            for shard in self._shards:
+                for name, value in shard.items():
+                    out[name] += value
+        return out
 
     def get(self, name: str) -> int:
         """A counter's value."""

@@ -52,7 +52,7 @@ class Image:
         self._header = Header(session_id, self.stream_id, initial_term_id, term_length)
         self._eos_position: int | None = None
         self.is_closed = False
-        self._values = subscription.driver.counters.values
+        self._values = subscription._counts  # bytes_received: written by the polling thread only
         self._consumed_hook: Callable[[], None] | None = None
         self._report_at = 0
 

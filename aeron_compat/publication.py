@@ -134,7 +134,7 @@ class PublicationLog:
         self.refs = 0
         self._limit = start_position
         self._pending: deque[BufferClaim | list[Frame]] = deque()
-        self._values = driver.counters.values
+        self._values = driver.counters.shard()  # written under self.lock only
 
     # --- sinks -----------------------------------------------------------------------------------
     def add_sink(self, sink: Sink) -> None:
@@ -272,6 +272,7 @@ class PublicationLog:
             self._flush()
             final = self.appender.tail
             sinks, self.sinks = self.sinks, []
+            self.driver.counters.retire(self._values)
         for sink in sinks:
             sink.end_of_stream(final)
 

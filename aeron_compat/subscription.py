@@ -44,6 +44,7 @@ class Subscription:
         self._events: deque[tuple[bool, Image]] = deque()
         self._round_robin = 0
         self._lock = threading.Lock()
+        self._counts = driver.counters.shard()  # images counters under _lock; bytes_received by the poller
         self.is_closed = False
 
     # --- driven by the sources ---------------------------------------------------------------------
@@ -60,16 +61,16 @@ class Subscription:
     def _add_image(self, image: Image) -> None:
         with self._lock:
             self._images = (*self._images, image)
-            self.driver.counters.values["images"] += 1
-            self.driver.counters.values["images_total"] += 1
+            self._counts["images"] += 1
+            self._counts["images_total"] += 1
             self._events.append((True, image))
 
     def _image_closed(self, image: Image) -> None:
         with self._lock:
             if image in self._images:
                 self._images = tuple(i for i in self._images if i is not image)
-                self.driver.counters.values["images"] -= 1
-                self.driver.counters.values["unavailable_images"] += 1
+                self._counts["images"] -= 1
+                self._counts["unavailable_images"] += 1
                 self._events.append((False, image))
 
     def _dispatch(self) -> None:
@@ -156,9 +157,10 @@ class Subscription:
         self.driver.remove_subscription(self)
         with self._lock:
             images, self._images = self._images, ()
+            self._counts["images"] -= len(images)
         for image in images:
             image.close()
-        self.driver.counters.values["images"] -= len(images)
+        self.driver.counters.retire(self._counts)
         self._events.clear()
 
     def __enter__(self) -> Subscription:

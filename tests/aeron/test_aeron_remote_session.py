@@ -27,7 +27,7 @@ class FakeNet:
         fn()
 
     def count(self, name: str, n: int = 1) -> None:
-        self.aeron.driver.counters.values[name] += n
+        self.aeron.driver.counters.add(name, n)
 
     @staticmethod
     def next_id() -> int:
