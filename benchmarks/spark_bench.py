@@ -44,6 +44,14 @@ def _peak_rss_kib(pid: int) -> int | None:
     return None
 
 
+def _cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of a process so far (robust to a busy machine, unlike wall time)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_one(recording: str, master: str | None, driver_memory: str | None, jit: str) -> dict[str, object]:
     """Start Spark and analyze `recording` twice; timings and peak memory."""
     from aqueduct.spark.analyze import QUICK_JIT, analyze
@@ -55,14 +63,14 @@ def run_one(recording: str, master: str | None, driver_memory: str | None, jit: 
     t0 = time.perf_counter()
     spark = spark_session(master, app_name="aqueduct-bench", config=config, jvm_log=os.devnull)
     started = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    tables = analyze(spark, recording)
-    cold = time.perf_counter() - t1
-    t2 = time.perf_counter()
-    analyze(spark, recording)
-    warm = time.perf_counter() - t2
     gateway = spark.sparkContext._gateway
     jvm_pid = gateway.proc.pid if gateway is not None and getattr(gateway, "proc", None) else None
+    c1, t1 = _cpu_s(jvm_pid), time.perf_counter()
+    tables = analyze(spark, recording)
+    c2, t2 = _cpu_s(jvm_pid), time.perf_counter()
+    analyze(spark, recording)
+    c3, t3 = _cpu_s(jvm_pid), time.perf_counter()
+    cold, warm = t2 - t1, t3 - t2
     jvm_peak = _peak_rss_kib(jvm_pid) if jvm_pid else None
     spark.stop()
     return {
@@ -70,6 +78,9 @@ def run_one(recording: str, master: str | None, driver_memory: str | None, jit: 
         "spark_start_s": round(started, 1),
         "analyze_cold_s": round(cold, 1),
         "analyze_warm_s": round(warm, 1),
+        "jvm_cpu_cold_s": round(c2 - c1, 1),
+        "jvm_cpu_warm_s": round(c3 - c2, 1),
+        "load_avg_1m": os.getloadavg()[0],
         "jvm_peak_rss_mib": round(jvm_peak / 1024) if jvm_peak else None,
         "python_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "master": master or "local[*]",
@@ -119,8 +130,8 @@ def main() -> int:
     finally:
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
-    cols = ["events", "jit", "parquet_mib", "spark_start_s", "analyze_cold_s", "analyze_warm_s", "jvm_peak_rss_mib",
-            "python_peak_rss_mib"]  # fmt: skip
+    cols = ["events", "jit", "parquet_mib", "spark_start_s", "analyze_cold_s", "analyze_warm_s", "jvm_cpu_cold_s",
+            "jvm_cpu_warm_s", "jvm_peak_rss_mib", "load_avg_1m"]  # fmt: skip
     print("  ".join(cols))
     for r in results:
         print("  ".join(str(r[c]).rjust(len(c)) for c in cols))
