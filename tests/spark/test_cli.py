@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,6 @@ def test_java_on_this_machine_is_found() -> None:
 def test_environment_defaults_for_local_and_remote_masters(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
     prepare_environment("spark://10.1.2.3:7077")
-    import os
-
     assert "SPARK_LOCAL_IP" not in os.environ
     prepare_environment("local[*]")
     assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
