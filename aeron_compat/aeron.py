@@ -1,14 +1,17 @@
-# The client object.  `Aeron.connect(ctx)` embeds a MediaDriver unless the context names one; the
-# client remembers what it created and closes it all (and the driver it owns) on close(), so it
-# is a context manager like Aeron's AutoCloseable client.
+# The client object.  `Aeron.connect(ctx)` embeds a MediaDriver unless the context names one or asks
+# for the standalone driver (`driver_mode`: then a DriverProxy stands in for the driver); the
+# client remembers what it created and closes it all (and the driver or connection it owns) on
+# close(), so it is a context manager like Aeron's AutoCloseable client.
 """`Aeron`: the client API (add publications and subscriptions)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .codes import RegistrationError
 from .context import Context
 from .driver import MediaDriver
+from .driver_proxy import DriverProxy
 from .native.hookup import is_native, native_publication, native_subscription
 from .publication import ExclusivePublication, Publication
 from .subscription import ImageHandler, Subscription
@@ -20,7 +23,7 @@ class Aeron:
     def __init__(self, ctx: Context | None = None) -> None:
         self.ctx = ctx or Context()
         self._owns_driver = self.ctx.driver is None
-        self.driver = self.ctx.driver or MediaDriver.launch_embedded(self.ctx)
+        self.driver: MediaDriver | DriverProxy = self.ctx.driver or _launch(self.ctx)
         self._resources: list[Publication | Subscription] = []
         self.is_closed = False
 
@@ -59,8 +62,8 @@ class Aeron:
 
     @property
     def counters(self) -> dict[str, int]:
-        """The driver's system counters (a copy)."""
-        return dict(self.driver.counters.values)
+        """The driver's system counters (a copy; the standalone driver's are fetched from it)."""
+        return self.driver.counter_values()
 
     def close(self) -> None:
         """Close everything this client added, and the driver if embedded."""
@@ -89,3 +92,14 @@ class Aeron:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
+
+
+def _launch(ctx: Context) -> MediaDriver | DriverProxy:
+    if ctx.driver_mode == "standalone":
+        return DriverProxy(ctx)
+    if ctx.driver_mode == "auto":
+        try:
+            return DriverProxy(ctx)
+        except RegistrationError:
+            pass
+    return MediaDriver.launch_embedded(ctx)

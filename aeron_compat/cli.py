@@ -1,7 +1,8 @@
 # The `aeron_compat` command.  `stat` is AeronStat: it reads the counters snapshots that drivers
 # write into their directories (all live drivers under the base directory, or one directory) and
-# prints system counters and per-stream positions, once or every N seconds.
-"""Command line: `aeron_compat stat [--dir D] [--watch SECONDS] [--json]`."""
+# prints system counters and per-stream positions, once or every N seconds.  `driver` runs the
+# standalone media driver (standalone.py) in the foreground until SIGINT/SIGTERM.
+"""Command line: `aeron_compat stat [--dir D] [--watch SECONDS] [--json]`, `aeron_compat driver [--dir D]`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .codes import DEFAULT_TERM_LENGTH
+from .context import Context
 from .counters import base_dir, read_snapshots
 
 
@@ -46,6 +49,13 @@ def _stat(args: argparse.Namespace) -> int:
         print("-" * 72)
 
 
+def _driver(args: argparse.Namespace) -> int:
+    from .standalone import serve_forever
+
+    return serve_forever(Context(aeron_dir=args.dir, term_length=args.term_length,
+                                 counters_interval=args.counters_interval, udp_media=args.udp_media).conclude())
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser."""
     parser = argparse.ArgumentParser(prog="aeron_compat", description="Aeron programming model on Aqueduct")
@@ -56,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     stat.add_argument("--count", type=int, default=0, help="with --watch: stop after COUNT rounds")
     stat.add_argument("--json", action="store_true", help="print the raw snapshots as JSON")
     stat.set_defaults(func=_stat)
+    drv = sub.add_parser("driver", help="run the standalone media driver (clients: Context(driver_mode='standalone'))")
+    drv.add_argument("--dir", help="driver directory (default: <base dir>/standalone)")
+    drv.add_argument("--term-length", type=int, default=DEFAULT_TERM_LENGTH, help="default term length")
+    drv.add_argument("--counters-interval", type=float, default=0.25, help="seconds between counters snapshots")
+    drv.add_argument("--udp-media", choices=("aqueduct", "loopback"), default="aqueduct", help="aeron:udp transport")
+    drv.set_defaults(func=_driver)
     return parser
 
 

@@ -86,15 +86,16 @@ class MediaDriver:
         return cls(ctx)
 
     # --- publications ----------------------------------------------------------------------------
-    def add_publication(self, channel_str: str, stream_id: int, exclusive: bool) -> PublicationLog:
-        """A log for `channel_str`/`stream_id`: shared by concurrent publications, fresh for exclusive ones."""
+    def add_publication(self, channel_str: str, stream_id: int, exclusive: bool, shared: bool = True) -> PublicationLog:
+        """A log for `channel_str`/`stream_id`: shared by concurrent publications, fresh for exclusive ones
+        (and for every publication when not `shared`: a standalone driver's clients each append their own)."""
         channel = ChannelUri.parse(channel_str)
         self._check_open()
         keys = self._publication_keys(channel)
         if not channel.is_ipc():
             self.network.prepare(keys)
         with self._lock:
-            if not exclusive:
+            if not exclusive and shared:
                 for log in self.logs:
                     if (not log.exclusive and not log.closed and log.stream_id == stream_id
                             and _canonical(log.channel) == _canonical(channel)):
@@ -272,6 +273,10 @@ class MediaDriver:
         return {"pid": os.getpid(), "driver_id": self.driver_id, "directory": str(self.directory),
                 "started": self._started, "time": time.time(), "counters": dict(self.counters.values),
                 "streams": streams, "links": links}
+
+    def counter_values(self) -> dict[str, int]:
+        """The system counters (a copy)."""
+        return self.counters.values
 
     def write_counters(self) -> None:
         """Write the snapshot file now."""

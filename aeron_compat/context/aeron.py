@@ -23,6 +23,9 @@ class Context:
     """Driver directory (counters snapshot); None: a fresh one under `counters.base_dir()`."""
     driver: MediaDriver | None = None
     """Use this running driver instead of embedding a new one."""
+    driver_mode: str = "embedded"
+    """'embedded' (a MediaDriver in this process), 'standalone' (connect to the `aeron_compat driver` serving
+    `aeron_dir`, default `<base dir>/standalone`), or 'auto' (standalone if one serves there, else embedded)."""
     term_length: int = DEFAULT_TERM_LENGTH
     """Term length of publications whose channel has no term-length."""
     mtu: int = DEFAULT_MTU
@@ -62,6 +65,8 @@ class Context:
             raise ValueError("mtu: must be a multiple of 32 in [64, 65504]")
         if self.udp_media not in ("loopback", "aqueduct"):
             raise ValueError("udp_media: 'loopback' or 'aqueduct'")
+        if self.driver_mode not in ("embedded", "standalone", "auto"):
+            raise ValueError("driver_mode: 'embedded', 'standalone' or 'auto'")
         if self.driver_loop not in ("auto", "caller", "thread"):
             raise ValueError("driver_loop: 'auto', 'caller' or 'thread'")
         return self
