@@ -50,6 +50,7 @@ from .config import EngineConfig
 from .incoming import IncomingMixin
 from .links import LinkTable
 from .loss import LossMixin
+from .rangeset import RangeSet
 from .receiver import Receiver, RState
 from .receiving import ReceivingMixin
 from .sender import Sender, SState
@@ -101,6 +102,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _held_bytes: int
     _releasing: bool
     _stalls: dict[int, set[int]]
+    _claimed: dict[int, RangeSet]
     _resume: set[int]
 
     def __init__(
@@ -137,6 +139,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._discarded_set: set[int] = set()
         self._partial_bytes = 0
         self._stalls = {}  # receiver handle -> streams stalled on its full queue
+        self._claimed = {}  # index space -> indexes of peer-minted channels whose receiver was handed out
         self._resume = set()  # receivers whose stalled streams may run on
         self._entrypoint: int | None = None
         # startup (startup.py)
@@ -455,7 +458,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     def _sender_error(self, s: Sender) -> Exception:
         if s.end_reason is not None and s.end_reported:
-            return ERROR_FOR_REASON[s.end_reason](f"sender ended: {s.end_reason.value}")
+            return ERROR_FOR_REASON.get(s.end_reason, ChannelClosed)(f"sender ended: {s.end_reason.value}")
         return ChannelClosed("the sender was finished or cancelled")
 
     def _fail(self, err: ProtocolError) -> None:

@@ -106,6 +106,11 @@ class RangeSet:
                 yield at, end, False
             at = end
 
+    def drop_first(self) -> None:
+        """Forget the lowest range."""
+        del self._starts[0]
+        del self._stops[0]
+
     def clear(self) -> None:
         """Remove everything."""
         self._starts.clear()

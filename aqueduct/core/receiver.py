@@ -73,8 +73,8 @@ class Receiver:
     unrel_start: int = 0
     unrel_received: RangeSet = field(default_factory=RangeSet)
     declared: int = 0
-    declarations: deque[tuple[int, float]] = field(default_factory=deque)
-    """(declared count, nack deadline) per SentUnreliable, in order."""
+    declarations: deque[tuple[int, float, float]] = field(default_factory=deque)
+    """(declared count, nack deadline, first deadline) per batch of SentUnreliable frames, in order."""
     nack_upto: int = 0
     """Numbers below this whose declaration timed out may be nacked."""
     ack_due: float | None = None

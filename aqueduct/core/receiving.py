@@ -38,6 +38,7 @@ from ..wire.frames import (
     encode_frame,
 )
 from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
+from .rangeset import RangeSet
 from .receiver import Queued, Receiver, RState
 from .sender import SState
 from .streams import Role
@@ -45,7 +46,7 @@ from .streams import Role
 if TYPE_CHECKING:
     from .engine import Engine
 
-_EMPTY: deque[tuple[int, float]] = deque()
+_EMPTY: deque[tuple[int, float, float]] = deque()
 
 
 class QueueFull(Exception):
@@ -73,6 +74,21 @@ class ReceivingMixin:
         r.ctrl_open = True
         return r
 
+    def _mark_claimed(self: Engine, channel: int) -> None:
+        """A message handed out this channel's receiver: any later unclaimed receiver for it is a ghost.
+
+        Kept per index space as ranges (the peer mints indexes in order, so they stay few); beyond
+        discarded_filter_size ranges the oldest are forgotten (false negatives only)."""
+        ranges = self._claimed.setdefault(channel & 7, RangeSet())
+        index = channel >> 3
+        ranges.add(index, index + 1)
+        if len(ranges) > max(1, self.config.discarded_filter_size):
+            ranges.drop_first()
+
+    def _was_claimed(self: Engine, channel: int) -> bool:
+        ranges = self._claimed.get(channel & 7)
+        return ranges is not None and (channel >> 3) in ranges
+
     def _check_channel_limit(self: Engine, more: int) -> None:
         if len(self._senders) + len(self._receivers) + more > self.config.max_channels:
             self._limit(f"the peer made us exceed max_channels={self.config.max_channels}")
@@ -89,8 +105,10 @@ class ReceivingMixin:
             cid = ChannelId(channel)
             if cid.to is not self._side:
                 raise ProtocolError(f"Message on channel {cid}, whose receiver would be the sender's own side")
-            if cid.minted_by is self._side or channel in self._discarded_set or channel in self._unclaimed:
+            if cid.minted_by is self._side or channel in self._unclaimed:
                 return False
+            if self.config.discarded_filter_size and (channel in self._discarded_set or self._was_claimed(cid)):
+                return False  # the receiver is gone: no ghost
             r = self._create_receiver(cid, claimed=False)
         else:
             r = self._receivers[h]  # a receiver exists only for channels flowing to us
@@ -131,14 +149,14 @@ class ReceivingMixin:
         r.queue.append(Queued(m.payload, attachments, n, delivery, credit_sid, size))
         r.queue_bytes += len(m.payload)
         if r.close_reason is not None:
-            self._discard_queues([r], lost=False)
+            self._discard_queues([r], lost=False)  # returns its credit: report it as deferred
         elif was_empty and r.exposed and not r.app_dropped:
             self._event(MessageAvailable(r.handle))
         if r.state is RState.FINISHING:
             self._check_finished(r)
         if not (reliable and r.declarations == _EMPTY and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
             self._rx_schedule(r)
-        return credit_sid is not None and r.close_reason is None
+        return credit_sid is not None
 
     def _take_attachments(self: Engine, ids: tuple[int, ...]) -> tuple[Attachment, ...]:
         out: list[Attachment] = []
@@ -156,6 +174,7 @@ class ReceivingMixin:
                     raise ProtocolError(f"receiver of channel {a} handed out twice")
                 else:
                     h = self._create_receiver(a, claimed=True).handle
+                self._mark_claimed(a)
                 out.append(Attachment(index, a, False, h))
             else:
                 if a in self._tx_by_channel:
@@ -182,8 +201,13 @@ class ReceivingMixin:
             if not frame.count:
                 return
             r.declared += frame.count
-            wait = max(self.config.nack_timeout, 2 * self.rtt)
-            r.declarations.append((r.declared, self.now + wait))
+            deadline = self.now + max(self.config.nack_timeout, 2 * self.rtt)
+            last = r.declarations[-1] if r.declarations else None
+            if last is not None and deadline - last[2] <= self.config.ack_delay:
+                # coalesce within ack_delay: entries stay bounded, nothing is nacked early
+                r.declarations[-1] = (r.declared, deadline, last[2])
+            else:
+                r.declarations.append((r.declared, deadline, deadline))
             self._rx_schedule(r)
         elif isinstance(frame, FinishSender):
             if r.rel_done.max_stop() > frame.reliable_count or r.done_prefix > frame.reliable_count:
@@ -213,7 +237,7 @@ class ReceivingMixin:
         when: float | None = None
         if r.rel_pending or r.decided_end() > r.unrel_start:
             when = r.ack_due if r.ack_due is not None else self.now
-        for upto, deadline in r.declarations:
+        for upto, deadline, _ in r.declarations:
             if upto > r.nack_upto:
                 when = deadline if when is None else min(when, deadline)
                 break
@@ -228,7 +252,7 @@ class ReceivingMixin:
             return
         nacked = False
         while r.declarations and r.declarations[0][1] <= self.now:
-            upto, _ = r.declarations.popleft()
+            upto = r.declarations.popleft()[0]
             if upto > r.nack_upto:
                 r.nack_upto = upto
                 nacked = True
@@ -297,9 +321,12 @@ class ReceivingMixin:
             rec = self._streams.get(r.ctrl)
             if rec is not None:
                 rec.half = None
-        if not r.claimed and reason is EndReason.LOST and self._unclaimed.get(r.channel) == r.handle:
-            del self._unclaimed[r.channel]
+        ghost = self._was_claimed(r.channel)
+        if not r.claimed and (reason is EndReason.LOST or ghost) and self._unclaimed.get(r.channel) == r.handle:
+            del self._unclaimed[r.channel]  # others are kept for their creating message
             r.app_dropped = True
+            if reason is EndReason.FINISHED:
+                self._discard_queues([r], lost=False)  # a finished ghost: nobody will take its messages
         self._report_receiver_end(r)
         self._maybe_forget_receiver(r)
 

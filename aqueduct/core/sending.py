@@ -127,7 +127,7 @@ class SendingMixin:
         return s
 
     def _finish(self: Engine, s: Sender) -> None:
-        if s.state in (SState.FINISH_WAIT, SState.FINISHED):
+        if s.state in (SState.FINISH_WAIT, SState.FINISHED) or s.end_reason is EndReason.FINISHED:
             return
         if s.state is not SState.OPEN:
             raise self._sender_error(s)

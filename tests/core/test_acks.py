@@ -129,3 +129,13 @@ def test_sender_reports_every_number_once() -> None:
     assert sorted(seen) == sorted([(True, n) for n in range(3)] + [(False, n) for n in range(3)])
     nacked = {(e.reliable, n) for e in of(evs, MessagesNacked) for n in range(e.first, e.stop)}
     assert nacked == {(True, 0), (False, 1), (False, 2)}
+
+
+def test_sent_unreliable_bookkeeping_stays_bounded_and_never_nacks_early() -> None:
+    s = server_ready()
+    for i in range(10_000):
+        feed(s, 1, [SentUnreliable(1)], now=i * 0.00001)  # 10,000 declarations within 0.1 s
+    r = s._receivers[s.entrypoint or 0]
+    assert len(r.declarations) <= 3
+    s.handle_timer(0.999)
+    assert written(s.commands(), 1) == []  # the first declaration's full second has not passed

@@ -87,3 +87,14 @@ def test_halves_inside_a_queued_message_surface_when_it_is_taken() -> None:
     assert MessageAvailable(rx_s) in new and ReceiverEnded(rx_s, EndReason.FINISHED) in new
     assert s.take_message(rx_s).payload == b"inner"  # type: ignore[union-attr]
     assert rx_c != tx_c
+
+
+def test_send_or_finish_after_a_finished_end_raises_channel_closed() -> None:
+    c = client_ready()
+    feed(c, 1, [ChannelControl(0)])
+    c.finish(1)
+    feed(c, 1, [CloseReceiver(())], end=True)
+    assert c.sender_status(1) is EndReason.FINISHED
+    with pytest.raises(ChannelClosed):
+        c.send(1, b"x")
+    c.finish(1)  # already finished: a no-op

@@ -181,3 +181,17 @@ def test_a_bidi_stream_reset_before_its_channel_control_is_read_leaves_nothing_b
     s.handle_event(StreamReset(4, ResetCode.CANCELLED), 0.0)
     assert resets(s.commands()) == {4: ResetCode.LOST}
     assert s.state_sizes()["streams"] == before and s.state_sizes()["held_bytes"] == 0
+
+
+def test_a_late_message_for_a_channel_whose_receiver_was_handed_out_makes_no_ghost() -> None:
+    s = server_ready()
+    given = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=3)
+    feed(s, 2, [Message(0, 0, (given,))])
+    inner = s.take_message(s.entrypoint or 0).attachments[0].handle  # type: ignore[union-attr]
+    s.drop_receiver(inner)
+    s.commands()
+    for i in range(5000):  # more closes than the recently-discarded filter remembers
+        s._remember_discarded(ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=100 + i))
+    feed(s, 6, [Message(given, 1)])
+    assert s.state_sizes()["pending_receivers"] == 0
+    assert not [x for x in s.commands() if not isinstance(x, GrantCredit)]  # no ChannelControl of a ghost

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core_helpers import server_ready
+from core_helpers import client_ready, server_ready
 
+from aqueduct.core.app import AttachKind
 from aqueduct.core.transport import DatagramReceived, GrantCredit, StreamDataReceived, StreamReset
 from aqueduct.wire.channel_id import ChannelId, Side
 from aqueduct.wire.frames import (
@@ -90,3 +91,14 @@ def test_discarded_queue_returns_credit_of_nested_attachments() -> None:
     s.commands()
     s.drop_receiver(s.entrypoint or 0)
     assert _credit(s.commands()) == Counter({2: len(data), 6: len(more)})
+
+
+def test_a_message_for_a_receiver_closing_without_its_control_stream_is_credited_once() -> None:
+    c = client_ready()
+    rx = c.send(1, b"x", [AttachKind.SENDER]).created[0]
+    c.commands()
+    c.close_receiver(rx)  # waits for the control stream; messages meanwhile are processed and dropped
+    cid = ChannelId.make(to=Side.CLIENT, minted_by=Side.CLIENT, oneshot=False, index=0)
+    data = encode_frames([Message(cid, 0, (), b"late")])
+    c.handle_event(StreamDataReceived(3, data), 0.0)
+    assert _credit(c.commands()) == Counter({3: len(data)})
