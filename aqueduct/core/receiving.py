@@ -78,11 +78,11 @@ class ReceivingMixin:
         """A message handed out this channel's receiver: any later unclaimed receiver for it is a ghost.
 
         Kept per index space as ranges (the peer mints indexes in order, so they stay few); beyond
-        discarded_filter_size ranges the oldest are forgotten (false negatives only)."""
+        max(64, discarded_filter_size) ranges the oldest are forgotten (false negatives only)."""
         ranges = self._claimed.setdefault(channel & 7, RangeSet())
         index = channel >> 3
         ranges.add(index, index + 1)
-        if len(ranges) > max(1, self.config.discarded_filter_size):
+        if len(ranges) > max(64, self.config.discarded_filter_size):
             ranges.drop_first()
 
     def _was_claimed(self: Engine, channel: int) -> bool:
@@ -105,10 +105,10 @@ class ReceivingMixin:
             cid = ChannelId(channel)
             if cid.to is not self._side:
                 raise ProtocolError(f"Message on channel {cid}, whose receiver would be the sender's own side")
-            if cid.minted_by is self._side or channel in self._unclaimed:
+            if cid.minted_by is self._side or channel in self._unclaimed or self._was_claimed(channel):
+                return False  # a receiver for it was handed out and is gone: no ghost
+            if channel in self._discarded_set:
                 return False
-            if self.config.discarded_filter_size and (channel in self._discarded_set or self._was_claimed(cid)):
-                return False  # the receiver is gone: no ghost
             r = self._create_receiver(cid, claimed=False)
         else:
             r = self._receivers[h]  # a receiver exists only for channels flowing to us

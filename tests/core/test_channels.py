@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from core_helpers import client_ready, close_code, feed, of, pair, resets, server_ready, written
 
 from aqueduct.core.app import AttachKind, Delivery, MessageAvailable, MessagesAcked, MessagesNacked, SenderEnded
@@ -77,17 +78,24 @@ def _ghost_run(filter_size: int):  # type: ignore[no-untyped-def]
 
 
 def test_a_ghost_receiver_is_created_by_a_late_message_and_reset_lost() -> None:
-    sim = _ghost_run(filter_size=0)
-    s = sim.server.engine
-    # the ghost's ChannelControl, then the client's refusal
-    assert any("S SendStreamData" in line and "data=b'\\x02" in line for line in sim.trace)
-    assert any("C ResetStream" in line and "LOST" in line for line in sim.trace)
-    assert not [e for e in sim.server.events if isinstance(e, MessageAvailable) and e.receiver != s.entrypoint]
+    s = server_ready(EngineConfig(discarded_filter_size=0))
+    never_claimed = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=4)
+    feed(s, 2, [Message(never_claimed, 0, (), b"early")])  # auto-created; its creating message was lost
+    s.handle_event(StreamReset(5, ResetCode.LOST), 0.0)  # the client refuses it: the receiver is lost
+    s.commands()
+    assert s.state_sizes()["pending_receivers"] == 0
+    feed(s, 6, [Message(never_claimed, 1, (), b"late")])  # a late message makes a ghost
+    assert written(s.commands(), 9) == [ChannelControl(never_claimed)]
+    assert s.state_sizes()["pending_receivers"] == 1
+    s.handle_event(StreamReset(9, ResetCode.LOST), 0.0)  # ...which the client resets 'lost' too
+    assert resets(s.commands()) == {9: ResetCode.LOST}
     assert s.state_sizes()["pending_receivers"] == 0 and s.state_sizes()["receivers"] == 1
+    assert not of(s.events(), MessageAvailable)
 
 
-def test_the_recently_discarded_filter_drops_late_messages_without_a_ghost() -> None:
-    sim = _ghost_run(filter_size=16)
+@pytest.mark.parametrize("filter_size", [0, 16])
+def test_late_messages_for_a_closed_channel_make_no_ghost(filter_size: int) -> None:
+    sim = _ghost_run(filter_size=filter_size)
     assert not any("S SendStreamData" in line and "data=b'\\x02" in line for line in sim.trace)
     assert sim.server.engine.state_sizes()["pending_receivers"] == 0
 
