@@ -1,7 +1,7 @@
 """Soak the engine in the simulator: run many random seeds, print violations with their replay command.
 
     .venv/bin/python benchmarks/sim_soak.py --seeds 10000 --start 0 \
-        [--loss 0.3] [--flow-control on] [--ghosts] [--strict] [--actions 40] [-v]
+        [--loss 0.3] [--flow-control on] [--ghosts] [--lenient] [--actions 40] [-v]
 
 Exit code 1 if any seed violated an invariant. With -v, each failing seed's
 script is shrunk and printed.
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--loss", type=float, default=None, help="fixed datagram loss (default: random per seed)")
     p.add_argument("--flow-control", choices=("on", "off"), default=None, help="force stream windows (default: random)")
     p.add_argument("--ghosts", action="store_true", help="often no discarded filter: late messages make ghosts")
-    p.add_argument("--strict", action="store_true", help="also late calls on ended handles and credit overruns")
+    p.add_argument("--lenient", action="store_true", help="skip late calls on ended handles and credit overruns")
     p.add_argument("--actions", type=int, default=40, help="max app actions per script")
     p.add_argument("-v", "--verbose", action="store_true", help="shrink and print each failing script")
     p.add_argument("--max-failures", type=int, default=20, help="stop after this many failing seeds")
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     for i, seed in enumerate(range(args.start, args.start + args.seeds)):
         fc = None if args.flow_control is None else args.flow_control == "on"
         r = run_seed(
-            seed, actions=args.actions, loss=args.loss, flow_control=fc, ghosts=args.ghosts, strict=args.strict
+            seed, actions=args.actions, loss=args.loss, flow_control=fc, ghosts=args.ghosts, strict=not args.lenient
         )
         for k, v in r.stats.items():
             totals[k] = totals.get(k, 0) + v
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             loss += f" --flow-control {args.flow_control}" if args.flow_control else ""
             loss += f" --actions {args.actions}" if args.actions != 40 else ""
             loss += " --ghosts" if args.ghosts else ""
-            loss += " --strict" if args.strict else ""
+            loss += " --lenient" if args.lenient else ""
             print(f"FAIL seed {seed}: {r.violations[0]}  ({len(r.violations)} violations)")
             print(f"  replay: .venv/bin/python benchmarks/sim_soak.py --start {seed} --seeds 1{loss} -v")
             if args.verbose:

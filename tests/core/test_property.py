@@ -30,7 +30,7 @@ def _report(r: RunResult) -> str:
     lines.append(f"shrunk script ({len(small.script)} of {len(r.script)} actions), violations {small.violations[:3]}:")
     lines += [f"  {a}" for a in small.script]
     ghosts = " --ghosts" if r.seed % 2 else ""
-    lines.append(f"replay: .venv/bin/python benchmarks/sim_soak.py --start {r.seed} --seeds 1 --strict{ghosts} -v")
+    lines.append(f"replay: .venv/bin/python benchmarks/sim_soak.py --start {r.seed} --seeds 1{ghosts} -v")
     return "\n".join(lines)
 
 
