@@ -109,16 +109,25 @@ class IncomingMixin:
             self._run_frames(rec, frames, consumed, ev.end_stream)
 
     def _run_frames(self: Engine, rec: StreamRec, frames: list[Frame], nbytes: int, fin: bool) -> None:
-        """Process a stream's frames in order (stalling at a full receiver queue), then credit and FIN."""
-        other = nbytes
+        """Process a stream's frames in order (stalling at a full receiver queue), then credit and FIN.
+
+        `rec.pre` bytes of the first frame were credited while it was partial; they are not credited again.
+        """
+        pre, rec.pre = rec.pre, 0
+        if not frames:
+            rec.pre = pre
+            pre = 0
+        other = nbytes - pre
         for i, frame in enumerate(frames):
+            p = pre if i == 0 else 0
             try:
-                other -= self._stream_frame(rec, frame)
+                other -= self._stream_frame(rec, frame, p)
             except QueueFull as full:
                 rec.frames_seen -= 1
                 rest = frames[i:]
                 held = sum(frame_wire_size(f) for f in rest)
-                other -= held
+                other -= held - p
+                rec.pre = p
                 rec.stalled = deque(rest)
                 rec.stalled_bytes = held
                 rec.stalled_fin = fin
@@ -129,10 +138,18 @@ class IncomingMixin:
             if self._closed:
                 return
         self._credit(rec.stream_id, other)
+        self._credit_partial(rec)
         if rec.frames_seen:
             self._flush_pending_reset(rec)
         if fin:
             self._on_stream_fin(rec)
+
+    def _credit_partial(self: Engine, rec: StreamRec) -> None:
+        """Credit the bytes of a frame still arriving, so a frame larger than the window can complete."""
+        extra = rec.reader.buffered - rec.pre
+        if extra > 0:
+            self._credit(rec.stream_id, extra)
+            rec.pre = rec.reader.buffered
 
     def _resume_stalled(self: Engine) -> None:
         """Streams stalled on receivers that have room again (or ended) run on."""
@@ -150,28 +167,30 @@ class IncomingMixin:
         while rec.stalled:
             frame = rec.stalled[0]
             size = frame_wire_size(frame)
+            p = rec.pre
             try:
-                deferred = self._stream_frame(rec, frame)
+                deferred = self._stream_frame(rec, frame, p)
             except QueueFull as full:
                 rec.frames_seen -= 1
                 self._stalls.setdefault(full.receiver, set()).add(rec.stream_id)
                 self._credit(rec.stream_id, credit)
                 return
+            rec.pre = 0
             rec.stalled.popleft()
             rec.stalled_bytes -= size
             self._partial_bytes -= size
-            credit += size - deferred
+            credit += size - p - deferred
             if self._closed:
                 return
         fin = rec.stalled_fin
         rec.stalled, rec.stalled_fin = None, False
         self._run_frames(rec, [], credit, fin)
 
-    def _stream_frame(self: Engine, rec: StreamRec, frame: Frame) -> int:
-        """Process one frame of a stream; return the bytes whose credit is deferred."""
+    def _stream_frame(self: Engine, rec: StreamRec, frame: Frame, pre: int = 0) -> int:
+        """Process one frame of a stream; return the bytes whose credit is deferred (less `pre`, credited)."""
         if rec.role is _MESSAGES and type(frame) is Message:  # the hot path
             rec.frames_seen += 1
-            size = message_wire_size(frame)
+            size = message_wire_size(frame) - pre
             return size if self._on_message(frame, True, rec.stream_id, size) else 0
         first = rec.frames_seen == 0
         rec.frames_seen += 1
@@ -189,7 +208,7 @@ class IncomingMixin:
         if isinstance(frame, Message):
             if rec.role is Role.NEW_UNI:
                 rec.role = Role.MESSAGES
-            size = message_wire_size(frame)
+            size = message_wire_size(frame) - pre
             return size if self._on_message(frame, True, rec.stream_id, size) else 0
         if isinstance(frame, ConnectionControl):
             self._on_connection_control(frame.headers)
@@ -250,7 +269,8 @@ class IncomingMixin:
         rec.in_done = True
         dropped = rec.reader.buffered + rec.stalled_bytes
         self._partial_bytes -= dropped
-        self._credit(rec.stream_id, dropped)
+        self._credit(rec.stream_id, dropped - rec.pre)
+        rec.pre = 0
         rec.reader = FrameReader(self.config.max_frame_size)
         rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
         half = rec.half

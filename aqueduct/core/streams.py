@@ -70,6 +70,8 @@ class StreamRec:
     """We have written on our direction (for the client's Version prefix)."""
     pending_reset: int | None = None
     """A reset of our direction waiting until the peer has shown it read our ChannelControl."""
+    pre: int = 0
+    """Bytes already credited that belong to the next unprocessed frame (partial, or first stalled)."""
     stalled: deque[Frame] | None = None
     """Frames not processed yet because a receiver queue was full (backpressure), in order."""
     stalled_bytes: int = 0

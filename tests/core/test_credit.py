@@ -32,8 +32,7 @@ def test_message_bytes_return_when_taken_other_bytes_at_once() -> None:
     s = server_ready()
     rx = s.entrypoint or 0
     msgs = encode_frames([Version(), Message(0, 0, (), b"a" * 100), Message(0, 1, (), b"b" * 50)])
-    s.handle_event(StreamDataReceived(2, msgs[:60]), 0.0)
-    s.handle_event(StreamDataReceived(2, msgs[60:]), 0.0)
+    s.handle_event(StreamDataReceived(2, msgs), 0.0)
     first = _credit(s.commands())
     assert first[2] == len(encode_frames([Version()]))  # only the Version so far
     s.take_message(rx)
@@ -102,3 +101,18 @@ def test_a_message_for_a_receiver_closing_without_its_control_stream_is_credited
     data = encode_frames([Message(cid, 0, (), b"late")])
     c.handle_event(StreamDataReceived(3, data), 0.0)
     assert _credit(c.commands()) == Counter({3: len(data)})
+
+
+def test_a_frame_larger_than_the_window_is_credited_while_it_arrives() -> None:
+    s = server_ready()
+    rx = s.entrypoint or 0
+    data = encode_frames([Message(0, 0, (), b"z" * 5000)])
+    granted = 0
+    for i in range(0, len(data), 1000):  # the transport window lets 1000 bytes through at a time
+        s.handle_event(StreamDataReceived(2, data[i : i + 1000]), 0.0)
+        granted += _credit(s.commands())[2]
+        if i + 1000 < len(data):
+            assert granted == i + 1000  # every partial byte is credited at once, or the frame could never complete
+    assert s.take_message(rx) is not None
+    granted += _credit(s.commands())[2]
+    assert granted == len(data)  # and nothing twice
