@@ -14,6 +14,7 @@ connection ends; a Recorder passed in belongs to the caller.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,8 @@ from .recorder import Recorder
 
 if TYPE_CHECKING:
     from ..api.connection import Connection
+
+log = logging.getLogger(__name__)
 
 
 def _peer(conn: Connection) -> str:
@@ -110,7 +113,13 @@ class ConnectionRecording:
             self._timer = None
         self.tap.stats(*self._probe.sample())
         if self.owns_recorder:
-            self._loop.run_in_executor(None, self.recorder.close)
+            self._loop.run_in_executor(None, self._close_recorder)
+
+    def _close_recorder(self) -> None:
+        try:
+            self.recorder.close()
+        except RuntimeError:  # a failed writer thread: already logged by the recorder; the connection is over
+            log.warning("recording of connection %s is incomplete", self.tap.id)
 
 
 def open_recorder(target: str | os.PathLike[str] | Recorder) -> tuple[Recorder, bool]:

@@ -2,11 +2,13 @@
 
 `record` appends a row tuple to a deque (atomic under the GIL, no lock) and
 returns. A writer thread wakes every `flush_seconds` (or early, once
-`batch_rows` rows are waiting), drains the deque, types the rows as one
-Arrow table and appends it as a row group to the open segment. The open
-segment is sealed (atomically published, see segments.py) when it reaches
-`segment_bytes` or `segment_seconds`, and on `close()`. Rows still in
-memory or in the open segment are what a crash loses.
+`batch_rows` rows are waiting); it types each full batch of rows as one
+Arrow table and appends it as a row group to the open segment (small row
+groups cost several times more per row, so a partial batch waits until the
+segment is due, a flush, or close). The open segment is sealed (atomically
+published, see segments.py) when it reaches `segment_bytes` or
+`segment_seconds`, and on `close()`. Rows still in memory or in the open
+segment are what a crash loses; neither is readable before the seal anyway.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Recorder:
         self._wake = threading.Event()
         self._signalled = False
         self._closing = False
+        self._flush_requested = False
         self._flushed = threading.Condition()
         self._written = 0
         self._appended = 0
@@ -92,6 +95,7 @@ class Recorder:
     def flush(self, timeout: float | None = 10.0) -> None:
         """Wait until every row recorded so far is in the open segment (not yet sealed)."""
         target = self._appended
+        self._flush_requested = True
         self._wake.set()
         with self._flushed:
             self._flushed.wait_for(lambda: self._written >= target or self.error is not None, timeout)
@@ -129,8 +133,13 @@ class Recorder:
                 self._wake.wait(self.flush_seconds)
                 self._wake.clear()
                 self._signalled = False
-                closing = self._closing
-                self._write_pending()
+                closing, forced = self._closing, self._flush_requested
+                self._flush_requested = False
+                if self._rows and self._segment is None:
+                    self._open()  # the segment's age starts with its first row
+                # small row groups cost far more per row: write full batches, the rest only when due
+                due = closing or forced or (self._segment is not None and self._segment.age >= self.segment_seconds)
+                self._write_pending(everything=due)
                 if closing:
                     break
                 if self._segment is not None and (
@@ -146,13 +155,17 @@ class Recorder:
             with self._flushed:
                 self._flushed.notify_all()
 
-    def _write_pending(self) -> None:
+    def _open(self) -> None:
+        self._segment = OpenSegment(self.directory, f"{self._prefix}-{next(self._seq):06d}", self.compression)
+
+    def _write_pending(self, everything: bool) -> None:
         rows = self._rows
-        while rows:
+        while len(rows) >= self.batch_rows or (everything and rows):
             n = min(len(rows), self.batch_rows)
             batch = [rows.popleft() for _ in range(n)]
             if self._segment is None:
-                self._segment = OpenSegment(self.directory, f"{self._prefix}-{next(self._seq):06d}", self.compression)
+                self._open()
+            assert self._segment is not None
             self._segment.write(rows_to_table(batch))
             with self._flushed:
                 self._written += n
