@@ -357,7 +357,7 @@ class Connection:
         ep = self._entrypoint
         if code == 0 and isinstance(ep, Sender) and ep._done is None and ep._handle is not None and not self.is_closed:
             handle = ep._handle
-            with contextlib.suppress(ChannelError):
+            with contextlib.suppress(ChannelError, TimeoutError):  # a silent server: close anyway
                 await ep.finish()
                 await asyncio.wait_for(self.sender_ended(handle), timeout)
         if not self.closed.done() and not self._protocol.terminated.done():

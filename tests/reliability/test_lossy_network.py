@@ -159,3 +159,10 @@ async def test_blackout_longer_than_idle_timeout_ends_every_handle_with_connecti
     assert results[1] is EndReason.CONNECTION_LOST
     assert isinstance(server_ends[0], ConnectionLost) and isinstance(server_ends[1], ConnectionLost)
     assert server_ends[2] is EndReason.CONNECTION_LOST
+
+
+async def test_graceful_close_during_a_blackout_gives_up_after_its_timeout(certs: DevCerts) -> None:
+    async with lossy(certs, 0.0, 41) as (conn, _, proxy, _ledger, _traffic):
+        proxy.blackout(SETTINGS.idle_timeout * 3)
+        await asyncio.wait_for(conn.close(timeout=0.5), GUARD)  # no TimeoutError out of close()
+        assert conn.engine.closed
