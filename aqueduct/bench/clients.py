@@ -64,12 +64,12 @@ class WaitableTickets(aqueduct.MemoryTicketStore):
 class AqueductClient:
     """Workloads over one Aqueduct connection with one codec and one delivery mode."""
 
-    def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, settings: Any = None) -> None:
+    def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, tuned: bool = False) -> None:
         self.url = f"aqueduct://127.0.0.1:{port}"
         self.ca = ca
         self.codec = codec
         self.mode = mode
-        self.settings = settings or bench_settings()
+        self.settings = bench_settings(tuned)
         self.conn: aqueduct.Connection | None = None
         self.tickets = WaitableTickets()
 

@@ -3,7 +3,7 @@
     python -m aqueduct.bench.peer --cert CERT --key KEY [--uvloop]
 
 Listens with Aqueduct (raw codec and CBOR codec, single-use tickets so 0-RTT
-work runs at once), raw aioquic (same ALPN-free setup, datagrams on) and
+work runs at once; and raw codec with large packets: settings.py), raw aioquic (same ALPN-free setup, datagrams on) and
 asyncio TCP, prints one JSON line with the ports, and serves the commands of
 protocol.py until its stdin closes (the measuring process ended).
 """
@@ -217,14 +217,18 @@ async def serve_all(cert: str, key: str) -> None:
                        single_use_tickets=True) as aq_raw,
         aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.CborCodec(), settings=settings,
                        single_use_tickets=True) as aq_cbor,
+        aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(),
+                       settings=bench_settings(tuned=True), single_use_tickets=True) as aq_tuned,
     ):
         raw_server = await quic_serve("127.0.0.1", 0, configuration=raw_cfg, create_protocol=RawServerProtocol,
                                       session_ticket_fetcher=tickets.fetch, session_ticket_handler=tickets.add)
         tcp_server = await asyncio.start_server(_tcp_client, "127.0.0.1", 0)
-        accept = [asyncio.ensure_future(_aq_accept(aq_raw, "raw")), asyncio.ensure_future(_aq_accept(aq_cbor, "cbor"))]
+        accept = [asyncio.ensure_future(_aq_accept(server, codec))
+                  for server, codec in ((aq_raw, "raw"), (aq_cbor, "cbor"), (aq_tuned, "raw"))]
         ports = {
             "aqueduct-raw": aq_raw.address[1],
             "aqueduct-cbor": aq_cbor.address[1],
+            "aqueduct-tuned": aq_tuned.address[1],
             "aioquic": _udp_port(raw_server),
             "tcp": tcp_server.sockets[0].getsockname()[1],
         }

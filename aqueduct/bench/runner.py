@@ -48,6 +48,13 @@ WORKLOADS = [
 BY_KEY = {w.key: w for w in WORKLOADS}
 
 
+def uvloop_available() -> bool:
+    """Whether uvloop is installed (the optional extra 'fast')."""
+    import importlib.util
+
+    return importlib.util.find_spec("uvloop") is not None
+
+
 @dataclass(frozen=True)
 class Transport:
     """One benchmarked transport and the workloads it runs."""
@@ -58,6 +65,7 @@ class Transport:
     codec: str = "raw"
     mode: Delivery = Delivery.ORDERED
     reference: str = "aioquic"
+    tuned: bool = False
 
 
 FULL = ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "channels", "setup_1rtt", "setup_0rtt")
@@ -70,10 +78,15 @@ TRANSPORTS = [
     Transport("aqueduct unordered cbor", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), codec="cbor"),
     Transport("aqueduct unreliable cbor", "aqueduct", ("msg64",), codec="cbor", mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
+    Transport("aqueduct ordered raw tuned", "aqueduct", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99"),
+              tuned=True),
+    Transport("aqueduct unreliable raw tuned", "aqueduct", ("msg64",), mode=Delivery.UNRELIABLE,
+              reference="aioquic datagrams", tuned=True),
     Transport("aioquic", "aioquic", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt", "setup_0rtt")),
     Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
     Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
 ]
+BY_NAME = {t.name: t for t in TRANSPORTS}
 
 
 @dataclass
@@ -111,7 +124,8 @@ class Results:
 
 def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
     if t.family == "aqueduct":
-        return AqueductClient(ports[f"aqueduct-{t.codec}"], ca, t.codec, t.mode)
+        port = ports["aqueduct-tuned" if t.tuned else f"aqueduct-{t.codec}"]
+        return AqueductClient(port, ca, t.codec, t.mode, tuned=t.tuned)
     if t.family == "tcp":
         return TcpClient(ports["tcp"])
     return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams")
@@ -148,9 +162,24 @@ async def _setups(client: Any, t: Transport, opts: Options, record: Callable[[st
         record("setup_0rtt", median([took for took, _ in runs]) * 1000)
 
 
-def _start_peer(certs: Any, opts: Options) -> tuple[subprocess.Popen[str], dict[str, int]]:
+async def _measure_remote(t: Transport, port: int, ca: Path, opts: Options, fast: bool,
+                          record: Callable[[str, float], None]) -> None:
+    """A tuned row: its own measuring process (on uvloop when `fast`)."""
+    import asyncio
+
+    cmd = [sys.executable, "-m", "aqueduct.bench.remote", "--port", str(port), "--ca", str(ca), "--transport", t.name,
+           "--window", str(opts.window), *(["--uvloop"] if fast else [])]
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the measuring process for {t.name!r} failed ({proc.returncode})")
+    for key, value in json.loads(out).items():
+        record(key, value)
+
+
+def _start_peer(certs: Any, opts: Options, fast: bool = False) -> tuple[subprocess.Popen[str], dict[str, int]]:
     cmd = [sys.executable, "-m", "aqueduct.bench.peer", "--cert", str(certs.cert), "--key", str(certs.key)]
-    if opts.uvloop:
+    if opts.uvloop or fast:
         cmd.append("--uvloop")
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -159,6 +188,15 @@ def _start_peer(certs: Any, opts: Options) -> tuple[subprocess.Popen[str], dict[
         proc.wait(10)
         raise RuntimeError("the benchmark peer process failed to start")
     return proc, json.loads(line)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def _engine_costs(opts: Options) -> dict[str, Any]:
@@ -187,6 +225,9 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
     with tempfile.TemporaryDirectory() as tmp:
         certs = make_dev_certs(tmp)
         proc, ports = _start_peer(certs, opts)
+        fast = uvloop_available() and any(t.tuned for t in transports)
+        fast_proc, fast_ports = _start_peer(certs, opts, fast=True) if fast else (None, ports)
+        results.environment["tuned_loop"] = "uvloop" if fast else results.environment["loop"]
         try:
             for rnd in range(opts.rounds):
                 shift = rnd % len(transports)
@@ -197,6 +238,9 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                     def record(key: str, value: float, cells: dict[str, list[float]] = cells) -> None:
                         cells.setdefault(key, []).append(value)
 
+                    if t.tuned:
+                        await _measure_remote(t, fast_ports["aqueduct-tuned"], certs.ca, opts, fast, record)
+                        continue
                     client = _make_client(t, ports, certs.ca)
                     await client.open()
                     try:
@@ -214,12 +258,9 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 results.api_memory = {"channels": n, "sender_side_bytes": ours / n, "receiver_side_bytes": theirs / n,
                                       "per_channel_bytes": (ours + theirs) / n}
         finally:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            for p in (proc, fast_proc):
+                if p is not None:
+                    _stop(p)
     results.zero_rtt_accepted = {k: f"{sum(v)}/{len(v)}" for k, v in accepted.items()}
     if opts.engine_channels:
         progress(f"engine-only costs ({opts.engine_channels} channels)")
