@@ -70,9 +70,10 @@ async def lossy(certs: DevCerts, loss: float, seed: int) -> AsyncIterator[tuple[
 @pytest.mark.parametrize(("loss", "seed"), [(0.05, 11), (0.20, 12)])
 async def test_random_trees_lose_nothing_under_loss(certs: DevCerts, loss: float, seed: int) -> None:
     async with lossy(certs, loss, seed) as (conn, _, proxy, ledger, traffic):
-        for _ in range(16):
-            await traffic.root(conn.entrypoint)
-        await until(lambda: not traffic.tasks, "every channel end finished")
+        for _ in range(4):  # waves, so the traffic spans many packets (and so many loss decisions)
+            for _ in range(25):
+                await traffic.root(conn.entrypoint)
+            await until(lambda: not traffic.tasks, "every channel end finished")
         orphans = traffic.finalize_orphans()
     print(f"\nFIGURES lossy {loss:.0%}: sent={ledger.messages_sent} received={ledger.messages_received} "
           f"channels={ledger.checked} acks_checked={ledger.acks_checked} orphans={orphans} ends={ledger.ends} "
