@@ -34,6 +34,14 @@ of one process (same matching, sessions and source identities, no sockets).  See
 ``aqueduct_media.py`` and ``remote.py`` for the control messages.  (``transport=native`` in an
 ``aeron:udp`` channel selects Aeron's own UDP protocol instead: ``aeron_compat.native``.)
 
+Standalone driver.  ``aeron_compat driver`` runs the driver as a process of its own, serving a
+directory (``Context.aeron_dir``; lock, Unix socket, counters); clients choose it with
+``Context(driver_mode="standalone")`` (or ``"auto"``).  A client then keeps its publications' logs
+and sends their frames to the driver, which owns the ipc matching and the Aqueduct endpoint and
+moves image frames to subscriber processes, whose reported positions are the publishers' flow
+control: ``aeron:ipc`` crosses processes with the same positions and back pressure.  See
+``standalone.py`` and ``driver_proxy.py``.
+
 Poll model.  Aeron's poll is non-blocking and driven by the user's loop, and so is this one:
 ``offer`` and ``poll`` never block and need no event loop.  The driver's network work runs on an
 asyncio loop: the running loop of the code that created the client (async users: poll, then

@@ -5,6 +5,8 @@
 #                 and takes its position and connected state from the driver's 'st' messages.
 #   subscriptions a local Subscription whose images are fed by a reader thread ('image', 'F',
 #                 'eos', 'lost'); each image reports its position back every quarter window.
+#                 poll() also reads the socket itself first (`pump`, unless the reader thread is
+#                 at it), saving a hand-over between threads when the user polls.
 # Commands that need an answer (addpub, addsub, destinations, counters) wait for the reply; the
 # reader thread builds the new objects before it reads further, so no event beats its object.
 # If the driver goes away, publications become not connected and images unavailable (lost).
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import select
 import socket
 import threading
 from collections.abc import Callable
@@ -33,6 +36,8 @@ from .subscription import ImageHandler, Subscription
 from .uri import ChannelUri
 
 RPC_TIMEOUT = 10.0
+READER_WAKE = 0.05
+"""Seconds the reader thread waits in select before checking whether the proxy closed."""
 CLIENT_COUNTERS = ("not_connected_events", "back_pressure_events", "admin_actions")
 """Counted where offer runs (this process); the driver never sees these outcomes."""
 
@@ -96,6 +101,8 @@ class DriverProxy:
         self.subs: dict[int, Subscription] = {}
         self._sub_cid: dict[Subscription, int] = {}
         self.images: dict[int, Image] = {}
+        self._messages = MessageReader()
+        self._read_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="aeron-driver-proxy", daemon=True)
         self._reader.start()
 
@@ -205,18 +212,45 @@ class DriverProxy:
 
     # --- reading (reader thread) ----------------------------------------------------------------------
     def _read(self) -> None:
-        messages = MessageReader()
         try:
-            while data := self.sock.recv(1 << 16):
-                for kind, body in messages.feed(data):
-                    if kind == JSON:
-                        self._on_json(body)
-                    else:
-                        self._on_frames(body)
-        except (OSError, WireError, BatchError, KeyError, TypeError, ValueError) as exc:
+            while not self.closed:
+                readable, _, _ = select.select([self.sock], [], [], READER_WAKE)
+                if readable:
+                    with self._read_lock:
+                        if not self._receive():
+                            break
+        except (OSError, ValueError, WireError, BatchError, KeyError, TypeError) as exc:
             if not self.closed and self.ctx.error_handler is not None:
                 self.ctx.error_handler(exc)
         self._driver_gone()
+
+    def pump(self) -> None:
+        """Take what the driver sent, on the polling thread (no wait for the reader thread and the GIL)."""
+        if self._read_lock.acquire(blocking=False):
+            try:
+                self._receive()  # at end of stream the reader thread finds it too and reports it
+            except (OSError, WireError, BatchError, KeyError, TypeError, ValueError) as exc:
+                if self.ctx.error_handler is not None:
+                    self.ctx.error_handler(exc)
+                with contextlib.suppress(OSError):
+                    self.sock.shutdown(socket.SHUT_RDWR)  # the reader thread then ends the connection
+            finally:
+                self._read_lock.release()
+
+    def _receive(self) -> bool:
+        """Handle whatever is readable now; False at end of stream."""
+        while True:
+            try:
+                data = self.sock.recv(1 << 16, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return True
+            if not data:
+                return False
+            for kind, body in self._messages.feed(data):
+                if kind == JSON:
+                    self._on_json(body)
+                else:
+                    self._on_frames(body)
 
     def _on_json(self, msg: dict[str, Any]) -> None:
         kind = msg["t"]

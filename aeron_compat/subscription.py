@@ -44,6 +44,7 @@ class Subscription:
         self._events: deque[tuple[bool, Image]] = deque()
         self._round_robin = 0
         self._lock = threading.Lock()
+        self._pump = getattr(driver, "pump", None)  # a standalone driver's proxy reads its socket here
         self._counts = driver.counters.shard()  # images counters under _lock; bytes_received by the poller
         self.is_closed = False
 
@@ -84,6 +85,8 @@ class Subscription:
     # --- polling ---------------------------------------------------------------------------------
     def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
         """Give up to `fragment_limit` fragments from all images to `handler(buffer, header)`."""
+        if self._pump is not None:
+            self._pump()
         if self._events:
             self._dispatch()
         images = self._images
@@ -102,6 +105,8 @@ class Subscription:
 
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
         """Like poll, with the handler returning an `Action` (ABORT, BREAK, COMMIT, CONTINUE)."""
+        if self._pump is not None:
+            self._pump()
         if self._events:
             self._dispatch()
         images = self._images
