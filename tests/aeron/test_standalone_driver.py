@@ -134,11 +134,11 @@ def test_embedded_publisher_reaches_the_standalone_drivers_endpoint(tmp_path: Pa
         sub = aeron.add_subscription(channel, 9)
         pub = peer(procs, "pub", str(directory), channel, "9", "embedded")  # its own driver, over QUIC
         pub.expect()
-        pub.tell("send 50")
-        pub.expect()
+        pub.tell("send 12000")  # 768 KB: more than a window, so our positions must reach the publisher
         got: list[bytes] = []
-        until(lambda: len(got) == 50, lambda: sub.poll(lambda buf, hdr: got.append(bytes(buf)), 10))
-        assert got == [f"m{i}".encode() for i in range(50)]
+        until(lambda: len(got) == 12000, lambda: sub.poll(lambda buf, hdr: got.append(bytes(buf)), 100))
+        assert got == [f"m{i}".encode() for i in range(12000)]
+        assert pub.expect()["positions"][-1] == 12000 * 64
         assert sub.images[0].source_identity.startswith("127.0.0.1:")
 
 
@@ -206,6 +206,23 @@ def test_driver_shutdown_disconnects_clients(tmp_path: Path, procs: list[Proc]) 
         with pytest.raises(RegistrationError):
             aeron.add_subscription("aeron:ipc", 6)
     assert sorted(p.name for p in directory.iterdir()) == []  # socket, lock and counters removed
+
+
+def test_a_killed_client_ends_its_streams(tmp_path: Path, procs: list[Proc]) -> None:
+    directory = tmp_path / "drv"
+    start_driver(procs, directory)
+    with standalone(directory) as aeron:
+        unavailable: list[int] = []
+        sub = aeron.add_subscription("aeron:ipc", 8, on_unavailable_image=lambda i: unavailable.append(i.session_id))
+        pub = peer(procs, "pub", str(directory), "aeron:ipc", "8")
+        session = pub.expect()["connected"]
+        pub.tell("send 3")
+        pub.expect()
+        pub.popen.kill()  # no goodbye: the driver sees the connection drop
+        got: list[bytes] = []
+        until(lambda: unavailable == [session], lambda: sub.poll(lambda buf, hdr: got.append(bytes(buf)), 10))
+        assert got == [b"m0", b"m1", b"m2"]  # what it sent before dying is still delivered (end of stream)
+        until(lambda: aeron.counters["publications"] == 0)
 
 
 def test_one_driver_per_directory(tmp_path: Path, procs: list[Proc]) -> None:
