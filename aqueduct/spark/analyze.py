@@ -372,7 +372,7 @@ def run(args: argparse.Namespace) -> int:
     """Analyze, write, print and draw; the exit status."""
     from aqueduct.recording.segments import sealed_segments
     from aqueduct.spark.report import render
-    from aqueduct.spark.session import JavaMissing, spark_session
+    from aqueduct.spark.session import JavaMissing, spark_session, under_spark_submit
 
     recording = str(args.recording)
     is_local = "://" not in recording or recording.startswith("file://")
@@ -389,7 +389,9 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(STEPS)
     started = time.monotonic()
     progress.note(
-        f"aqueduct analyze: starting Spark ({args.master or 'local[*]'}); its log goes to {out_dir}/spark.log"
+        "aqueduct analyze: using spark-submit's Spark session"
+        if under_spark_submit()
+        else f"aqueduct analyze: starting Spark ({args.master or 'local[*]'}, {jit} JIT); log in {out_dir}/spark.log"
     )
     try:
         spark = spark_session(
