@@ -260,6 +260,7 @@ class StandaloneDriver:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stopping.set)
         server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))
+        os.chmod(self.socket_path, 0o600)  # only this user's processes may connect
         duty = asyncio.create_task(self._duty_cycle())
         if ready is not None:
             ready(self)

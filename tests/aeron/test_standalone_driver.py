@@ -255,6 +255,20 @@ def test_driver_rejects_bad_commands_with_a_reply(tmp_path: Path, procs: list[Pr
         assert pub.offer(b"x") == NOT_CONNECTED
 
 
+def test_garbage_from_a_client_drops_only_that_client(tmp_path: Path, procs: list[Proc]) -> None:
+    directory = tmp_path / "drv"
+    start_driver(procs, directory)
+    assert (directory / "driver.sock").stat().st_mode & 0o077 == 0
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+        raw.connect(str(directory / "driver.sock"))
+        raw.sendall(b"\xff\xff\xff\x7fJ" + encode_json({"t": "addsub"}))
+        raw.settimeout(WAIT)
+        assert raw.recv(100) == b""  # the driver hung up on it
+    with standalone(directory) as aeron:
+        sub = aeron.add_subscription("aeron:ipc", 2)
+        assert sub.registration_id > 0 and aeron.counters["errors"] == 1
+
+
 @given(st.lists(st.dictionaries(st.text(max_size=5), st.integers(), max_size=3), max_size=5),
        st.integers(min_value=1, max_value=7))
 def test_message_reader_reassembles_any_chunking(msgs: list[dict[str, int]], step: int) -> None:
