@@ -118,11 +118,13 @@ class IncomingMixin:
             rec.pre = pre
             pre = 0
         other = nbytes - pre
+        rec.busy = True
         for i, frame in enumerate(frames):
             p = pre if i == 0 else 0
             try:
-                other -= self._stream_frame(rec, frame, p)
+                deferred = self._stream_frame(rec, frame, p)
             except QueueFull as full:
+                rec.busy = False
                 rec.frames_seen -= 1
                 rest = frames[i:]
                 held = sum(frame_wire_size(f) for f in rest)
@@ -135,8 +137,11 @@ class IncomingMixin:
                 self._stalls.setdefault(full.receiver, set()).add(rec.stream_id)
                 self._credit(rec.stream_id, other)
                 return
+            other -= deferred
+            rec.outstanding += deferred
             if self._closed:
                 return
+        rec.busy = False
         self._credit(rec.stream_id, other)
         self._credit_partial(rec)
         if rec.frames_seen:
@@ -145,11 +150,22 @@ class IncomingMixin:
             self._on_stream_fin(rec)
 
     def _credit_partial(self: Engine, rec: StreamRec) -> None:
-        """Credit the bytes of a frame still arriving, so a frame larger than the window can complete."""
+        """Once the application took everything of this stream, credit the bytes of a frame still
+        arriving, so a frame larger than the window can complete (otherwise the queue holds the window)."""
         extra = rec.reader.buffered - rec.pre
-        if extra > 0:
+        if extra > 0 and rec.outstanding <= 0 and rec.stalled is None and not rec.busy:
             self._credit(rec.stream_id, extra)
             rec.pre = rec.reader.buffered
+
+    def _credit_taken(self: Engine, stream_id: int | None, nbytes: int) -> None:
+        """A queued message was taken or discarded: return its credit (and maybe the partial frame's)."""
+        if stream_id is None:
+            return
+        self._credit(stream_id, nbytes)
+        rec = self._streams.get(stream_id)
+        if rec is not None:
+            rec.outstanding -= nbytes
+            self._credit_partial(rec)
 
     def _resume_stalled(self: Engine) -> None:
         """Streams stalled on receivers that have room again (or ended) run on."""
@@ -164,6 +180,7 @@ class IncomingMixin:
         """Process a stalled stream's frames from the front until done or stalled again."""
         assert rec.stalled is not None
         credit = 0
+        rec.busy = True
         while rec.stalled:
             frame = rec.stalled[0]
             size = frame_wire_size(frame)
@@ -171,17 +188,20 @@ class IncomingMixin:
             try:
                 deferred = self._stream_frame(rec, frame, p)
             except QueueFull as full:
+                rec.busy = False
                 rec.frames_seen -= 1
                 self._stalls.setdefault(full.receiver, set()).add(rec.stream_id)
                 self._credit(rec.stream_id, credit)
                 return
             rec.pre = 0
+            rec.outstanding += deferred
             rec.stalled.popleft()
             rec.stalled_bytes -= size
             self._partial_bytes -= size
             credit += size - p - deferred
             if self._closed:
                 return
+        rec.busy = False
         fin = rec.stalled_fin
         rec.stalled, rec.stalled_fin = None, False
         self._run_frames(rec, [], credit, fin)

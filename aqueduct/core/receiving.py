@@ -349,7 +349,7 @@ class ReceivingMixin:
                 self._resume.add(r.handle)
             while r.queue:
                 q = r.queue.popleft()
-                self._credit(q.credit_sid, q.credit)
+                self._credit_taken(q.credit_sid, q.credit)
                 for att in q.attachments:
                     if att.is_sender:
                         s = self._senders.get(att.handle)
@@ -386,7 +386,7 @@ class ReceivingMixin:
             self._resume.add(r.handle)
         q = r.queue.popleft()
         r.queue_bytes -= len(q.payload)
-        self._credit(q.credit_sid, q.credit)
+        self._credit_taken(q.credit_sid, q.credit)
         for att in q.attachments:
             self._expose(att)
         return Delivered(q.payload, q.attachments, r.channel, q.number, q.delivery)

@@ -71,6 +71,10 @@ class StreamRec:
     pending_reset: int | None = None
     """A reset of our direction waiting until the peer has shown it read our ChannelControl."""
     pre: int = 0
+    outstanding: int = 0
+    """Credit of this stream's messages still queued for the application."""
+    busy: bool = False
+    """Its frames are being processed (partial-frame credit waits until that is done)."""
     """Bytes already credited that belong to the next unprocessed frame (partial, or first stalled)."""
     stalled: deque[Frame] | None = None
     """Frames not processed yet because a receiver queue was full (backpressure), in order."""
