@@ -92,6 +92,7 @@ class DriverProxy:
             raise RegistrationError(f"aeron_dir: no standalone driver at {self.directory} ({exc})") from None
         self.closed = False
         self._send_lock = threading.Lock()
+        self._lock = threading.Lock()  # publication sharing and reference counts
         self._ids = itertools.count(1)
         self._pending: dict[int, list[Any]] = {}
         self.logs: dict[int, PublicationLog] = {}
@@ -139,6 +140,11 @@ class DriverProxy:
     def add_publication(self, channel_str: str, stream_id: int, exclusive: bool) -> PublicationLog:
         """A log appended here and mirrored by the driver (concurrent ones shared within this process)."""
         channel = ChannelUri.parse(channel_str)
+        with self._lock:
+            return self._add_publication(channel, channel_str, stream_id, exclusive)
+
+    def _add_publication(self, channel: ChannelUri, channel_str: str, stream_id: int,
+                         exclusive: bool) -> PublicationLog:
         key = (channel_str, stream_id)
         shared = None if exclusive else self._shared.get(key)
         if shared is not None and not shared.closed:
@@ -164,12 +170,13 @@ class DriverProxy:
 
     def release_publication(self, log: PublicationLog) -> None:
         """Drop one handle; the last one ends the stream at the driver."""
-        log.refs -= 1
-        if log.refs > 0:
-            return
-        cid = self._log_cid.pop(log.registration_id, None)
-        if self._shared.get((log.channel_str, log.stream_id)) is log:
-            del self._shared[(log.channel_str, log.stream_id)]
+        with self._lock:
+            log.refs -= 1
+            if log.refs > 0:
+                return
+            cid = self._log_cid.pop(log.registration_id, None)
+            if self._shared.get((log.channel_str, log.stream_id)) is log:
+                del self._shared[(log.channel_str, log.stream_id)]
         if cid is not None:
             self.logs.pop(cid, None)
             self.sinks.pop(cid, None)

@@ -225,6 +225,19 @@ def test_a_killed_client_ends_its_streams(tmp_path: Path, procs: list[Proc]) -> 
         until(lambda: aeron.counters["publications"] == 0)
 
 
+def test_sessions_are_shared_within_a_process_not_across(tmp_path: Path, procs: list[Proc]) -> None:
+    directory = tmp_path / "drv"
+    start_driver(procs, directory)
+    with standalone(directory) as a, standalone(directory) as b:
+        first, second = a.add_publication("aeron:ipc", 1), a.add_publication("aeron:ipc", 1)
+        other = b.add_publication("aeron:ipc", 1)
+        assert first.session_id == second.session_id != other.session_id
+        first.close()
+        sub = b.add_subscription("aeron:ipc", 1)
+        until(lambda: second.is_connected and other.is_connected)
+        assert sorted(i.session_id for i in sub.images) == sorted([second.session_id, other.session_id])
+
+
 def test_one_driver_per_directory(tmp_path: Path, procs: list[Proc]) -> None:
     directory = tmp_path / "drv"
     first = start_driver(procs, directory)
