@@ -234,7 +234,7 @@ def test_sessions_are_shared_within_a_process_not_across(tmp_path: Path, procs: 
         assert first.session_id == second.session_id != other.session_id
         first.close()
         sub = b.add_subscription("aeron:ipc", 1)
-        until(lambda: second.is_connected and other.is_connected)
+        until(lambda: second.is_connected and other.is_connected and len(sub.images) == 2)
         assert sorted(i.session_id for i in sub.images) == sorted([second.session_id, other.session_id])
 
 
