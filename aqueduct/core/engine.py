@@ -10,7 +10,9 @@ The work is split by concern, one mixin per file, all sharing the state set
 up here: startup.py (Version/ConnectionControl, the server's hold gate),
 incoming.py (stream roles and frame routing), sending.py (the sender
 procedures), receiving.py (the receiver procedures), loss.py (creation
-links, reachability, cascading loss, ClosedChannelLost). Protocol errors
+links, reachability, cascading loss, ClosedChannelLost); the state they
+work on is in sender.py, receiver.py, streams.py, links.py, rangeset.py and
+timers.py. Protocol errors
 raised anywhere below become one CloseConnection here; application misuse
 raises the aqueduct.errors types.
 
@@ -20,7 +22,11 @@ taken, and any state it reached before (queued messages, its end) is
 reported then.
 
 Additions to the original contract: `receiver_status`, `sender_status`,
-`state_sizes`, `now`.
+`state_sizes`, `now`. Transport notes: a ResetStream or GrantCredit may name
+a stream the transport already finished (ignore it); the engine never emits
+StopSending and ignores StopSendingReceived (the transport resets the
+stream itself). WritableAgain is never emitted: sends never wait in the
+engine (the adapter applies stream backpressure using SendResult.stream_id).
 """
 
 from __future__ import annotations
