@@ -21,17 +21,16 @@ one message per row (a dict) on that channel, finishes it, waits until the
 peer has taken them all, and only then notes B in the `ledger` file; a batch
 id already in the ledger is skipped, so a replayed batch is not sent twice.
 
-Options: url, topic, ca (PEM path), fingerprint, spool (source), ledger
-(sink), timeout (seconds, default 30).
+Options: url (required), topic, ca (PEM path), fingerprint, timeout
+(seconds, default 30); spool (source, required) and ledger (sink, a file,
+required): both belong to one query, like its checkpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -213,9 +212,11 @@ class AqueductDataSource(DataSource):
         return AqueductStreamWriter(dict(self.options))
 
 
-def _default_dir(kind: str, opts: _Options) -> str:
-    digest = hashlib.sha256(f"{opts.url} {opts.topic}".encode()).hexdigest()[:16]
-    return str(Path(tempfile.gettempdir()) / f"aqueduct-{kind}-{digest}")
+def _required(options: dict[str, str], name: str, why: str) -> str:
+    value = options.get(name)
+    if not value:
+        raise ValueError(f"the aqueduct data source needs option('{name}', DIR): {why}")
+    return value
 
 
 class AqueductStreamReader(SimpleDataSourceStreamReader):
@@ -224,7 +225,9 @@ class AqueductStreamReader(SimpleDataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         """Cheap: executors build this only to call readBetweenOffsets."""
         self.opts = _Options.parse(options)
-        self.spool_dir = options.get("spool") or _default_dir("spool", self.opts)
+        self.spool_dir = _required(
+            options, "spool", "received rows wait there until Spark commits them; keep one per query, by its checkpoint"
+        )
 
     def _subscription(self, start: int) -> Subscription:
         key = (self.opts.url, self.opts.topic, self.spool_dir)
@@ -292,7 +295,9 @@ class AqueductStreamWriter(DataSourceStreamWriter):
     def __init__(self, options: dict[str, str]) -> None:
         """Parse options; no connection until a commit."""
         self.opts = _Options.parse(options)
-        self.ledger_path = options.get("ledger") or str(Path(_default_dir("ledger", self.opts)) / "batches")
+        self.ledger_path = _required(
+            options, "ledger", "the batch ids already delivered; keep one per query, by its checkpoint"
+        )
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         """On an executor: hand the partition's rows to the driver-side commit."""

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aqueduct.quic.certs import DevCerts, make_dev_certs
-from aqueduct.spark.stream import AqueductStreamWriter, Spool, _Rows
+from aqueduct.spark.stream import AqueductStreamReader, AqueductStreamWriter, Spool, _Rows
 
 from .publisher import Publisher
 
@@ -106,3 +106,12 @@ def test_spool_keeps_rows_until_committed(tmp_path: Path) -> None:
     assert spool.read(0, 3) == [(2, "c", "ordered", 2, 3)]
     assert spool.stop(0) == 3
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_spool_ledger_and_url_are_required() -> None:
+    with pytest.raises(ValueError, match="spool"):
+        AqueductStreamReader({"url": "aqueduct://127.0.0.1:1"})
+    with pytest.raises(ValueError, match="ledger"):
+        AqueductStreamWriter({"url": "aqueduct://127.0.0.1:1"})
+    with pytest.raises(ValueError, match="url"):
+        AqueductStreamReader({"spool": "/tmp/x"})
