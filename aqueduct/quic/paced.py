@@ -11,7 +11,10 @@ are credited back to the connection at once.
 
 The overrides wrap aioquic's private writers rather than copy them: they hide
 the "used"/"highest offset" counters from the doubling test for the duration
-of the call, and leave the frame writing to aioquic.
+of the call, and leave the frame writing to aioquic. Window updates are
+batched: one goes out once the grants not yet announced reach a quarter of
+the configured window (a grant per message would put a MAX_DATA and a
+MAX_STREAM_DATA frame, and so a packet, behind every packet received).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from typing import Any
 
 from aioquic._buffer import Buffer
 from aioquic.quic.connection import QuicConnection
+
+UPDATE_FRACTION = 4
+"""A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
 
 
 class PacedQuicConnection(QuicConnection):
@@ -42,12 +48,20 @@ class PacedQuicConnection(QuicConnection):
     def _write_connection_limits(self, builder: Any, space: Any) -> None:
         limit = self._local_max_data
         used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
+        value = limit.value
+        if value - limit.sent < self._configuration.max_data // UPDATE_FRACTION:
+            limit.value = limit.sent  # too little to announce yet (MAX_STREAMS updates still go out)
         try:
             super()._write_connection_limits(builder=builder, space=space)
         finally:
             limit.used = used
+            limit.value = value
 
     def _write_stream_limits(self, builder: Any, space: Any, stream: Any) -> None:
+        if stream.max_stream_data_local - stream.max_stream_data_local_sent < (
+            self._configuration.max_stream_data // UPDATE_FRACTION
+        ):
+            return  # nothing to announce yet (also skips aioquic's per-stream work on every packet)
         receiver = stream.receiver
         highest, receiver.highest_offset = receiver.highest_offset, 0
         try:
