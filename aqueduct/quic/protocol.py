@@ -220,16 +220,32 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._wake_writers()
 
     def flush(self) -> None:
-        """After an application call into the engine: pump, and send what is due once this loop turn ends.
+        """After an application call into the engine: hand its writes to aioquic now (backpressure counts
+        them), and pump the rest and transmit once this loop turn ends.
 
-        Deferring the transmit coalesces every send and take of one turn into full packets (one packet per
-        message would cost aioquic ~100 us of CPU at each end).
+        Deferring coalesces every send and take of one turn into full packets (one packet per message
+        would cost aioquic ~100 us of CPU at each end) and one pump instead of one per call.
         """
-        self.pump()
+        engine = self.engine
+        if engine is None:
+            return
+        for cmd in engine.commands():
+            self._execute(cmd)
+        self._transmit_soon()
+
+    def datagram_received(self, data: bytes | str, addr: Any) -> None:
+        """A packet: process it now, transmit once this loop turn ends.
+
+        The deferred transmit runs after the application tasks the packet woke, so their answers leave in
+        the same packets as aioquic's ACKs instead of one packet (and one wake-up of the peer) each.
+        """
+        self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
+        self._process_events()
         self._transmit_soon()
 
     def transmit(self) -> None:
-        """Send what aioquic has ready; senders waiting on its datagram queue may proceed after that."""
+        """Pump the engine, send what aioquic has ready; senders waiting on its datagram queue may proceed."""
+        self.pump()
         super().transmit()
         self._wake_writers()
 
