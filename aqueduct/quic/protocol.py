@@ -113,6 +113,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._engine_timer_at: float | None = None
         self._keepalive: asyncio.TimerHandle | None = None
         self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
+        self._unacked_total: int | None = None  # cache of unacked_total(); see there
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -239,12 +240,14 @@ class AqueductProtocol(QuicConnectionProtocol):
         The deferred transmit runs after the application tasks the packet woke, so their answers leave in
         the same packets as aioquic's ACKs instead of one packet (and one wake-up of the peer) each.
         """
+        self._unacked_total = None  # ACKs shrink the send buffers
         self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
         self._process_events()
         self._transmit_soon()
 
     def transmit(self) -> None:
         """Pump the engine, send what aioquic has ready; senders waiting on its datagram queue may proceed."""
+        self._unacked_total = None  # (timers: streams discarded or reset meanwhile)
         self.pump()
         super().transmit()
         self._wake_writers()
@@ -254,12 +257,15 @@ class AqueductProtocol(QuicConnectionProtocol):
         try:
             if isinstance(cmd, tp.SendStreamData):
                 quic.send_stream_data(cmd.stream_id, cmd.data, cmd.end_stream)
+                if self._unacked_total is not None:
+                    self._unacked_total += len(cmd.data)
             elif isinstance(cmd, tp.GrantCredit):
                 quic.grant(cmd.stream_id, cmd.nbytes)
             elif isinstance(cmd, tp.SendDatagram):
                 quic.send_datagram_frame(cmd.data)
             elif isinstance(cmd, tp.ResetStream):
                 quic.reset_stream(cmd.stream_id, cmd.error_code)
+                self._unacked_total = None
             elif isinstance(cmd, tp.StopSending):
                 quic.stop_stream(cmd.stream_id, cmd.error_code)
             elif isinstance(cmd, tp.CloseConnection):
@@ -313,8 +319,15 @@ class AqueductProtocol(QuicConnectionProtocol):
         return len(stream.sender._buffer) if stream is not None else 0
 
     def unacked_total(self) -> int:
-        """Bytes written and not yet acknowledged, over all streams."""
-        return sum(len(s.sender._buffer) for s in self._quic._streams.values())
+        """Bytes written and not yet acknowledged, over all streams.
+
+        Summing every stream (one per open channel and more) on each send made a send cost grow with the
+        number of open channels; the sum is cached, grown by our own writes and dropped whenever aioquic
+        may have shrunk a buffer (a packet arrived, a timer fired, a stream was reset)."""
+        total = self._unacked_total
+        if total is None:
+            total = self._unacked_total = sum(len(s.sender._buffer) for s in self._quic._streams.values())
+        return total
 
     def send_blocked(self, stream_id: int | None) -> bool:
         """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
