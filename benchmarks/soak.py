@@ -7,9 +7,11 @@ ways, finish, cancel, early receiver close, channels lost with their
 creating message) for `--conn-life` seconds, then ends either gracefully or
 by a blackout longer than the idle timeout (every open handle must then end
 with ConnectionLost, none may hang). Every finished channel is checked by
-aqueduct.reliability.traffic.Ledger.check. Samples of RSS, Python heap
-(tracemalloc off: RSS only, to keep the run fast), open handles and engine
-table sizes are printed; a summary at the end. Exit code 1 on any violation.
+aqueduct.reliability.traffic.Ledger.check. Samples of RSS, live Python
+allocations (`py_blocks`, after a collection: RSS keeps the allocator's
+high-water mark, blocks show what is still alive), open handles and engine
+table sizes are printed; a summary at the end (`--tracemalloc` adds the
+biggest allocation growth per sample). Exit code 1 on any violation.
 
     .venv/bin/python benchmarks/soak.py --duration 1800 --loss 0.05
 """
@@ -88,7 +90,8 @@ async def soak(args: argparse.Namespace) -> int:
     def sample(conn: aqueduct.Connection | None) -> None:
         live = [c for c in [*server_conns, *([conn] if conn else [])] if not c.is_closed]
         sizes = engine_totals(live)
-        s = {"t": round(time.monotonic() - start, 1), "rss_kib": rss_kib(),
+        gc.collect()
+        s = {"t": round(time.monotonic() - start, 1), "rss_kib": rss_kib(), "py_blocks": sys.getallocatedblocks(),
              "open_handles": sizes.get("senders", 0) + sizes.get("receivers", 0),
              "open_channels": traffic.open_channels, "tasks": len(traffic.tasks),
              "sent": ledger.messages_sent, "received": ledger.messages_received, "checked": ledger.checked,
@@ -161,6 +164,7 @@ async def soak(args: argparse.Namespace) -> int:
             while proxy.blacked_out:
                 await asyncio.sleep(0.1)
             ledger.forget_connection(conn)
+            proxy.drop_clients()
             for sconn in [c for c in server_conns if c.is_closed]:
                 server_conns.remove(sconn)
                 ledger.forget_connection(sconn)
@@ -178,6 +182,7 @@ async def soak(args: argparse.Namespace) -> int:
         "channels_checked": ledger.checked, "violations": len(ledger.violations), **counters,
         "channel_ends(sender/receiver)": ledger.ends,
         "rss_kib_start": first["rss_kib"], "rss_kib_mid": mid["rss_kib"], "rss_kib_end": last["rss_kib"],
+        "py_blocks_start": first["py_blocks"], "py_blocks_mid": mid["py_blocks"], "py_blocks_end": last["py_blocks"],
         "max_open_handles": max(s["open_handles"] for s in samples),
         "proxy_up": vars(proxy.stats.up), "proxy_down": vars(proxy.stats.down),
     }

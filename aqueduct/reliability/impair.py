@@ -164,12 +164,16 @@ class ImpairProxy(asyncio.DatagramProtocol):
         """Whether a blackout is in force."""
         return self._loop.time() < self._blackout_until
 
-    def close(self) -> None:
-        """Stop relaying and close every socket."""
+    def drop_clients(self) -> None:
+        """Close the upstream sockets of every client seen so far (between connections of a long run)."""
         for up in self._upstreams.values():
             if up.transport is not None:
                 up.transport.close()
         self._upstreams.clear()
+
+    def close(self) -> None:
+        """Stop relaying and close every socket."""
+        self.drop_clients()
         if self._transport is not None:
             self._transport.close()
 
