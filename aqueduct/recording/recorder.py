@@ -44,7 +44,7 @@ class Recorder:
         segment_bytes: int = 64 << 20,
         segment_seconds: float = 60.0,
         flush_seconds: float = 0.25,
-        batch_rows: int = 65536,
+        batch_rows: int = 16384,
         payloads: bool = False,
         compression: str = "snappy",
     ) -> None:
