@@ -214,9 +214,11 @@ class Connection:
     async def send(self, handle: int, obj: Any, delivery: Delivery) -> None:
         """Send, then wait while the stream written to is over its send bound."""
         payload, halves = self._encode(obj, delivery)
-        await self._wait_while(lambda: self._blocked(handle, delivery))
+        if self._blocked(handle, delivery):  # (checked first: the common case allocates no waiter)
+            await self._wait_while(lambda: self._blocked(handle, delivery))
         stream = self._send_now(handle, payload, halves, delivery)
-        await self._wait_while(lambda: self._protocol.send_blocked(stream))
+        if self._protocol.send_blocked(stream):
+            await self._wait_while(lambda: self._protocol.send_blocked(stream))
 
     async def _wait_while(self, blocked: Any) -> None:
         try:
