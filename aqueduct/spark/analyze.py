@@ -41,7 +41,7 @@ QUANTILES = (0.5, 0.99, 0.999)
 LATENCY_COLUMNS = ("p50_ms", "p99_ms", "p999_ms")
 PERCENTILE_ACCURACY = 10_000
 TOP_CHANNELS = 10
-TIMELINE_BUCKETS = 500
+TIMELINE_BUCKETS = 100
 HIST_BINS_PER_DECADE = 20
 MESSAGE_KINDS = (Kind.MESSAGE_SENT.value, Kind.MESSAGE_RECEIVED.value)
 OUTCOME_KINDS = (Kind.ACKED.value, Kind.NACKED.value)
@@ -338,7 +338,7 @@ def analyze(spark: SparkSession, path: str, progress: Progress | None = None) ->
     with progress.step("throughput timeline"):
         first, last = summary["first_ns"][0].as_py(), summary["last_ns"][0].as_py()
         span = (last - first) if first is not None else 0
-        width = max(1, math.ceil(span / TIMELINE_BUCKETS / 1e6)) * 1_000_000  # whole milliseconds
+        width = max(10, math.ceil(span / TIMELINE_BUCKETS / 1e6)) * 1_000_000  # whole ms, at least 10
         out["timeline"] = timeline(core, first or 0, width).toArrow()
     with progress.step("ack latency histogram"):
         out["latency_histogram"] = latency_histogram(core).toArrow()

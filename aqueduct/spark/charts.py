@@ -21,12 +21,17 @@ def draw(tables: dict[str, pa.Table], out_dir: Path) -> list[Path]:
     paths = []
     tl = tables["timeline"].to_pydict()
     fig, (ax_m, ax_b) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    width = tl["width_s"][0] if tl["width_s"] else 1.0
+    buckets = round(max(tl["t_s"], default=0.0) / width) + 1
+    grid = [i * width for i in range(buckets)]
     for direction in sorted(set(tl["direction"])):
-        idx = [i for i, d in enumerate(tl["direction"]) if d == direction]
-        t = [tl["t_s"][i] for i in idx]
-        marker = "o" if len(t) < 3 else None
-        ax_m.plot(t, [tl["msgs_per_s"][i] for i in idx], drawstyle="steps-post", marker=marker, label=direction)
-        ax_b.plot(t, [tl["bytes_per_s"][i] / 1e6 for i in idx], drawstyle="steps-post", marker=marker, label=direction)
+        msgs, mb = [0.0] * buckets, [0.0] * buckets  # buckets without messages are zero, not gaps
+        for t, d, m, b in zip(tl["t_s"], tl["direction"], tl["msgs_per_s"], tl["bytes_per_s"], strict=True):
+            if d == direction:
+                msgs[round(t / width)], mb[round(t / width)] = m, b / 1e6
+        marker = "o" if buckets < 3 else None
+        ax_m.plot(grid, msgs, drawstyle="steps-post", marker=marker, label=direction)
+        ax_b.plot(grid, mb, drawstyle="steps-post", marker=marker, label=direction)
     ax_m.set_ylabel("messages/s")
     ax_b.set_ylabel("MB/s")
     ax_b.set_xlabel("seconds since the first event")
