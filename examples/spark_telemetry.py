@@ -127,7 +127,9 @@ def main() -> None:
         done = asyncio.run_coroutine_threadsafe(services(), loop)
         url = asyncio.run_coroutine_threadsafe(asyncio.wait_for(asyncio.shield(started), 30), loop).result()
         print(f"hub on {url}; starting Spark (about 10 s) ...", flush=True)
-        spark = spark_session(app_name="aqueduct-telemetry", config={"spark.sql.shuffle.partitions": "2"})
+        spark = spark_session(
+            app_name="aqueduct-telemetry", config={"spark.sql.shuffle.partitions": "2"}, jvm_log=f"{tmp}/spark.log"
+        )
         register(spark)
         from pyspark.sql import functions as F
 
