@@ -1,0 +1,82 @@
+"""Adapter batching rules: a reply leaves after the task its request woke ran; the unacked count cache is exact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aqueduct
+from aqueduct.quic.certs import DevCerts
+from aqueduct.quic.protocol import AqueductProtocol
+
+from .conftest import guard, running
+
+
+def _true_unacked(p: AqueductProtocol) -> int:
+    return sum(len(s.sender._buffer) for s in p.quic._streams.values())
+
+
+async def test_a_reply_is_sent_after_the_task_its_request_woke(certs: DevCerts) -> None:
+    """Between a request's packet and the handler's reaction no deferred transmit runs, so the reply carries the
+    ACK (an aioquic timer due in the same loop turn may still transmit first: those are not counted)."""
+    log: list[str] = []
+    in_timer = False
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        proto: Any = conn.protocol
+        received, transmit, timer = proto.datagram_received, proto.transmit, proto._handle_timer
+
+        def on_datagram(data: bytes, addr: Any) -> None:
+            log.append("rx")
+            received(data, addr)
+
+        def on_transmit() -> None:
+            if not in_timer:
+                log.append("tx")
+            transmit()
+
+        def on_timer() -> None:
+            nonlocal in_timer
+            in_timer = True
+            try:
+                timer()
+            finally:
+                in_timer = False
+
+        proto.datagram_received, proto.transmit, proto._handle_timer = on_datagram, on_transmit, on_timer
+        first = await conn.entrypoint.recv()
+        reply = first["reply"]
+        async for msg in conn.entrypoint:
+            log.append("app")
+            await reply.send(msg)
+
+    async with running(certs, handler) as (url, _server), aqueduct.connect(url, ca=certs.ca) as conn:
+        reply_tx, reply_rx = aqueduct.channel()
+        await conn.entrypoint.send({"reply": reply_tx})
+        for i in range(20):
+            await conn.entrypoint.send(i)
+            assert await guard(reply_rx.recv()) == i
+    apps = [i for i, e in enumerate(log) if e == "app"]
+    assert len(apps) == 20
+    for i in apps:
+        before = [e for e in log[:i] if e != "app"]
+        assert before[-1] == "rx", log[max(0, i - 6) : i + 1]
+
+
+async def test_the_cached_unacked_count_matches_the_send_buffers(certs: DevCerts) -> None:
+    got = 0
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        nonlocal got
+        async for _ in conn.entrypoint:
+            got += 1
+
+    async with running(certs, handler) as (url, _server), aqueduct.connect(url, ca=certs.ca) as conn:
+        p = conn.protocol
+        for _ in range(100):  # one loop turn: no packet is processed, the count grows with our writes
+            conn.entrypoint.try_send(b"x" * 500)
+            assert p.unacked_total() == _true_unacked(p)
+        reply_tx, _reply_rx = aqueduct.channel()
+        await conn.entrypoint.send({"ping": reply_tx})
+        await guard(p.wait_while(lambda: _true_unacked(p) > 0))  # acks arrive: buffers shrink
+        assert p.unacked_total() == _true_unacked(p) == 0
+    assert got == 101
