@@ -13,8 +13,9 @@ The overrides wrap aioquic's private writers rather than copy them: they hide
 the "used"/"highest offset" counters from the doubling test for the duration
 of the call, and leave the frame writing to aioquic. Window updates are
 batched: one goes out once the grants not yet announced reach a quarter of
-the configured window (a grant per message would put a MAX_DATA and a
-MAX_STREAM_DATA frame, and so a packet, behind every packet received).
+the configured window, or exceed the credit the peer has left (a grant per
+message would put a MAX_DATA and a MAX_STREAM_DATA frame, and so a packet,
+behind every packet received; a peer that ran out hears of any grant).
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ from aioquic.quic.connection import QuicConnection
 
 UPDATE_FRACTION = 4
 """A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
+
+
+def _hold(pending: int, peer_left: int, window: int) -> bool:
+    """Whether to keep `pending` granted bytes unannounced: below a quarter window, and the peer still has more
+    credit left than the update would add (so a peer that ran out always hears of any grant at once)."""
+    return pending <= 0 or (pending < window // UPDATE_FRACTION and peer_left > pending)
 
 
 class PacedQuicConnection(QuicConnection):
@@ -49,8 +56,8 @@ class PacedQuicConnection(QuicConnection):
         limit = self._local_max_data
         used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
         value = limit.value
-        if value - limit.sent < self._configuration.max_data // UPDATE_FRACTION:
-            limit.value = limit.sent  # too little to announce yet (MAX_STREAMS updates still go out)
+        if _hold(value - limit.sent, limit.sent - used, self._configuration.max_data):
+            limit.value = limit.sent  # not worth announcing yet (MAX_STREAMS updates still go out)
         try:
             super()._write_connection_limits(builder=builder, space=space)
         finally:
@@ -58,11 +65,11 @@ class PacedQuicConnection(QuicConnection):
             limit.value = value
 
     def _write_stream_limits(self, builder: Any, space: Any, stream: Any) -> None:
-        if stream.max_stream_data_local - stream.max_stream_data_local_sent < (
-            self._configuration.max_stream_data // UPDATE_FRACTION
-        ):
-            return  # nothing to announce yet (also skips aioquic's per-stream work on every packet)
         receiver = stream.receiver
+        sent = stream.max_stream_data_local_sent
+        pending, peer_left = stream.max_stream_data_local - sent, sent - receiver.highest_offset
+        if _hold(pending, peer_left, self._configuration.max_stream_data):
+            return  # not worth announcing yet (also skips aioquic's per-stream work on every packet)
         highest, receiver.highest_offset = receiver.highest_offset, 0
         try:
             super()._write_stream_limits(builder=builder, space=space, stream=stream)

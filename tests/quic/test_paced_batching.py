@@ -1,4 +1,5 @@
-"""Window updates are batched: grants below a quarter of the window stay unannounced, then go out together."""
+"""Window updates are batched: small grants stay unannounced until a quarter window accumulates, unless the peer
+has run (nearly) out of credit, which always hears of a grant at once."""
 
 from __future__ import annotations
 
@@ -7,54 +8,74 @@ from aqueduct.quic.paced import UPDATE_FRACTION
 
 from .test_paced import WINDOW, Pair
 
+QUARTER = WINDOW // UPDATE_FRACTION
 
-def _peer_limits(pair: Pair, sid: int) -> tuple[int, int]:
-    """(stream, connection) send limits the client has been told."""
-    return pair.client._streams[sid].max_stream_data_remote, pair.client._remote_max_data
+
+def _stream_limit(pair: Pair, sid: int) -> int:
+    return int(pair.client._streams[sid].max_stream_data_remote)
 
 
 def test_small_grants_wait_until_a_quarter_window_accumulates(certs: DevCerts) -> None:
     pair = Pair(certs)
     pair.run()
     sid = pair.client.get_next_available_stream_id(is_unidirectional=True)
-    pair.client.send_stream_data(sid, b"x" * (2 * WINDOW))
+    pair.client.send_stream_data(sid, b"x" * (WINDOW // 2))  # the peer keeps half a window of credit
     pair.run()
-    assert pair.received[sid] == WINDOW
-    before = _peer_limits(pair, sid)
-    step = WINDOW // UPDATE_FRACTION // 4
-    for _ in range(3):  # three quarters of a quarter: nothing announced, nothing more arrives
+    before = _stream_limit(pair, sid)
+    step = QUARTER // 4
+    for _ in range(3):
         pair.server.grant(sid, step)
         pair.run()
-        assert _peer_limits(pair, sid) == before
-        assert pair.received[sid] == WINDOW
-    pair.server.grant(sid, step)  # a full quarter of the stream window: both updates go out
+        assert _stream_limit(pair, sid) == before
+    pair.server.grant(sid, step)  # a full quarter: announced
     pair.run()
-    stream_limit, _ = _peer_limits(pair, sid)
-    assert stream_limit == before[0] + 4 * step
-    assert pair.received[sid] == WINDOW + 4 * step
+    assert _stream_limit(pair, sid) == before + QUARTER
 
 
-def test_connection_update_waits_for_a_quarter_of_the_connection_window(certs: DevCerts) -> None:
+def test_a_peer_out_of_credit_hears_of_a_small_grant_at_once(certs: DevCerts) -> None:
+    pair = Pair(certs)
+    pair.run()
+    sid = pair.client.get_next_available_stream_id(is_unidirectional=True)
+    pair.client.send_stream_data(sid, b"x" * (2 * WINDOW))
+    pair.run()
+    assert pair.received[sid] == WINDOW  # blocked at the stream window
+    pair.server.grant(sid, 100)
+    pair.run()
+    assert pair.received[sid] == WINDOW + 100
+
+
+def test_a_connection_blocked_by_unread_streams_still_moves_a_read_one(certs: DevCerts) -> None:
+    """Unread streams hold most of the connection window; grants on the stream being read get through."""
+    pair = Pair(certs)
+    pair.run()
+    conn_window = pair.server._configuration.max_data
+    for _ in range(conn_window // WINDOW - 1):  # unread: they take all but one stream window
+        pair.client.send_stream_data(pair.client.get_next_available_stream_id(is_unidirectional=True), b"u" * WINDOW)
+    read = pair.client.get_next_available_stream_id(is_unidirectional=True)
+    pair.client.send_stream_data(read, b"r" * (4 * WINDOW))
+    pair.run()
+    assert sum(pair.received.values()) == conn_window  # the connection window is exhausted
+    got = pair.received[read]
+    pair.server.grant(read, 1000)  # far below a quarter of either window
+    pair.run()
+    assert pair.received[read] == got + 1000
+
+
+def test_connection_updates_are_batched_while_the_peer_has_credit(certs: DevCerts) -> None:
     pair = Pair(certs)
     pair.run()
     conn_window = pair.server._configuration.max_data
     sids = []
-    for _ in range(conn_window // WINDOW):
+    for _ in range(conn_window // WINDOW - 1):  # a stream window of connection credit stays with the peer
         sid = pair.client.get_next_available_stream_id(is_unidirectional=True)
-        pair.client.send_stream_data(sid, b"y" * (2 * WINDOW))
+        pair.client.send_stream_data(sid, b"y" * WINDOW)
         sids.append(sid)
     pair.run()
-    assert sum(pair.received.values()) == conn_window  # the connection window is the limit
     before = pair.client._remote_max_data
-    quarter_stream = WINDOW // UPDATE_FRACTION
-    grants = 0
-    for sid in sids:  # each stream's grant is announced, but the connection's total is still too small
-        if grants + quarter_stream >= conn_window // UPDATE_FRACTION:
-            break
-        pair.server.grant(sid, quarter_stream)
-        grants += quarter_stream
+    for sid in sids:
+        pair.server.grant(sid, QUARTER)
     pair.run()
-    assert pair.client._remote_max_data == before
-    pair.server.grant(sids[-1], conn_window // UPDATE_FRACTION - grants)
+    assert pair.client._remote_max_data == before  # 3/16 of the window: not announced
+    pair.server.grant(sids[0], conn_window // UPDATE_FRACTION - QUARTER * len(sids))
     pair.run()
     assert pair.client._remote_max_data == before + conn_window // UPDATE_FRACTION
