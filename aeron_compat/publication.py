@@ -14,6 +14,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .claim import ClaimBase
 from .codes import (
     ADMIN_ACTION,
     BACK_PRESSURED,
@@ -58,7 +59,7 @@ class Sink(Protocol):
         """Still receiving."""
 
 
-class BufferClaim:
+class BufferClaim(ClaimBase):
     """Space claimed in a publication by `try_claim`: fill `buffer`, then commit (or abort).
 
     As a context manager it commits on normal exit and aborts on exception.  A failed claim is falsy
@@ -66,44 +67,12 @@ class BufferClaim:
     """
 
     def __init__(self, log: PublicationLog | None, result: int, position: int = 0, length: int = 0) -> None:
+        super().__init__(result, position, length)
         self._log = log
-        self.result = result
-        self.position = position
-        self.buffer = memoryview(bytearray(length))
-        self.reserved_value = 0
-        self.is_open = result > 0
-        self.committed: bool | None = None
 
-    def __bool__(self) -> bool:
-        return self.result > 0
-
-    @property
-    def length(self) -> int:
-        """Claimed payload length."""
-        return len(self.buffer)
-
-    def put_bytes(self, data: bytes, offset: int = 0) -> None:
-        """Copy `data` into the claimed buffer at `offset`."""
-        self.buffer[offset : offset + len(data)] = data
-
-    def commit(self) -> None:
-        """Publish the claimed frame."""
-        self._finish(True)
-
-    def abort(self) -> None:
-        """Give the space up: it becomes padding that readers skip."""
-        self._finish(False)
-
-    def _finish(self, commit: bool) -> None:
-        if self.is_open and self._log is not None:
-            self.is_open = False
+    def _settle(self, commit: bool) -> None:
+        if self._log is not None:
             self._log._complete_claim(self, commit)
-
-    def __enter__(self) -> BufferClaim:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._finish(exc_type is None)
 
 
 class PublicationLog:

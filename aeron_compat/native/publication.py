@@ -14,6 +14,7 @@ import random
 import time
 from typing import Any
 
+from aeron_compat.claim import ClaimBase
 from aeron_compat.codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH, PublicationResult
 from aeron_compat.native.channel import Address, NativeChannel
 from aeron_compat.native.driver import Host, NativeDriver, default_driver
@@ -193,53 +194,20 @@ class NativePublication:
         self.close()
 
 
-class NativeBufferClaim:
+class NativeBufferClaim(ClaimBase):
     """Space claimed by `try_claim`: fill `buffer`, then commit (or abort); commits on normal exit of `with`.
 
     A failed claim is falsy and `result` holds the code; a successful one holds the new position.
     """
 
     def __init__(self, publication: NativePublication, result: int, start: int, length: int) -> None:
+        super().__init__(result, max(result, 0), length)
         self._publication = publication
-        self.result = result
-        self.position = max(result, 0)
         self.start = start
-        self.buffer = memoryview(bytearray(length))
-        self.reserved_value = 0
-        self.is_open = result > 0
-        self.committed: bool | None = None
 
-    def __bool__(self) -> bool:
-        return self.result > 0
-
-    @property
-    def length(self) -> int:
-        """Claimed payload length."""
-        return len(self.buffer)
-
-    def put_bytes(self, data: bytes, offset: int = 0) -> None:
-        """Copy `data` into the claimed buffer at `offset`."""
-        self.buffer[offset : offset + len(data)] = data
-
-    def commit(self) -> None:
-        """Publish the claimed frame."""
-        self._finish(True)
-
-    def abort(self) -> None:
-        """Give the space up: it becomes padding that receivers skip."""
-        self._finish(False)
-
-    def _finish(self, commit: bool) -> None:
-        if self.is_open:
-            self.is_open = False
-            self.committed = commit
-            self._publication._finish_claim(self, commit)
-
-    def __enter__(self) -> NativeBufferClaim:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._finish(exc_type is None)
+    def _settle(self, commit: bool) -> None:
+        self.committed = commit
+        self._publication._finish_claim(self, commit)
 
 
 def _endpoint_of(endpoint_channel: str) -> Address:
