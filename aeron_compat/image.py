@@ -103,11 +103,7 @@ class Image:
                 count += 1
                 handler(memoryview(frame[7]), header)
         finally:
-            self._values["bytes_received"] += self.position - start
-            if self._consumed_hook is not None and self.position >= self._report_at:
-                self._consumed_hook()
-            if self._eos_position is not None:
-                self._close_if_drained()
+            self._after_poll(start)
         return count
 
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
@@ -130,12 +126,15 @@ class Image:
                 if action == Action.BREAK:
                     break
         finally:
-            self._values["bytes_received"] += self.position - start
-            if self._consumed_hook is not None and self.position >= self._report_at:
-                self._consumed_hook()
-            if self._eos_position is not None:
-                self._close_if_drained()
+            self._after_poll(start)
         return count
+
+    def _after_poll(self, start: int) -> None:
+        self._values["bytes_received"] += self.position - start
+        if self._consumed_hook is not None and self.position >= self._report_at:
+            self._consumed_hook()
+        if self._eos_position is not None:
+            self._close_if_drained()
 
     @property
     def available(self) -> int:

@@ -85,26 +85,13 @@ class Subscription:
     # --- polling ---------------------------------------------------------------------------------
     def poll(self, handler: FragmentHandler, fragment_limit: int) -> int:
         """Give up to `fragment_limit` fragments from all images to `handler(buffer, header)`."""
-        if self._pump is not None:
-            self._pump()
-        if self._events:
-            self._dispatch()
-        images = self._images
-        count = 0
-        if images:
-            n = len(images)
-            start = self._round_robin % n
-            self._round_robin = start + 1
-            for i in range(n):
-                count += images[(start + i) % n].poll(handler, fragment_limit - count)
-                if count >= fragment_limit:
-                    break
-        if self._events:
-            self._dispatch()
-        return count
+        return self._poll_images(Image.poll, handler, fragment_limit)
 
     def controlled_poll(self, handler: ControlledFragmentHandler, fragment_limit: int) -> int:
         """Like poll, with the handler returning an `Action` (ABORT, BREAK, COMMIT, CONTINUE)."""
+        return self._poll_images(Image.controlled_poll, handler, fragment_limit)
+
+    def _poll_images(self, poll_image: Callable[[Image, Any, int], int], handler: Any, fragment_limit: int) -> int:
         if self._pump is not None:
             self._pump()
         if self._events:
@@ -116,7 +103,7 @@ class Subscription:
             start = self._round_robin % n
             self._round_robin = start + 1
             for i in range(n):
-                count += images[(start + i) % n].controlled_poll(handler, fragment_limit - count)
+                count += poll_image(images[(start + i) % n], handler, fragment_limit - count)
                 if count >= fragment_limit:
                     break
         if self._events:
