@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 from collections import deque
 
+from .buffered import BufferedStream
 from .credit import INFINITE, restore_amount
 from .endpoint import DEFAULT_MAX_PACKET_SIZE, Endpoint
 from .errors import BymuxError, ConnectionLost, ConnectionTerminated, StreamStopped, UsageError
@@ -41,37 +42,19 @@ DEFAULT_MAX_STREAMS = 64
 _READ_SIZE = 64 * 1024
 
 
-class Stream:
+class Stream(BufferedStream):
     """A bymux stream on an asyncio connection (satisfies `interface.ByteStream`)."""
 
+    _conn: Connection
+
     def __init__(self, conn: Connection, stream_id: int) -> None:
+        super().__init__(stream_id)
         self._conn = conn
-        self.stream_id = stream_id
-        self._buffer = bytearray()
-        self._eof = False
         self._stopped = False
         self._ended = False
-        self._pings: deque[tuple[float, asyncio.Future[float]]] = deque()
-        self._pulse = Pulse()
 
-    @property
-    def buffered(self) -> int:
-        """Received bytes not yet read."""
-        return len(self._buffer)
-
-    async def read(self, max_bytes: int = 65536) -> bytes:
-        """Up to `max_bytes` bytes; b"" once the peer closed (or we stopped reading)."""
-        conn = self._conn
-        await self._pulse.wait_for(lambda: bool(self._buffer) or self._eof or conn.lost is not None)
-        if self._buffer:
-            data = bytes(self._buffer[:max_bytes])
-            del self._buffer[:max_bytes]
-            conn._restore_credit(self)
-            return data
-        if self._eof:
-            return b""
-        assert conn.lost is not None
-        raise conn.lost
+    async def _restore_credit(self) -> None:
+        self._conn._restore_credit(self)
 
     async def write(self, data: bytes) -> None:
         """Send `data`, in pieces as credit and the send queue allow."""
@@ -143,11 +126,6 @@ class Stream:
                 conn._kick()
         self._pulse.fire()
 
-    def _end_pings(self, error: BymuxError) -> None:
-        while self._pings:
-            _, fut = self._pings.popleft()
-            if not fut.done():
-                fut.set_exception(error)
 
 
 class Connection:
@@ -260,7 +238,7 @@ class Connection:
         self._send_wake.set()
         self._writer.close()
         for stream in self._streams.values():
-            stream._end_pings(error)
+            stream._fail_pings(error)
             stream._pulse.fire()
         self._pulse.fire()
 
@@ -318,10 +296,7 @@ class Connection:
             if not stream._eof:
                 stream._buffer += event.data
         elif isinstance(event, PongReceived):
-            if stream._pings:
-                sent, fut = stream._pings.popleft()
-                if not fut.done():
-                    fut.set_result(asyncio.get_running_loop().time() - sent)
+            stream._resolve_ping()
         elif isinstance(event, CloseReceived):
             stream._eof = True
         elif isinstance(event, StopReadReceived):
@@ -330,7 +305,7 @@ class Connection:
             stream._ended = True
             stream._eof = True
             del self._streams[event.stream_id]
-            stream._end_pings(StreamStopped(f"stream {event.stream_id} ended before the pong"))
+            stream._fail_pings(StreamStopped(f"stream {event.stream_id} ended before the pong"))
             self._restore_global_credit()
         else:
             assert isinstance(event, CreditReceived)

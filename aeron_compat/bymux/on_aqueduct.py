@@ -33,6 +33,7 @@ from typing import Any
 from aqueduct.api import Receiver, Sender, channel
 from aqueduct.errors import AqueductError, ChannelClosed, ReceiverDropped
 
+from .buffered import BufferedStream
 from .credit import CreditOnInfinite, CreditOverflow, add_credit, restore_amount
 from .errors import BymuxError, ConnectionLost, ConnectionTerminated, Rule, StreamStopped
 from .pulse import Pulse
@@ -43,8 +44,10 @@ DEFAULT_MAX_CHUNK = 16 * 1024
 OFFER_KEY = "bymux"
 
 
-class ChannelStream:
+class ChannelStream(BufferedStream):
     """A bymux stream on Aqueduct channels (satisfies `interface.ByteStream`)."""
+
+    _conn: ChannelConnection
 
     def __init__(
         self,
@@ -55,47 +58,24 @@ class ChannelStream:
         in_data: Receiver,
         in_ctl: Receiver,
     ) -> None:
+        super().__init__(stream_id)
         self._conn = conn
-        self.stream_id = stream_id
         self._out_data = out_data
         self._out_ctl = out_ctl
         self._in_data = in_data
         self._in_ctl = in_ctl
-        self._buffer = bytearray()
         self._send_credit = 0
         self._recv_credit = 0
         self._closed = False  # our data channel finished (Close sent)
         self._read_done = False  # we stopped reading or read the end (no more credit from us)
-        self._eof = False  # nothing more to read
         self._ctl_done = False  # our control channel finished
         self._peer_stopped = False  # the peer stopped reading
         self._in_data_ended = False
         self._in_ctl_ended = False
-        self._pings: deque[tuple[float, asyncio.Future[float]]] = deque()
-        self._pulse = Pulse()
         self._data_task = asyncio.create_task(self._pump_data())
         self._ctl_task = asyncio.create_task(self._pump_ctl())
 
-    @property
-    def buffered(self) -> int:
-        """Received bytes not yet read."""
-        return len(self._buffer)
-
     # ------------------------------------------------------------ API
-
-    async def read(self, max_bytes: int = 65536) -> bytes:
-        """Up to `max_bytes` bytes; b"" once the peer closed (or we stopped reading)."""
-        conn = self._conn
-        await self._pulse.wait_for(lambda: bool(self._buffer) or self._eof or conn.lost is not None)
-        if self._buffer:
-            data = bytes(self._buffer[:max_bytes])
-            del self._buffer[:max_bytes]
-            await self._restore_credit()
-            return data
-        if self._eof:
-            return b""
-        assert conn.lost is not None
-        raise conn.lost
 
     async def write(self, data: bytes) -> None:
         """Send `data` in chunks as credit allows."""
@@ -193,12 +173,6 @@ class ChannelStream:
         if self._ctl_done and self._in_data_ended and self._in_ctl_ended:
             self._conn._stream_ended(self)
 
-    def _fail_pings(self, error: BymuxError) -> None:
-        while self._pings:
-            _, fut = self._pings.popleft()
-            if not fut.done():
-                fut.set_exception(error)
-
     async def _pump_data(self) -> None:
         conn = self._conn
         try:
@@ -231,15 +205,13 @@ class ChannelStream:
                     self._on_credit(message[1])
                 elif kind == "ping":
                     await self._ctl_send(["pong"])
-                elif kind == "pong" and self._pings:
-                    sent, fut = self._pings.popleft()
-                    if not fut.done():
-                        fut.set_result(asyncio.get_running_loop().time() - sent)
+                elif kind == "pong":
+                    self._resolve_ping()
                 elif kind == "stop":
                     self._peer_stopped = True
                     self._pulse.fire()
                     await self.close()
-                elif kind != "pong":
+                else:
                     raise ConnectionTerminated(Rule.UNDEFINED_PACKET_TYPE, f"stream {self.stream_id}: {message!r}")
         except StopAsyncIteration:
             self._in_ctl_ended = True
