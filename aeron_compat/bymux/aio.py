@@ -127,7 +127,6 @@ class Stream(BufferedStream):
         self._pulse.fire()
 
 
-
 class Connection:
     """A bymux connection over an asyncio reader/writer (satisfies `interface.StreamConnection`)."""
 
