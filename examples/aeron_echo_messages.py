@@ -1,5 +1,6 @@
 # Helpers shared by the aeron echo examples (the guide's EchoMessages): UTF-8 strings in, UTF-8
-# strings out, and a send that retries back pressure for a bounded number of attempts.
+# strings out, a send that retries back pressure for a bounded number of attempts, and a duty-cycle
+# loop (`run_until`) for the single-threaded demos.
 """Sending and receiving UTF-8 strings on aeron_compat publications and subscriptions."""
 
 from __future__ import annotations
@@ -42,3 +43,14 @@ def string_poller(sub: Subscription, on_text: Callable[[str, Header], object], l
     """A do-work function polling `sub` and handing each whole message to `on_text(text, header)`."""
     assembler = FragmentAssembler(lambda buf, hdr: on_text(bytes(buf).decode("utf-8", "replace"), hdr))
     return lambda: sub.poll(assembler, limit)
+
+
+def run_until(step: Callable[[], int], done: Callable[[], bool], seconds: float = 5.0) -> bool:
+    """Call `step` until `done()` or `seconds` pass, idling 1 ms whenever a step did no work."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        if not step():
+            time.sleep(0.001)
+    return True

@@ -14,13 +14,12 @@ import argparse
 import logging
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aeron_echo_messages import send_message, string_poller
+from aeron_echo_messages import run_until, send_message, string_poller
 
 from aeron_compat import Aeron, ChannelUriStringBuilder, Context, Header, Image, Publication
 
@@ -111,17 +110,6 @@ class EchoResponseClient:
     def send(self, text: str) -> None:
         """Send a raw line."""
         send_message(self.pub, text)
-
-
-def run_until(step: Callable[[], int], done: Callable[[], bool], seconds: float = 5.0) -> bool:
-    """Call `step` until `done()` or `seconds` pass, idling 1 ms whenever a step did no work."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        if not step():
-            time.sleep(0.001)
-    return True
 
 
 def demo(clients: int, max_clients: int, per_ip: int, media: str) -> int:
