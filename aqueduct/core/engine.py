@@ -491,7 +491,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             if s.app_dropped or not s.exposed:
                 del self._senders[s.handle]
         for r in list(self._receivers.values()):
-            r.queue.clear()
+            r.queue = None
             r.queue_bytes = 0
             if not r.end_reported:
                 r.state = RState.GONE

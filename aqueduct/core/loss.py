@@ -39,10 +39,11 @@ class LossMixin:
         if s is None or s.reachable:
             return
         s.reachable = True
-        deferred, s.deferred = s.deferred, []
-        if s.exposed:
-            for reliable, first, stop in deferred:
-                self._event(MessagesAcked(s.handle, reliable, first, stop))
+        if s.deferred:
+            deferred, s.deferred = s.deferred, []
+            if s.exposed:
+                for reliable, first, stop in deferred:
+                    self._event(MessagesAcked(s.handle, reliable, first, stop))
         self._maybe_forget_sender(s)
 
     def _on_lost(self: Engine, node_id: int, node: Node) -> None:

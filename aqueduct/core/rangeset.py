@@ -4,13 +4,17 @@ Ack and nack bookkeeping needs "which numbers are in", "what is the
 contiguous prefix", and "which runs are missing between a and b". Numbers
 arrive mostly in order, so a sorted list of [start, stop) ranges stays
 short; `add` merges neighbours, `discard_below` forgets what a prefix made
-redundant, so memory tracks the holes, not the history.
+redundant, so memory tracks the holes, not the history. An empty set holds
+the shared empty tuple instead of two lists (most per-channel ledgers are
+empty while a channel idles), and returns to it whenever it empties.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator
+
+_NONE: tuple[()] = ()
 
 
 class RangeSet:
@@ -19,8 +23,8 @@ class RangeSet:
     __slots__ = ("_starts", "_stops")
 
     def __init__(self) -> None:
-        self._starts: list[int] = []
-        self._stops: list[int] = []
+        self._starts: list[int] | tuple[()] = _NONE
+        self._stops: list[int] | tuple[()] = _NONE
 
     def __len__(self) -> int:
         """Number of ranges (not of numbers)."""
@@ -50,22 +54,25 @@ class RangeSet:
         """Add [start, stop), merging with touching ranges."""
         if stop <= start:
             return
-        stops = self._stops
-        if not stops or start > stops[-1]:  # the common case: numbers arrive in order
-            self._starts.append(start)
+        starts, stops = self._starts, self._stops
+        if not isinstance(stops, list) or not isinstance(starts, list):
+            self._starts, self._stops = [start], [stop]
+            return
+        if start > stops[-1]:  # the common case: numbers arrive in order
+            starts.append(start)
             stops.append(stop)
             return
-        if start >= self._starts[-1]:
+        if start >= starts[-1]:
             if stop > stops[-1]:
                 stops[-1] = stop
             return
-        lo = bisect_right(self._stops, start - 1)  # first range whose stop >= start
-        hi = bisect_right(self._starts, stop)  # ranges before hi have start <= stop
+        lo = bisect_right(stops, start - 1)  # first range whose stop >= start
+        hi = bisect_right(starts, stop)  # ranges before hi have start <= stop
         if lo < hi:
-            start = min(start, self._starts[lo])
-            stop = max(stop, self._stops[hi - 1])
-        self._starts[lo:hi] = [start]
-        self._stops[lo:hi] = [stop]
+            start = min(start, starts[lo])
+            stop = max(stop, stops[hi - 1])
+        starts[lo:hi] = [start]
+        stops[lo:hi] = [stop]
 
     def prefix_end(self, base: int) -> int:
         """The first number >= base that is not in the set."""
@@ -76,11 +83,17 @@ class RangeSet:
 
     def discard_below(self, n: int) -> None:
         """Forget every number below n."""
-        i = bisect_right(self._stops, n)
-        del self._starts[:i]
-        del self._stops[:i]
-        if self._starts and self._starts[0] < n:
-            self._starts[0] = n
+        starts, stops = self._starts, self._stops
+        if not isinstance(stops, list) or not isinstance(starts, list):
+            return
+        i = bisect_right(stops, n)
+        if i == len(stops):
+            self._starts, self._stops = _NONE, _NONE
+            return
+        del starts[:i]
+        del stops[:i]
+        if starts[0] < n:
+            starts[0] = n
 
     def max_stop(self) -> int:
         """One past the largest number, or 0 when empty."""
@@ -108,10 +121,13 @@ class RangeSet:
 
     def drop_first(self) -> None:
         """Forget the lowest range."""
-        del self._starts[0]
-        del self._stops[0]
+        starts, stops = self._starts, self._stops
+        if len(stops) <= 1 or not isinstance(stops, list) or not isinstance(starts, list):
+            self._starts, self._stops = _NONE, _NONE
+            return
+        del starts[0]
+        del stops[0]
 
     def clear(self) -> None:
         """Remove everything."""
-        self._starts.clear()
-        self._stops.clear()
+        self._starts, self._stops = _NONE, _NONE

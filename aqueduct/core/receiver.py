@@ -60,7 +60,8 @@ class Receiver:
     state: RState = RState.OPEN
     ctrl: int | None = None
     ctrl_open: bool = False
-    queue: deque[Queued] = field(default_factory=deque)
+    queue: deque[Queued] | None = None
+    """Messages waiting for the application (allocated with the first; an idle channel holds none)."""
     queue_bytes: int = 0
     rel_acked: RangeSet = field(default_factory=RangeSet)
     rel_prefix: int = 0
@@ -73,8 +74,9 @@ class Receiver:
     unrel_start: int = 0
     unrel_received: RangeSet = field(default_factory=RangeSet)
     declared: int = 0
-    declarations: deque[tuple[int, float, float]] = field(default_factory=deque)
-    """(declared count, nack deadline, first deadline) per batch of SentUnreliable frames, in order."""
+    declarations: deque[tuple[int, float, float]] | None = None
+    """(declared count, nack deadline, first deadline) per batch of SentUnreliable frames, in order
+    (allocated with the first)."""
     nack_upto: int = 0
     """Numbers below this whose declaration timed out may be nacked."""
     ack_due: float | None = None

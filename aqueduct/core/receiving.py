@@ -46,9 +46,6 @@ from .streams import Role
 if TYPE_CHECKING:
     from .engine import Engine
 
-_EMPTY: deque[tuple[int, float, float]] = deque()
-
-
 class QueueFull(Exception):
     """Internal: a reliable message found its receiver's queue full; its stream waits."""
 
@@ -125,14 +122,17 @@ class ReceivingMixin:
                 raise ProtocolError(f"unreliable message {n} on channel {channel} beyond the declared count")
         if oneshot and r.messages_seen:
             raise ProtocolError(f"second message on oneshot channel {channel}")
+        queue = r.queue
+        if queue is None:
+            queue = r.queue = deque()
         over = (
-            len(r.queue) >= self.config.max_receiver_queue_messages
+            len(queue) >= self.config.max_receiver_queue_messages
             or r.queue_bytes + len(m.payload) > self.config.max_receiver_queue_bytes
         )
         if over:
             if not reliable:
                 return False  # dropped: it will be nacked like a lost datagram
-            if not r.queue:
+            if not queue:
                 self._limit(f"a message on channel {channel} is larger than a receiver queue may hold")
             raise QueueFull(r.handle)
         attachments = self._take_attachments(m.attachments)
@@ -145,8 +145,8 @@ class ReceivingMixin:
             r.ack_due = self.now + self.config.ack_delay
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
-        was_empty = not r.queue
-        r.queue.append(Queued(m.payload, attachments, n, delivery, credit_sid, size))
+        was_empty = not queue
+        queue.append(Queued(m.payload, attachments, n, delivery, credit_sid, size))
         r.queue_bytes += len(m.payload)
         if r.close_reason is not None:
             self._discard_queues([r], lost=False)  # returns its credit: report it as deferred
@@ -154,7 +154,7 @@ class ReceivingMixin:
             self._event(MessageAvailable(r.handle))
         if r.state is RState.FINISHING:
             self._check_finished(r)
-        if not (reliable and r.declarations == _EMPTY and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
+        if not (reliable and not r.declarations and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
             self._rx_schedule(r)
         return credit_sid is not None
 
@@ -202,12 +202,15 @@ class ReceivingMixin:
                 return
             r.declared += frame.count
             deadline = self.now + max(self.config.nack_timeout, 2 * self.rtt)
-            last = r.declarations[-1] if r.declarations else None
+            decl = r.declarations
+            if decl is None:
+                decl = r.declarations = deque()
+            last = decl[-1] if decl else None
             if last is not None and deadline - last[2] <= self.config.ack_delay:
                 # coalesce within ack_delay: entries stay bounded, nothing is nacked early
-                r.declarations[-1] = (r.declared, deadline, last[2])
+                decl[-1] = (r.declared, deadline, last[2])
             else:
-                r.declarations.append((r.declared, deadline, deadline))
+                decl.append((r.declared, deadline, deadline))
             self._rx_schedule(r)
         elif isinstance(frame, FinishSender):
             if r.rel_done.max_stop() > frame.reliable_count or r.done_prefix > frame.reliable_count:
@@ -237,7 +240,7 @@ class ReceivingMixin:
         when: float | None = None
         if r.rel_pending or r.decided_end() > r.unrel_start:
             when = r.ack_due if r.ack_due is not None else self.now
-        for upto, deadline, _ in r.declarations:
+        for upto, deadline, _ in r.declarations or ():
             if upto > r.nack_upto:
                 when = deadline if when is None else min(when, deadline)
                 break

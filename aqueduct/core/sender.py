@@ -61,7 +61,8 @@ class Sender:
     unrel_resolved: int = 0
     undeclared: int = 0
     ordered_sid: int | None = None
-    unordered_sids: dict[int, int] = field(default_factory=dict)
+    unordered_sids: dict[int, int] | None = None
+    """Message number -> its own stream, for unordered messages not yet acked (allocated with the first)."""
     deferred: list[tuple[bool, int, int]] = field(default_factory=list)
     """Acks (reliable, first, stop) held back while unreachable."""
     app_dropped: bool = False

@@ -91,6 +91,8 @@ class SendingMixin:
             s.next_rel += 1
         elif delivery is Delivery.UNORDERED:
             sid = self._open_uni(data, fin=True)
+            if s.unordered_sids is None:
+                s.unordered_sids = {}
             s.unordered_sids[number] = sid
             s.next_rel += 1
         else:
@@ -171,7 +173,7 @@ class SendingMixin:
         if s.unordered_sids:
             for sid in s.unordered_sids.values():
                 self._cmd(ResetStream(sid, code))
-            s.unordered_sids.clear()
+            s.unordered_sids = None
 
     # ---- control stream ----
     def _sender_attached(self: Engine, s: Sender, sid: int) -> None:

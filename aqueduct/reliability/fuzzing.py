@@ -383,8 +383,8 @@ class _Program:
         if sizes["senders"] + sizes["receivers"] > cfg.max_channels + 2:
             problems.append(f"senders+receivers {sizes['senders'] + sizes['receivers']} > {cfg.max_channels}")
         for r in e._receivers.values():
-            if len(r.queue) > cfg.max_receiver_queue_messages or r.queue_bytes > cfg.max_receiver_queue_bytes:
-                problems.append(f"receiver {r.handle} queues {len(r.queue)} messages / {r.queue_bytes} bytes")
+            if len(r.queue or ()) > cfg.max_receiver_queue_messages or r.queue_bytes > cfg.max_receiver_queue_bytes:
+                problems.append(f"receiver {r.handle} queues {len(r.queue or ())} messages / {r.queue_bytes} bytes")
         if problems:
             raise FuzzFinding("bound exceeded: " + "; ".join(problems))
 
