@@ -90,11 +90,6 @@ def encode_head(head: PacketHead) -> bytes:
     return bytes([head.type << 5 | icode << 2 | vcode]) + ibytes + vbytes
 
 
-def encode_write(stream_id: int, data: bytes) -> bytes:
-    """A stream Write packet carrying `data`."""
-    return encode_head(PacketHead(PacketType.WRITE, stream_id, len(data))) + data
-
-
 def decode_head(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[PacketHead, int] | None:
     """Parse one packet head at `pos`: (head, position after it), or None if incomplete.
 
