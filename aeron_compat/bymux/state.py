@@ -15,6 +15,14 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+# What `summary()` shows of a stream or of the global state: the credits and the four handshake flags.
+_SUMMARY_FIELDS = ("send_credit", "recv_credit", "sent_close", "sent_stop_read", "received_close", "received_stop_read")
+
+
+def _summary(state: StreamState | GlobalState) -> dict[str, int | bool]:
+    summary: dict[str, int | bool] = {name: getattr(state, name) for name in _SUMMARY_FIELDS}
+    return summary
+
 
 @dataclass
 class StreamState:
@@ -70,14 +78,7 @@ class StreamState:
 
     def summary(self) -> dict[str, int | bool]:
         """The spec-visible state, for vectors and tests."""
-        return {
-            "send_credit": self.send_credit,
-            "recv_credit": self.recv_credit,
-            "sent_close": self.sent_close,
-            "sent_stop_read": self.sent_stop_read,
-            "received_close": self.received_close,
-            "received_stop_read": self.received_stop_read,
-        }
+        return _summary(self)
 
 
 @dataclass
@@ -93,11 +94,4 @@ class GlobalState:
 
     def summary(self) -> dict[str, int | bool]:
         """The spec-visible state, for vectors and tests."""
-        return {
-            "send_credit": self.send_credit,
-            "recv_credit": self.recv_credit,
-            "sent_close": self.sent_close,
-            "sent_stop_read": self.sent_stop_read,
-            "received_close": self.received_close,
-            "received_stop_read": self.received_stop_read,
-        }
+        return _summary(self)
