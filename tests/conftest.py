@@ -9,9 +9,28 @@ fresh examples each time.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Callable
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("aqueduct", deadline=None)
 settings.register_profile("aqueduct-ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile("aqueduct-ci" if os.environ.get("CI") else "aqueduct")
+
+
+def _io_modules_loaded_by(names: list[str]) -> str:
+    code = (
+        "import importlib, sys\n"
+        f"for n in {names!r}: importlib.import_module(n)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('asyncio', 'aioquic', 'socket')))\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def io_modules_loaded_by() -> Callable[[list[str]], str]:
+    """Import the named modules in a fresh interpreter; its printout lists the asyncio/aioquic/socket modules loaded."""
+    return _io_modules_loaded_by
