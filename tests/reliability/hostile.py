@@ -137,6 +137,16 @@ async def raw_peer(
 
 
 @contextlib.asynccontextmanager
+async def attack(certs: DevCerts, tracker: PeakTracker, **peer_options: Any) -> AsyncIterator[tuple[str, RawPeer]]:
+    """The echo server watched by `tracker` and a raw peer (see `raw_peer`) that said hello; yields (url, peer)."""
+    async with echo_server(certs) as (url, server):
+        tracker.watch(server)
+        peer = await raw_peer(server.address[1], certs, **peer_options)
+        peer.hello()
+        yield url, peer
+
+
+@contextlib.asynccontextmanager
 async def echo_server(certs: DevCerts, **kwargs: Any) -> AsyncIterator[tuple[str, aqueduct.Server]]:
     """The echo service (raw codec) with the suite's settings; yields (url, server)."""
     kwargs.setdefault("settings", SETTINGS)

@@ -34,6 +34,7 @@ from .hostile import (
     HOSTILE_HOST,
     SETTINGS,
     PeakTracker,
+    attack,
     client_config,
     echo_server,
     raw_peer,
@@ -68,10 +69,7 @@ def assert_bounded(peak: dict[str, int]) -> None:
 
 async def test_attachment_flood_is_cut_at_max_channels(certs: DevCerts) -> None:
     tracker = PeakTracker()
-    async with echo_server(certs) as (url, server):
-        tracker.watch(server)
-        peer = await raw_peer(server.address[1], certs)
-        peer.hello()
+    async with attack(certs, tracker) as (url, peer):
         sid = peer.new_stream()
         index = 1
         for n in range(100):  # 100 messages x 50 attached receivers = 5000 channels asked for
@@ -89,10 +87,7 @@ async def test_attachment_flood_is_cut_at_max_channels(certs: DevCerts) -> None:
 
 async def test_messages_for_thousands_of_never_created_channels(certs: DevCerts) -> None:
     tracker = PeakTracker()
-    async with echo_server(certs) as (url, server):
-        tracker.watch(server)
-        peer = await raw_peer(server.address[1], certs)
-        peer.hello()
+    async with attack(certs, tracker) as (url, peer):
         for i in range(1, 3001):  # aioquic sends them as the server's stream credit allows
             if tracker.closes:
                 break
@@ -109,10 +104,7 @@ async def test_messages_for_thousands_of_never_created_channels(certs: DevCerts)
 
 async def test_huge_declared_length_is_refused_before_buffering(certs: DevCerts) -> None:
     tracker = PeakTracker()
-    async with echo_server(certs) as (url, server):
-        tracker.watch(server)
-        peer = await raw_peer(server.address[1], certs)
-        peer.hello()
+    async with attack(certs, tracker) as (url, peer):
         head = bytes([0x03]) + encode_varint(ENTRYPOINT) + encode_varint(0) + encode_varint(0)
         peer.write(peer.new_stream(), head + encode_varint(1 << 40) + b"abc")
         code = await tracker.server_close()
@@ -125,10 +117,7 @@ async def test_huge_declared_length_is_refused_before_buffering(certs: DevCerts)
 async def test_many_partial_frames_stay_within_the_receive_window(certs: DevCerts) -> None:
     """Frames declared just under the limit, left unfinished on many streams: held bytes stop at the window."""
     tracker = PeakTracker()
-    async with echo_server(certs) as (url, server):
-        tracker.watch(server)
-        peer = await raw_peer(server.address[1], certs)
-        peer.hello()
+    async with attack(certs, tracker) as (url, peer):
         declared = ENGINE.max_frame_size - 64
         sent = 0
         for i in range(1, 41):
@@ -150,11 +139,8 @@ async def test_many_partial_frames_stay_within_the_receive_window(certs: DevCert
 
 async def test_receiver_that_never_reads_blocks_the_sender_not_memory(certs: DevCerts) -> None:
     tracker = PeakTracker()
-    async with echo_server(certs) as (url, server):
-        tracker.watch(server)
-        # paced, with small windows: the client never grants more than its first 64 KiB
-        peer = await raw_peer(server.address[1], certs, paced=True, max_data=64 * 1024, max_stream_data=32 * 1024)
-        peer.hello()
+    # paced, with small windows: the client never grants more than its first 64 KiB
+    async with attack(certs, tracker, paced=True, max_data=64 * 1024, max_stream_data=32 * 1024) as (url, peer):
         sid = peer.new_stream()
         payload = b"z" * 30_000
         for n in range(40):  # asks the echo to send back 40 x 30 KB = 1.2 MB on 40 channels
@@ -171,10 +157,7 @@ async def test_receiver_that_never_reads_blocks_the_sender_not_memory(certs: Dev
 async def test_peer_that_never_acks_stays_bounded(certs: DevCerts) -> None:
     """The echo answers on 600 channels whose receiver (the raw client) never acks nor closes them."""
     tracker = PeakTracker()
-    async with echo_server(certs) as (url, server):
-        tracker.watch(server)
-        peer = await raw_peer(server.address[1], certs)  # reads at QUIC level, never sends an Aqueduct ack
-        peer.hello()
+    async with attack(certs, tracker) as (url, peer):  # the peer reads at QUIC level, never sends an Aqueduct ack
         sid = peer.new_stream()
         for n in range(600):
             if tracker.closes:
@@ -193,10 +176,7 @@ async def test_peer_that_never_acks_stays_bounded(certs: DevCerts) -> None:
 
 async def test_endless_sent_unreliable_counts(certs: DevCerts) -> None:
     tracker = PeakTracker()
-    async with echo_server(certs) as (url, server):
-        tracker.watch(server)
-        peer = await raw_peer(server.address[1], certs)
-        peer.hello()
+    async with attack(certs, tracker) as (url, peer):
         peer.frames(peer.new_stream(), [Message(ENTRYPOINT, 0, (), b"hello")])
         await until(lambda: bool(peer.server_streams) or bool(tracker.closes), "the entrypoint control stream")
         ctrl = next(s for s in peer.server_streams if not s & 2)  # the server's bidi control stream
