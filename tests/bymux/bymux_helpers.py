@@ -29,6 +29,17 @@ def pump(a: Endpoint, b: Endpoint) -> None:
         a.receive_data(ba)
 
 
+def credited_stream(credit: int, *, by_b: bool = False) -> tuple[Endpoint, Endpoint, int]:
+    """A fresh pair (a, b) and a stream opened by a (or b) to which the other side gave `credit`; both quiet."""
+    a, b = pair()
+    opener, reader = (b, a) if by_b else (a, b)
+    sid = opener.open_stream()
+    pump(a, b)
+    reader.give_credit(sid, credit)
+    pump(a, b)
+    return a, b, sid
+
+
 def drain(endpoint: Endpoint) -> list[Event]:
     """Every pending event."""
     events = []

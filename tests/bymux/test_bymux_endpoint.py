@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from bymux_helpers import drain, packets, pair, pump
+from bymux_helpers import credited_stream, drain, packets, pair, pump
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -206,11 +206,7 @@ def test_stop_read_first_handshake() -> None:
 
 
 def test_close_waits_for_queued_data() -> None:
-    a, b = pair()
-    sid = a.open_stream()
-    pump(a, b)
-    b.give_credit(sid, 50_000)
-    pump(a, b)
+    a, _, sid = credited_stream(50_000)
     a.write(sid, b"d" * 50_000)
     a.close(sid)
     out = packets(a.data_to_send())
@@ -219,11 +215,7 @@ def test_close_waits_for_queued_data() -> None:
 
 
 def test_peer_stop_read_drops_unsent_data() -> None:
-    a, b = pair()
-    sid = a.open_stream()
-    pump(a, b)
-    b.give_credit(sid, 100)
-    pump(a, b)
+    a, b, sid = credited_stream(100)
     a.write(sid, b"q" * 100)
     b.stop_read(sid)
     a.receive_data(b.data_to_send())
@@ -396,11 +388,7 @@ def test_random_chunking_gives_identical_results(seed: list[tuple[int, int]], cu
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300), st.integers(1, 50))
 def test_garbage_only_terminates_and_never_hoards(data: bytes, step: int) -> None:
-    a, b = pair()
-    sid = b.open_stream()
-    pump(a, b)
-    a.give_credit(sid, 100)
-    pump(a, b)
+    a, _, _ = credited_stream(100, by_b=True)
     try:
         for i in range(0, len(data), step):
             a.receive_data(data[i : i + step])
@@ -411,11 +399,7 @@ def test_garbage_only_terminates_and_never_hoards(data: bytes, step: int) -> Non
 
 
 def test_long_write_streams_through_without_buffering() -> None:
-    a, b = pair()
-    sid = b.open_stream()
-    pump(a, b)
-    a.give_credit(sid, 0)
-    pump(a, b)
+    a, _, sid = credited_stream(0, by_b=True)
     drain(a)
     a.receive_data(encode_head(PacketHead(PacketType.WRITE, sid, 1 << 40)))
     for _ in range(64):
