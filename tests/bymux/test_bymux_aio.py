@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,8 +13,9 @@ from bymux_app import run_echo_app
 from aeron_compat.bymux import Connection, ConnectionLost, ConnectionTerminated, Rule, open_connection
 
 
-async def tcp_pair(**kwargs: int) -> tuple[Connection, Connection, asyncio.Server]:
-    """A client (initiator) and a server connection over loopback TCP."""
+@contextlib.asynccontextmanager
+async def tcp_connections(**kwargs: int) -> AsyncIterator[tuple[Connection, Connection]]:
+    """A client (initiator) and a server connection over loopback TCP, both closed (and the server) on exit."""
     accepted: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -23,17 +25,20 @@ async def tcp_pair(**kwargs: int) -> tuple[Connection, Connection, asyncio.Serve
     port = server.sockets[0].getsockname()[1]
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     client = await open_connection(reader, writer, initiator=True, **kwargs)
-    return client, await accepted, server
+    server_conn = await accepted
+    try:
+        yield client, server_conn
+    finally:
+        await client.close()
+        await server_conn.close()
+        server.close()
+        await server.wait_closed()
 
 
 @pytest.fixture
 async def tcp() -> AsyncIterator[tuple[Connection, Connection]]:
-    client, server_conn, server = await tcp_pair()
-    yield client, server_conn
-    await client.close()
-    await server_conn.close()
-    server.close()
-    await server.wait_closed()
+    async with tcp_connections() as pair:
+        yield pair
 
 
 async def test_echo_app_over_tcp(tcp: tuple[Connection, Connection]) -> None:
@@ -60,10 +65,9 @@ async def test_echo_app_over_a_unix_socket(tmp_path: Path) -> None:
 
 async def test_100_mib_slow_reader_memory_bounded_by_credit_and_ping_not_starved() -> None:
     window = 256 * 1024
-    client, server_conn, server = await tcp_pair(window=window)
     total = 100 << 20
     block = bytes(range(256)) * 256  # 64 KiB
-    try:
+    async with tcp_connections(window=window) as (client, server_conn):
         bulk = await client.open_stream()
         quiet = await client.open_stream()
         bulk_in = await server_conn.accept_stream()
@@ -106,16 +110,10 @@ async def test_100_mib_slow_reader_memory_bounded_by_credit_and_ping_not_starved
         # the sending side never more than its queue limit plus one batch in the transport.
         assert window // 2 < server_conn.max_buffered <= window + 64
         assert client.max_buffered <= client.queue_limit + client.batch + 64 * 1024 + 1024
-    finally:
-        await client.close()
-        await server_conn.close()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_global_credit_gates_stream_creation() -> None:
-    client, server_conn, server = await tcp_pair(max_streams=2)
-    try:
+    async with tcp_connections(max_streams=2) as (client, server_conn):
         first = await client.open_stream()
         second = await client.open_stream()
         third = asyncio.create_task(client.open_stream())
@@ -128,11 +126,6 @@ async def test_global_credit_gates_stream_creation() -> None:
         await peer_first.close()
         opened = await third  # the ended stream returned one global credit
         assert opened.stream_id == first.stream_id  # and its id is reused
-    finally:
-        await client.close()
-        await server_conn.close()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_peer_breach_terminates_with_rule() -> None:
