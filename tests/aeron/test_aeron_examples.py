@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aeron_compat import Aeron, Context
+from aeron_compat import Aeron, Context, Publication
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
@@ -79,6 +79,16 @@ def new_client(drivers: Callable[..., Aeron], config: Any, clock: FakeClock) -> 
     return echo2.EchoClient(drivers(echo2_context()), "localhost", config.port, config.control_port, clock=clock)
 
 
+def raw_echo2_client(drivers: Callable[..., Aeron]) -> tuple[Publication, list[str], Callable[[], int]]:
+    """A hand-driven echo2 client: its publication to the server, the answers it got, and its poll function."""
+    aeron = drivers(echo2_context())
+    pub = aeron.add_publication(echo2.channel(endpoint="localhost:19100"), echo2.STREAM_ID)
+    sub = aeron.add_subscription(echo2.channel(endpoint="localhost:0", control="localhost:19101"), echo2.STREAM_ID)
+    answers: list[str] = []
+    poll = echo2.string_poller(sub, lambda text, hdr: answers.append(text))
+    return pub, answers, poll
+
+
 def test_echo2_connects_through_a_duologue_and_echoes(drivers: Callable[..., Aeron]) -> None:
     server, config, clock = start_echo2(drivers)
     client = new_client(drivers, config, clock)
@@ -131,11 +141,7 @@ def test_echo2_answers_only_the_session_that_asked(drivers: Callable[..., Aeron]
 
 def test_echo2_expires_duologues_nobody_joined(drivers: Callable[..., Aeron]) -> None:
     server, config, clock = start_echo2(drivers, max_clients=1, expiry_seconds=10.0)
-    aeron = drivers(echo2_context())
-    pub = aeron.add_publication(echo2.channel(endpoint="localhost:19100"), echo2.STREAM_ID)
-    sub = aeron.add_subscription(echo2.channel(endpoint="localhost:0", control="localhost:19101"), echo2.STREAM_ID)
-    answers: list[str] = []
-    poll = echo2.string_poller(sub, lambda text, hdr: answers.append(text))
+    pub, answers, poll = raw_echo2_client(drivers)
     echo2.send_message(pub, "HELLO 0000BEEF")
     pump(server, until=lambda: bool(server.duologues))
     pump(server, until=lambda: poll() > 0 or bool(answers))
@@ -155,11 +161,7 @@ def test_echo2_expires_duologues_nobody_joined(drivers: Callable[..., Aeron]) ->
 
 def test_echo2_garbage_hello_gets_an_error(drivers: Callable[..., Aeron]) -> None:
     server, _, _ = start_echo2(drivers)
-    aeron = drivers(echo2_context())
-    pub = aeron.add_publication(echo2.channel(endpoint="localhost:19100"), echo2.STREAM_ID)
-    sub = aeron.add_subscription(echo2.channel(endpoint="localhost:0", control="localhost:19101"), echo2.STREAM_ID)
-    answers: list[str] = []
-    poll = echo2.string_poller(sub, lambda text, hdr: answers.append(text))
+    pub, answers, poll = raw_echo2_client(drivers)
     echo2.send_message(pub, "HELLO not-hex")
     pump(server, until=lambda: poll() > 0 or bool(answers))
     assert answers == [f"{pub.session_id} ERROR bad message"] and server.duologues == []
