@@ -191,12 +191,13 @@ class Connection:
     def _send_now(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> int | None:
         if self.closed.done():
             raise self._lost()
-        kinds = [attach_kind(h) for h in halves]
+        kinds = [attach_kind(h) for h in halves] if halves else ()  # (the common case builds no list)
         result = self.engine.send(handle, payload, kinds, delivery, now=self._loop.time())
         if self.recording is not None:
             self.recording.on_sent(handle, payload, delivery, result)
-        for half, created in zip(halves, result.created, strict=True):
-            self._bind_moved(half, created)
+        if halves:
+            for half, created in zip(halves, result.created, strict=True):
+                self._bind_moved(half, created)
         self._last_stream[handle] = result.stream_id
         self.stats.messages_sent += 1
         self.stats.bytes_sent += len(payload)
@@ -299,10 +300,12 @@ class Connection:
             await self._wait(handle)
 
     def _decode(self, d: app.Delivered) -> Message:
-        halves: list[Half] = [
-            networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)
-            for a in d.attachments
-        ]
+        halves: list[Half] = (
+            [networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)
+             for a in d.attachments]
+            if d.attachments
+            else []
+        )
         self.stats.messages_received += 1
         self.stats.bytes_received += len(d.payload)
         if self.recording is not None:

@@ -361,8 +361,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                 self._fail(err)
 
     def _tick(self, now: float | None) -> None:
-        if now is not None:
-            self.now = max(self.now, now)
+        if now is not None and now > self.now:
+            self.now = now
 
     def _new_handle(self) -> int:
         h = self._next_handle

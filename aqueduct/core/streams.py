@@ -118,8 +118,12 @@ def _vlen(n: int) -> int:
 
 def message_wire_size(m: Message) -> int:
     """Bytes the Message frame took on the wire (var len ints are minimal, so re-encoding is exact)."""
+    n = len(m.payload)
+    size = 1 + _vlen(m.channel) + _vlen(m.number) + _vlen(n) + n
+    if not m.attachments:  # the common case: one byte says "no attachments"
+        return size + 1
     att = sum(_vlen(a) for a in m.attachments)
-    return 1 + _vlen(m.channel) + _vlen(m.number) + _vlen(att) + att + _vlen(len(m.payload)) + len(m.payload)
+    return size + _vlen(att) + att
 
 
 def frame_wire_size(frame: Frame) -> int:
