@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from aeron_compat import Aeron, Context
+from aeron_compat import Aeron, Context, FragmentAssembler, Subscription
 
 STREAM = 77
 _ports: dict[int, int] = {}
@@ -39,6 +39,14 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached")
         time.sleep(0.001)
+
+
+def poll_whole(sub: Subscription, fragment_limit: int) -> list[bytes]:
+    """Poll `sub` through a FragmentAssembler until a whole message came; the messages assembled."""
+    whole: list[bytes] = []
+    assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
+    wait_until(lambda: sub.poll(assembler, fragment_limit) >= 0 and bool(whole))
+    return whole
 
 
 @pytest.fixture
@@ -81,18 +89,13 @@ def test_unicast_delivers_in_order_with_the_peer_as_source(quic: Callable[[], Ae
 
 
 def test_fragmented_messages_reassemble_across_the_network(quic: Callable[[], Aeron]) -> None:
-    from aeron_compat import FragmentAssembler
-
     server, client = quic(), quic()
     sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25110)}", STREAM)
     pub = client.add_publication(f"aeron:udp?endpoint=localhost:{port(25110)}|mtu=512", STREAM)
     wait_until(lambda: pub.is_connected)
     big = bytes(range(256)) * 30
     offer(pub, big)
-    whole: list[bytes] = []
-    assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
-    wait_until(lambda: sub.poll(assembler, 100) >= 0 and bool(whole))
-    assert whole == [big]
+    assert poll_whole(sub, 100) == [big]
 
 
 def test_window_back_pressures_until_the_subscriber_polls(quic: Callable[[], Aeron]) -> None:
@@ -315,7 +318,6 @@ def test_caller_loop_without_a_running_loop_is_refused() -> None:
 
 
 def test_big_messages_are_split_across_batches_and_reassembled(quic: Callable[[], Aeron]) -> None:
-    from aeron_compat import FragmentAssembler
     from aeron_compat.remote import BATCH_BYTES
 
     server, client = quic(), quic()
@@ -325,10 +327,7 @@ def test_big_messages_are_split_across_batches_and_reassembled(quic: Callable[[]
     big = bytes(range(256)) * (pub.max_message_length // 256)
     assert len(big) > 2 * BATCH_BYTES
     offer(pub, big)
-    whole: list[bytes] = []
-    assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
-    wait_until(lambda: sub.poll(assembler, 1000) >= 0 and bool(whole))
-    assert whole == [big]
+    assert poll_whole(sub, 1000) == [big]
 
 
 def test_stat_shows_the_drivers_connections(quic: Callable[[], Aeron]) -> None:
