@@ -23,6 +23,7 @@ import multiprocessing
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,19 @@ async def measure(conn: StreamConnection, mib: int, pings: int) -> dict[str, Any
     }
 
 
+@contextlib.contextmanager
+def peer_process(server: Callable[..., None], *args: Any) -> Iterator[int]:
+    """Run `server(port_queue, *args)` in a child process; yields the port it reports, stops it on exit."""
+    ports: Any = multiprocessing.Queue()
+    child = multiprocessing.Process(target=server, args=(ports, *args), daemon=True)
+    child.start()
+    try:
+        yield ports.get(timeout=30)
+    finally:
+        child.terminate()
+        child.join()
+
+
 # ------------------------------------------------------------------ TCP
 
 
@@ -98,18 +112,12 @@ def _tcp_server(port_queue: Any, window: int) -> None:
 
 async def bench_tcp(mib: int, pings: int, window: int) -> dict[str, Any]:
     """bymux over TCP loopback, peer in a child process."""
-    ports: Any = multiprocessing.Queue()
-    child = multiprocessing.Process(target=_tcp_server, args=(ports, window), daemon=True)
-    child.start()
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", ports.get(timeout=30))
+    with peer_process(_tcp_server, window) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
         conn = await open_connection(reader, writer, initiator=True, window=window)
         result = await measure(conn, mib, pings)
         await conn.close()
         return result
-    finally:
-        child.terminate()
-        child.join()
 
 
 # -------------------------------------------------------------- Aqueduct
@@ -148,20 +156,12 @@ async def bench_aqueduct_quic(mib: int, pings: int, window: int) -> dict[str, An
     from aqueduct.quic.certs import make_dev_certs
 
     certs = make_dev_certs(Path(tempfile.mkdtemp()))
-    ports: Any = multiprocessing.Queue()
-    args = (ports, str(certs.cert), str(certs.key), window)
-    child = multiprocessing.Process(target=_quic_server, args=args, daemon=True)
-    child.start()
-    try:
-        port = ports.get(timeout=30)
+    with peer_process(_quic_server, str(certs.cert), str(certs.key), window) as port:
         async with connect(f"aqueduct://127.0.0.1:{port}", ca=certs.ca) as aq:
             conn = await open_on_aqueduct(aq.entrypoint, window=window)
             result = await measure(conn, mib, pings)
             await conn.close()
             return result
-    finally:
-        child.terminate()
-        child.join()
 
 
 BENCHES = {"tcp": bench_tcp, "aqueduct-local": bench_aqueduct_local, "aqueduct-quic": bench_aqueduct_quic}
