@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 from collections import deque
 
-from .buffered import BufferedStream
+from .buffered import BufferedStream, StreamAcceptor
 from .credit import INFINITE, restore_amount
 from .endpoint import DEFAULT_MAX_PACKET_SIZE, Endpoint
 from .errors import BymuxError, ConnectionLost, ConnectionTerminated, StreamStopped, UsageError
@@ -127,7 +127,7 @@ class Stream(BufferedStream):
         self._pulse.fire()
 
 
-class Connection:
+class Connection(StreamAcceptor[Stream]):
     """A bymux connection over an asyncio reader/writer (satisfies `interface.StreamConnection`)."""
 
     def __init__(
@@ -178,15 +178,8 @@ class Connection:
         self._kick()
         return stream
 
-    async def accept_stream(self) -> Stream:
-        """The next stream the peer created."""
-        ep = self.endpoint
-        await self._pulse.wait_for(lambda: bool(self._accepted) or self.lost is not None or ep.glob.received_close)
-        if self._accepted:
-            return self._accepted.popleft()
-        if self.lost is not None:
-            raise self.lost
-        raise ConnectionLost("the peer creates no more streams")
+    def _peer_finished(self) -> bool:
+        return self.endpoint.glob.received_close
 
     async def close(self) -> None:
         """Send what is queued, then close the transport; pending calls get ConnectionLost."""

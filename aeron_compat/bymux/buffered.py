@@ -2,13 +2,14 @@
 # (on_aqueduct.py): received bytes wait in `_buffer` until read(), which then restores credit the
 # carrier's own way (`_restore_credit`); pings are answered in the order sent, and the ones still
 # waiting fail together when the stream or connection ends.  Waiters sleep on `_pulse`.
-"""`BufferedStream`: read buffer and ping bookkeeping shared by the bymux stream classes."""
+# `StreamAcceptor` is the matching connection half: streams the peer created wait in `_accepted`.
+"""`BufferedStream` and `StreamAcceptor`: the carrier-independent halves of bymux streams and connections."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from .errors import BymuxError, ConnectionLost
 from .pulse import Pulse
@@ -64,3 +65,26 @@ class BufferedStream:
             _, fut = self._pings.popleft()
             if not fut.done():
                 fut.set_exception(error)
+
+
+S = TypeVar("S", bound=BufferedStream)
+
+
+class StreamAcceptor(Generic[S]):
+    """Hands out the streams the peer created; subclasses say when the peer will create no more."""
+
+    lost: ConnectionLost | None
+    _accepted: deque[S]
+    _pulse: Pulse
+
+    def _peer_finished(self) -> bool:
+        raise NotImplementedError
+
+    async def accept_stream(self) -> S:
+        """The next stream the peer created."""
+        await self._pulse.wait_for(lambda: bool(self._accepted) or self.lost is not None or self._peer_finished())
+        if self._accepted:
+            return self._accepted.popleft()
+        if self.lost is not None:
+            raise self.lost
+        raise ConnectionLost("the peer creates no more streams")

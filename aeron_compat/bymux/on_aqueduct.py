@@ -33,7 +33,7 @@ from typing import Any
 from aqueduct.api import Receiver, Sender, channel
 from aqueduct.errors import AqueductError, ChannelClosed, ReceiverDropped
 
-from .buffered import BufferedStream
+from .buffered import BufferedStream, StreamAcceptor
 from .credit import CreditOnInfinite, CreditOverflow, add_credit, restore_amount
 from .errors import BymuxError, ConnectionLost, ConnectionTerminated, Rule, StreamStopped
 from .pulse import Pulse
@@ -245,7 +245,7 @@ class ChannelStream(BufferedStream):
         self._pulse.fire()
 
 
-class ChannelConnection:
+class ChannelConnection(StreamAcceptor[ChannelStream]):
     """Many bymux streams over Aqueduct channels (satisfies `interface.StreamConnection`)."""
 
     def __init__(
@@ -306,14 +306,8 @@ class ChannelConnection:
         await stream._grant(self.window)
         return stream
 
-    async def accept_stream(self) -> ChannelStream:
-        """The next stream the peer created."""
-        await self._pulse.wait_for(lambda: bool(self._accepted) or self.lost is not None or self._peer_done)
-        if self._accepted:
-            return self._accepted.popleft()
-        if self.lost is not None:
-            raise self.lost
-        raise ConnectionLost("the peer creates no more streams")
+    def _peer_finished(self) -> bool:
+        return self._peer_done
 
     async def close(self) -> None:
         """End every stream and the control channel; pending calls get ConnectionLost."""
