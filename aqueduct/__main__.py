@@ -1,0 +1,7 @@
+"""`python -m aqueduct` runs the `aqueduct` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
