@@ -24,25 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from aioquic.tls import SessionTicket
 
 import aqueduct
+from aqueduct.bench.clients import WaitableTickets
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 
-class WaitableStore(aqueduct.MemoryTicketStore):
-    """Tickets in memory, plus an event for "a new ticket arrived"."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.arrived = asyncio.Event()
-
-    def put(self, ticket: SessionTicket) -> None:
-        super().put(ticket)
-        self.arrived.set()
-
-
-async def one(url: str, certs: DevCerts, store: WaitableStore | None) -> tuple[float, bool]:
+async def one(url: str, certs: DevCerts, store: WaitableTickets | None) -> tuple[float, bool]:
     """(ms from connect() to the first echo, whether 0-RTT was accepted)."""
     if store is not None:
         store.arrived.clear()
@@ -73,7 +61,7 @@ async def main(rounds: int, single_use: bool) -> dict[str, object]:
             url = "aqueduct://" + proc.stdout.readline().strip().removeprefix("listening on ")
             await one(url, certs, None)  # warm-up (imports, first-use costs)
             full = [(await one(url, certs, None))[0] for _ in range(rounds)]
-            store = WaitableStore()
+            store = WaitableTickets()
             await one(url, certs, store)  # obtain the first ticket
             zero, accepted = [], 0
             for _ in range(rounds):

@@ -15,25 +15,14 @@ from aioquic.quic.events import ConnectionTerminated, QuicEvent
 from aioquic.tls import SessionTicket
 
 import aqueduct
-from aqueduct import CloseCode, ConnectionLost, LimitExceeded, MemoryTicketStore
+from aqueduct import CloseCode, ConnectionLost, LimitExceeded
 from aqueduct.api.connection import CodecMismatch
+from aqueduct.bench.clients import WaitableTickets
 from aqueduct.quic.certs import DevCerts, fingerprint
 from aqueduct.quic.settings import ALPN, TransportSettings
 from aqueduct.wire.frames import ConnectionControl, Version, encode_frames
 
 from .conftest import guard, running
-
-
-class SignalingStore(MemoryTicketStore):
-    """A client ticket store that says when a ticket arrived."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.arrived = asyncio.Event()
-
-    def put(self, ticket: SessionTicket) -> None:
-        super().put(ticket)
-        self.arrived.set()
 
 
 def collector() -> tuple[list[Any], asyncio.Queue[Any], Any]:
@@ -48,8 +37,8 @@ def collector() -> tuple[list[Any], asyncio.Queue[Any], Any]:
     return seen, queue, handler
 
 
-async def _first_ticket(url: str, certs: DevCerts) -> SignalingStore:
-    store = SignalingStore()
+async def _first_ticket(url: str, certs: DevCerts) -> WaitableTickets:
+    store = WaitableTickets()
     async with aqueduct.connect(url, ca=certs.ca, session_ticket_store=store):
         await guard(store.arrived.wait())
     return store
@@ -193,7 +182,7 @@ async def test_certificate_checks(certs: DevCerts, tmp_path: Any) -> None:
         with pytest.raises(ConnectionLost, match="fingerprint"):
             await guard(aqueduct.connect(url, fingerprint="00" * 32))
         # Pinning and resumption: the resumed handshake shows no certificate, the ticket vouches for it.
-        store = SignalingStore()
+        store = WaitableTickets()
         async with aqueduct.connect(url, fingerprint=good, session_ticket_store=store):
             await guard(store.arrived.wait())
         async with aqueduct.connect(url, fingerprint=good, session_ticket_store=store) as resumed:

@@ -15,11 +15,10 @@ import socket
 from typing import Any
 
 from aioquic.quic.connection import QuicConnection
-from aioquic.tls import SessionTicket
 
 import aqueduct
-from aqueduct import MemoryTicketStore
 from aqueduct.api.codec import RawCodec
+from aqueduct.bench.clients import WaitableTickets
 from aqueduct.quic.certs import DevCerts
 from aqueduct.reliability.impair import ImpairProxy
 from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
@@ -262,18 +261,6 @@ def _limits(server: Any) -> Any:
     return server.admission
 
 
-class _SignalingStore(MemoryTicketStore):
-    """A client ticket store that says when a ticket arrived."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.arrived = asyncio.Event()
-
-    def put(self, ticket: SessionTicket) -> None:
-        super().put(ticket)
-        self.arrived.set()
-
-
 async def test_replayed_zero_rtt_flights_are_held_bounded_and_never_processed(certs: DevCerts) -> None:
     """An attacker replays a 0-RTT first flight 30 times from another address: one delivery, bounded holds."""
     seen: list[bytes] = []
@@ -297,7 +284,7 @@ async def test_replayed_zero_rtt_flights_are_held_bounded_and_never_processed(ce
 
         acceptor = asyncio.ensure_future(accept())
         url = f"aqueduct://127.0.0.1:{server.address[1]}"
-        store = _SignalingStore()
+        store = WaitableTickets()
         async with aqueduct.connect(url, ca=certs.ca, session_ticket_store=store, codec=RawCodec()):
             await asyncio.wait_for(store.arrived.wait(), GUARD)
         proxy = await ImpairProxy.start(server.address)
