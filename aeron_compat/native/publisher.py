@@ -20,9 +20,9 @@ SETUP flag and expire without SMs. Datagrams to send are collected in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import Enum
 
-from aeron_compat.codes import MessageTooLongError
+from aeron_compat.codes import MessageTooLongError, PublicationResult
 from aeron_compat.native.frames import (
     DATA_HEADER,
     DATA_HEADER_LENGTH,
@@ -45,14 +45,8 @@ Address = tuple[str, int]
 Outgoing = tuple[bytes, Address]
 
 
-class OfferCode(IntEnum):
-    """Negative results of `offer`, with Aeron's values."""
-
-    NOT_CONNECTED = -1
-    BACK_PRESSURED = -2
-    ADMIN_ACTION = -3
-    CLOSED = -4
-    MAX_POSITION_EXCEEDED = -5
+OfferCode = PublicationResult
+"""Negative results of `offer`: the same codes (Aeron's values) as `Publication.offer`."""
 
 
 class DestinationMode(Enum):
