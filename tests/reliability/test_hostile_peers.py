@@ -66,6 +66,15 @@ def assert_bounded(peak: dict[str, int]) -> None:
     assert peak.get("bytes", 0) <= BYTES_BOUND
 
 
+async def assert_cut_off(name: str, tracker: PeakTracker, url: str, certs: DevCerts) -> None:
+    """The server closed the attacker with LIMIT_EXCEEDED, stayed bounded and still serves a good client."""
+    code = await tracker.server_close()
+    rtt = await round_trip(url, certs)
+    report(name, tracker.peak, close_code=code, good_rtt_ms=round(rtt * 1000, 1))
+    assert code == CloseCode.LIMIT_EXCEEDED
+    assert_bounded(tracker.peak)
+
+
 async def test_attachment_flood_is_cut_at_max_channels(certs: DevCerts) -> None:
     tracker = PeakTracker()
     async with attack(certs, tracker) as (url, peer):
@@ -77,11 +86,7 @@ async def test_attachment_flood_is_cut_at_max_channels(certs: DevCerts) -> None:
             peer.frames(sid, [Message(ENTRYPOINT, n, ids, b"x")])
             if tracker.closes:
                 break
-        code = await tracker.server_close()
-        rtt = await round_trip(url, certs)
-    report("attachment_flood", tracker.peak, close_code=code, good_rtt_ms=round(rtt * 1000, 1))
-    assert code == CloseCode.LIMIT_EXCEEDED
-    assert_bounded(tracker.peak)
+        await assert_cut_off("attachment_flood", tracker, url, certs)
 
 
 async def test_messages_for_thousands_of_never_created_channels(certs: DevCerts) -> None:
@@ -93,12 +98,8 @@ async def test_messages_for_thousands_of_never_created_channels(certs: DevCerts)
             peer.frames(peer.new_stream(), [Message(to_server(i), 0, (), b"never created")], fin=True)
             if i % 100 == 0:
                 await asyncio.sleep(0)  # let the server run between bursts
-        code = await tracker.server_close()
-        rtt = await round_trip(url, certs)
-    report("never_created_channels", tracker.peak, close_code=code, good_rtt_ms=round(rtt * 1000, 1))
-    assert code == CloseCode.LIMIT_EXCEEDED
+        await assert_cut_off("never_created_channels", tracker, url, certs)
     assert tracker.peak["pending_receivers"] == ENGINE.max_pending_receivers
-    assert_bounded(tracker.peak)
 
 
 async def test_huge_declared_length_is_refused_before_buffering(certs: DevCerts) -> None:
@@ -106,11 +107,7 @@ async def test_huge_declared_length_is_refused_before_buffering(certs: DevCerts)
     async with attack(certs, tracker) as (url, peer):
         head = bytes([0x03]) + encode_varint(ENTRYPOINT) + encode_varint(0) + encode_varint(0)
         peer.write(peer.new_stream(), head + encode_varint(1 << 40) + b"abc")
-        code = await tracker.server_close()
-        rtt = await round_trip(url, certs)
-    report("huge_declared_length", tracker.peak, close_code=code, good_rtt_ms=round(rtt * 1000, 1))
-    assert code == CloseCode.LIMIT_EXCEEDED
-    assert_bounded(tracker.peak)
+        await assert_cut_off("huge_declared_length", tracker, url, certs)
 
 
 async def test_many_partial_frames_stay_within_the_receive_window(certs: DevCerts) -> None:
