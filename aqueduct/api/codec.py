@@ -104,6 +104,8 @@ class RawCodec:
 
     def encode(self, obj: Any) -> tuple[bytes, list[Half]]:
         """`bytes`-like or a RawMessage."""
+        if type(obj) is bytes:  # the common case, first
+            return obj, []
         if isinstance(obj, RawMessage):
             return bytes(obj.data), list(obj.attachments)
         if isinstance(obj, bytes | bytearray | memoryview):

@@ -329,7 +329,7 @@ class Receiver:
         return self
 
     async def __anext__(self) -> Any:
-        return await self.recv()
+        return (await self.recv_message()).value  # (not via recv: one coroutine less per message)
 
     async def __aenter__(self) -> Receiver:
         return self
