@@ -1,0 +1,76 @@
+"""CPU per 64 B ordered message through the whole stack (API, engine, adapter, aioquic), both ends in one process.
+
+A client sends N messages on one channel to an in-process server that counts
+them; the figure is process CPU time / N, so it sums both ends and does not
+depend on how two processes would share the cores (compare runs, not
+machines). Used for issue 8's per-message work; `aqueduct bench` has the
+cross-process figures.
+
+    .venv/bin/python benchmarks/api_cpu_bench.py [--messages N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+
+import aqueduct
+from aqueduct.bench.protocol import pack, unpack
+from aqueduct.bench.settings import bench_settings
+from aqueduct.quic.certs import make_dev_certs
+
+
+async def run(n: int) -> tuple[int, float, float]:
+    """(messages counted, CPU seconds, wall seconds) for `n` 64 B messages."""
+    certs = make_dev_certs(tempfile.mkdtemp())
+    settings = bench_settings()
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def sink(conn: aqueduct.Connection) -> None:
+        async for obj in conn.entrypoint:
+            rx = unpack("raw", obj)[1][0]
+            break
+        count = 0
+        async for _ in rx:
+            count += 1
+        done.set_result(count)
+
+    async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, codec=aqueduct.RawCodec(),
+                              settings=settings) as server:
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def accept() -> None:
+            async for conn in server:
+                tasks.add(asyncio.ensure_future(sink(conn)))
+
+        acceptor = asyncio.ensure_future(accept())
+        conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{server.address[1]}", ca=certs.ca,
+                                      codec=aqueduct.RawCodec(), settings=settings)
+        tx, rx = aqueduct.channel()
+        await conn.entrypoint.send(pack("raw", b"", [rx]))
+        payload = b"x" * 64
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            await tx.send(payload)
+        await tx.finish()
+        got = await done
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        await conn.close()
+        acceptor.cancel()
+    return got, cpu, wall
+
+
+def main() -> None:
+    """Print the figure."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=30_000)
+    args = ap.parse_args()
+    got, cpu, wall = asyncio.run(run(args.messages))
+    per = cpu / got * 1e6
+    print(f"{got:,} msgs: {per:.1f} us CPU per message (both ends), {got / wall:,.0f} msgs/s in one process")
+
+
+if __name__ == "__main__":
+    main()
