@@ -4,6 +4,9 @@ Hypothesis: no per-example deadline (tests never judge wall time, and a
 loaded 2-core machine makes deadlines flaky). Under CI (CI=true) the
 examples are derandomized so a CI run is reproducible; local runs explore
 fresh examples each time.
+
+Fixtures for every folder: `certs` (dev certificates, one set per session)
+and `io_modules_loaded_by` (which I/O modules an import pulls in).
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 settings.register_profile("aqueduct", deadline=None)
 settings.register_profile("aqueduct-ci", deadline=None, derandomize=True, print_blob=True)
@@ -34,3 +40,9 @@ def _io_modules_loaded_by(names: list[str]) -> str:
 def io_modules_loaded_by() -> Callable[[list[str]], str]:
     """Import the named modules in a fresh interpreter; its printout lists the asyncio/aioquic/socket modules loaded."""
     return _io_modules_loaded_by
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
+    """Development certificates (CA, server cert and key) in a temporary directory, made once per session."""
+    return make_dev_certs(Path(tmp_path_factory.mktemp("certs")))

@@ -5,21 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 import aqueduct
-from aqueduct.quic.certs import DevCerts, make_dev_certs
+from aqueduct.quic.certs import DevCerts
 
 GUARD = 20.0
 """Upper bound on any single wait: a failure guard, never a synchronisation."""
-
-
-@pytest.fixture(scope="session")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
-    return make_dev_certs(Path(tmp_path_factory.mktemp("certs")))
 
 
 @contextlib.asynccontextmanager

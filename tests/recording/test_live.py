@@ -7,20 +7,13 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import aqueduct
 from aqueduct import Delivery
 from aqueduct.core.app import MessagesAcked
-from aqueduct.quic.certs import DevCerts, make_dev_certs
+from aqueduct.quic.certs import DevCerts
 from aqueduct.recording import read_events
 
 GUARD = 20.0
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
-    return make_dev_certs(Path(tmp_path_factory.mktemp("certs")))
 
 
 async def test_both_sides_record_what_they_send_take_and_learn(certs: DevCerts, tmp_path: Path) -> None:

@@ -12,16 +12,11 @@ import aqueduct
 from aqueduct import Delivery
 from aqueduct.api.codec import RawCodec, RawMessage
 from aqueduct.cli import main
-from aqueduct.quic.certs import DevCerts, make_dev_certs
+from aqueduct.quic.certs import DevCerts
 from aqueduct.recording import Recorder, RecordingError
 from aqueduct.recording.replay import plan, replay
 
 GUARD = 20.0
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
-    return make_dev_certs(Path(tmp_path_factory.mktemp("certs")))
 
 
 def _record(path: Path, payloads: bool) -> None:

@@ -10,17 +10,12 @@ from typing import Any
 
 import pytest
 
-from aqueduct.quic.certs import DevCerts, make_dev_certs
+from aqueduct.quic.certs import DevCerts
 from aqueduct.spark.stream import AqueductStreamReader, AqueductStreamWriter, Spool, _Rows
 
 from .publisher import Publisher
 
 GUARD = 120.0
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
-    return make_dev_certs(Path(tmp_path_factory.mktemp("certs")))
 
 
 @pytest.fixture(scope="module")
