@@ -276,7 +276,7 @@ class Connection:
         while True:
             delivered = self.engine.take_message(handle, now=self._loop.time())
             if delivered is not None:
-                self._protocol.flush()
+                self._protocol.flush_soon()  # (a take writes only credit and acks: they can wait for the turn's end)
                 return self._decode(delivered)
             reason = self._receiver_ended.get(handle)
             if reason is None and self.closed.done():

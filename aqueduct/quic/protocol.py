@@ -237,6 +237,12 @@ class AqueductProtocol(QuicConnectionProtocol):
             self._execute(cmd)
         self._transmit_soon()
 
+    def flush_soon(self) -> None:
+        """After an application call that wrote nothing backpressure must see at once (a take: credit, acks):
+        leave the engine's commands to the pump and transmit at the end of this loop turn."""
+        if self.engine is not None:
+            self._transmit_soon()
+
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
         """A packet: process it now, transmit once this loop turn ends.
 
