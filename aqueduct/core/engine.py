@@ -377,7 +377,13 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     def _credit(self, stream_id: int | None, nbytes: int) -> None:
         if stream_id is not None and nbytes > 0 and not self._closed:
-            self._cmds.append(GrantCredit(stream_id, nbytes))
+            cmds = self._cmds
+            if cmds:  # takes in a row on one stream: one grant for them all
+                last = cmds[-1]
+                if type(last) is GrantCredit and last.stream_id == stream_id:
+                    cmds[-1] = GrantCredit(stream_id, last.nbytes + nbytes)
+                    return
+            cmds.append(GrantCredit(stream_id, nbytes))
 
     @property
     def _need_version(self) -> bool:
