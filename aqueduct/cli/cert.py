@@ -9,10 +9,11 @@ from ..quic.certs import DEV_NAMES, fingerprint, make_dev_certs
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `cert` subcommand."""
-    p = sub.add_parser("cert", help="create a dev CA and server certificate (ca.pem, cert.pem, key.pem)")
+    p = sub.add_parser("cert", help="create a dev CA and server certificate (ca.pem, ca.key, cert.pem, key.pem)")
     p.add_argument("--dir", default="certs", help="output directory (default: ./certs)")
-    p.add_argument("--name", action="append", dest="names", help=f"server name (repeatable; default {DEV_NAMES})")
-    p.add_argument("--days", type=int, default=365, help="validity in days")
+    p.add_argument("--name", action="append", dest="names",
+                   help=f"server name (repeatable; default: {', '.join(DEV_NAMES)})")
+    p.add_argument("--days", type=int, default=365, help="validity in days (default: 365)")
     p.set_defaults(func=run)
 
 

@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--fingerprint", help="pinned SHA-256 fingerprint of the server certificate")
     p.add_argument("--connection", help="recorded connection id (default: the one with the busiest channel)")
     p.add_argument("--channel", type=int, help="recorded channel id (default: the busiest channel)")
-    p.add_argument("--direction", choices=["out", "in"], default="out", help="replay what was sent or received")
+    p.add_argument("--direction", choices=["out", "in"], default="out",
+                   help="replay what was sent (out, default) or received (in)")
     p.add_argument("--fast", action="store_true", help="as fast as possible instead of the recorded pace")
     p.add_argument("--speed", type=float, default=1.0, help="pace multiplier (2: twice as fast as recorded)")
     p.set_defaults(func=run)

@@ -18,12 +18,14 @@ from ..api.endpoints import serve
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `serve` subcommand."""
     p = sub.add_parser("serve", help="run an Aqueduct service (--echo: the interop echo service)")
-    p.add_argument("--echo", action="store_true", required=True, help="serve the echo rule (raw codec)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=4433, help="UDP port (0: pick a free one)")
+    p.add_argument("--echo", action="store_true", required=True,
+                   help="run the echo service (raw codec; required: the only service so far)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=4433, help="UDP port (default: 4433; 0: pick a free one)")
     p.add_argument("--cert", required=True, help="server certificate chain (PEM)")
     p.add_argument("--key", required=True, help="server private key (PEM)")
-    p.add_argument("--single-use-tickets", action="store_true", help="accept 0-RTT work before the handshake ends")
+    p.add_argument("--single-use-tickets", action="store_true",
+                   help="single-use session tickets: 0-RTT data is processed before the handshake ends (replay-safe)")
     p.add_argument("--record", metavar="DIR", help="record every connection's traffic (Parquet) into DIR")
     p.set_defaults(func=run)
 

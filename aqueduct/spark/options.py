@@ -11,7 +11,7 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument(
         "--master", default=None, help="Spark master URL (default local[*]; ignored under spark-submit)"
     )
-    parser.add_argument("--out", default=None, help="where result tables and charts go (default DIR.analysis)")
+    parser.add_argument("--out", default=None, help="where result tables and charts go (default: RECORDING.analysis)")
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
     parser.add_argument(
         "--jit",
