@@ -1,13 +1,15 @@
 """`aqueduct serve --echo`: run the echo service (raw codec) until killed.
 
 Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0
-picks a free port) and one line per connection when it ends.
+picks a free port) and one line per connection when it ends. SIGTERM stops
+it like Ctrl-C (the server closes, so a `--record` recording is sealed).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 
 from ..api.codec import RawCodec
@@ -33,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 async def _main(args: argparse.Namespace) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
                      single_use_tickets=args.single_use_tickets, record=args.record) as server:
+        main = asyncio.current_task()
+        assert main is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
         host, port = server.address
         print(f"listening on {host}:{port}", flush=True)
         tasks: set[asyncio.Task[None]] = set()
@@ -58,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
     try:
         asyncio.run(_main(args))
+    except asyncio.CancelledError:  # SIGTERM
+        return 0
     except OSError as exc:
         print(f"aqueduct serve: {exc}", file=sys.stderr)
         return 1

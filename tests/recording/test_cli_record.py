@@ -36,3 +36,28 @@ def test_demo_records_both_sides(tmp_path: Path) -> None:
     # every reliable message on a channel that was not cancelled arrived, and nothing else did
     assert ordered(server, "message_received") == ordered(client, "message_sent")
     assert ordered(client, "message_received") == ordered(server, "message_sent")
+
+
+async def test_serve_record_seals_its_segment_on_sigterm(tmp_path: Path) -> None:
+    import aqueduct
+    from aqueduct import RawCodec, RawMessage
+    from aqueduct.quic.certs import make_dev_certs
+
+    certs = make_dev_certs(tmp_path / "certs")
+    rec = tmp_path / "rec"
+    command = Path(sys.executable).with_name("aqueduct")
+    proc = subprocess.Popen([str(command), "serve", "--echo", "--port", "0", "--cert", str(certs.cert),
+                             "--key", str(certs.key), "--record", str(rec)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = "aqueduct://" + proc.stdout.readline().strip().removeprefix("listening on ")
+        async with aqueduct.connect(url, ca=certs.ca, codec=RawCodec()) as conn:
+            reply_tx, reply_rx = aqueduct.channel()
+            await conn.entrypoint.send(RawMessage(b"ping", [reply_tx]))
+            assert (await reply_rx.recv()).data == b"ping"
+        proc.terminate()  # SIGTERM, as a service manager stops it
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+    kinds = {e["kind"] for e in read_events(rec)}
+    assert {"connection_opened", "message_received", "message_sent"} <= kinds
