@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     dec.add_argument("hex", help="the bytes of a stream or datagram, as hex (whitespace ignored; - for stdin)")
     dec.add_argument("--kind", choices=VECTOR_KINDS, default="frames", help="what the bytes hold (default: frames)")
     dec.add_argument(
-        "--max-frame-size", type=int, default=DEFAULT_MAX_FRAME_SIZE, help="largest declared length accepted"
+        "--max-frame-size", type=int, default=DEFAULT_MAX_FRAME_SIZE,
+        help="largest declared length (default: %(default)s B)"
     )
     dec.add_argument("--indent", type=int, default=None, help="pretty-print JSON with this indent")
     dec.set_defaults(func=_decode)
