@@ -61,16 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aeron_compat", description="Aeron programming model on Aqueduct")
     sub = parser.add_subparsers(dest="command", required=True)
     stat = sub.add_parser("stat", help="print driver counters, like AeronStat")
-    stat.add_argument("--dir", help="one driver directory, or a base directory (default: $AERON_COMPAT_DIR or tmp)")
-    stat.add_argument("--watch", type=float, default=0.0, help="repeat every SECONDS")
+    stat.add_argument("--dir", help="one driver directory, or a base directory "
+                                       "(default: $AERON_COMPAT_DIR, else /tmp/aeron_compat-$USER)")
+    stat.add_argument("--watch", type=float, default=0.0, help="repeat every WATCH seconds")
     stat.add_argument("--count", type=int, default=0, help="with --watch: stop after COUNT rounds")
     stat.add_argument("--json", action="store_true", help="print the raw snapshots as JSON")
     stat.set_defaults(func=_stat)
     drv = sub.add_parser("driver", help="run the standalone media driver (clients: Context(driver_mode='standalone'))")
-    drv.add_argument("--dir", help="driver directory (default: <base dir>/standalone)")
-    drv.add_argument("--term-length", type=int, default=DEFAULT_TERM_LENGTH, help="default term length")
-    drv.add_argument("--counters-interval", type=float, default=0.25, help="seconds between counters snapshots")
-    drv.add_argument("--udp-media", choices=("aqueduct", "loopback"), default="aqueduct", help="aeron:udp transport")
+    drv.add_argument("--dir", help="driver directory (default: $AERON_COMPAT_DIR/standalone, else "
+                                    "/tmp/aeron_compat-$USER/standalone)")
+    drv.add_argument("--term-length", type=int, default=DEFAULT_TERM_LENGTH,
+                     help="default term length in bytes (default: %(default)s)")
+    drv.add_argument("--counters-interval", type=float, default=0.25,
+                     help="seconds between counters snapshots (default: %(default)s)")
+    drv.add_argument("--udp-media", choices=("aqueduct", "loopback"), default="aqueduct",
+                     help="aeron:udp transport (default: aqueduct)")
     drv.set_defaults(func=_driver)
     return parser
 
