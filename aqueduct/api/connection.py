@@ -144,7 +144,9 @@ class Connection:
             self._entrypoint = networked_receiver(self, ev.entrypoint)
         theirs = self.header(CODEC_HEADER)
         if theirs != self.codec.name.encode():
-            why = f"codec mismatch: we use {self.codec.name!r}, the peer announced {theirs!r}"
+            # worded for both ends: the peer may be the one that reads it (as the close reason)
+            side = self.engine.side.name.lower()
+            why = f"codec mismatch: the {side} uses {self.codec.name!r}, its peer announced {theirs!r}"
             self.engine.close(CloseCode.CODEC_MISMATCH, why, now=self._loop.time())
             self._loop.call_soon(self._protocol.flush)
             if not self.ready.done():
