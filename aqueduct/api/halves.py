@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -120,41 +120,58 @@ def _raise_end(reason: EndReason | None, what: str) -> None:
     raise ERROR_FOR_REASON[reason](f"{what}: {reason.value}")
 
 
-class Sender:
-    """The sending half of a channel: `send`, `try_send`, `finish`, `cancel`; `async with` finishes."""
+class _Half:
+    """What both halves share: where they talk (a local pipe or a network link) and their drop finalizer."""
 
-    def __init__(self, *, mode: ModeLike = Delivery.ORDERED) -> None:
-        self.mode = as_delivery(mode)
+    def __init__(self) -> None:
         self._pipe: _Pipe | None = None
         self._link: Link | None = None
         self._handle: int | None = None
         self._done: str | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
-    # ---- wiring ----
-    def _set_pipe(self, pipe: _Pipe) -> None:
-        self._pipe = pipe
-        pipe.sender = weakref.ref(self)
-        self._finalizer = weakref.finalize(self, pipe.sender_dropped)
+    def _on_drop(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run `callback(*args)` when this object is collected, replacing any earlier drop callback."""
+        self._detach_finalizer()
+        self._finalizer = weakref.finalize(self, callback, *args)
 
-    def _bind(self, link: Link, handle: int) -> None:
-        """From now on this half sends on the network channel `handle` of `link`."""
+    def _detach_finalizer(self) -> None:
         if self._finalizer is not None:
             self._finalizer.detach()
-        self._pipe, self._link, self._handle = None, link, handle
-        self._finalizer = weakref.finalize(self, _call_if_alive, weakref.WeakMethod(link.drop_sender), handle)
 
-    def _mark_moved(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        self._done = "moved into a message"
-        self._pipe = None
-        self._link = self._handle = None
+    def _bind_link(self, link: Link, handle: int, drop: Callable[[int], None]) -> None:
+        self._link, self._handle = link, handle
+        self._on_drop(_call_if_alive, weakref.WeakMethod(drop), handle)
 
     @property
     def networked(self) -> bool:
         """Whether this half talks to a channel on a connection."""
         return self._link is not None
+
+
+class Sender(_Half):
+    """The sending half of a channel: `send`, `try_send`, `finish`, `cancel`; `async with` finishes."""
+
+    def __init__(self, *, mode: ModeLike = Delivery.ORDERED) -> None:
+        super().__init__()
+        self.mode = as_delivery(mode)
+
+    # ---- wiring ----
+    def _set_pipe(self, pipe: _Pipe) -> None:
+        self._pipe = pipe
+        pipe.sender = weakref.ref(self)
+        self._on_drop(pipe.sender_dropped)
+
+    def _bind(self, link: Link, handle: int) -> None:
+        """From now on this half sends on the network channel `handle` of `link`."""
+        self._pipe = None
+        self._bind_link(link, handle, link.drop_sender)
+
+    def _mark_moved(self) -> None:
+        self._detach_finalizer()
+        self._done = "moved into a message"
+        self._pipe = None
+        self._link = self._handle = None
 
     def _check(self) -> None:
         if self._done is not None:
@@ -224,9 +241,9 @@ class Sender:
 
     def _end(self, reason: EndReason) -> None:
         self._check()
-        if self._finalizer is not None and self._link is None:
-            # a networked sender keeps its finalizer: dropping it lets the engine forget the ended channel
-            self._finalizer.detach()
+        # a networked sender keeps its finalizer: dropping it lets the engine forget the ended channel
+        if self._link is None:
+            self._detach_finalizer()
         if self._link is not None:
             assert self._handle is not None
             (self._link.finish if reason is EndReason.FINISHED else self._link.cancel)(self._handle)
@@ -252,42 +269,26 @@ class Sender:
         return f"<Sender {where} {self._done or 'open'}>"
 
 
-class Receiver:
+class Receiver(_Half):
     """The receiving half of a channel: `recv`, `async for`, `close`."""
-
-    def __init__(self) -> None:
-        self._pipe: _Pipe | None = None
-        self._link: Link | None = None
-        self._handle: int | None = None
-        self._done: str | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     def _set_pipe(self, pipe: _Pipe) -> None:
         self._pipe = pipe
         pipe.receiver = weakref.ref(self)
-        self._finalizer = weakref.finalize(self, pipe.receiver_dropped)
+        self._on_drop(pipe.receiver_dropped)
 
     def _bind(self, link: Link, handle: int) -> None:
         """From now on (after what is already queued locally) this half reads network channel `handle`."""
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        self._link, self._handle = link, handle
-        self._finalizer = weakref.finalize(self, _call_if_alive, weakref.WeakMethod(link.drop_receiver), handle)
+        self._bind_link(link, handle, link.drop_receiver)
         if self._pipe is not None:
             self._pipe.wake()
 
     def _mark_moved(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer.detach()
+        self._detach_finalizer()
         self._done = "moved into a message"
         if self._pipe is not None:
             self._pipe.wake()
         self._link = self._handle = None
-
-    @property
-    def networked(self) -> bool:
-        """Whether this half reads a channel on a connection."""
-        return self._link is not None
 
     async def recv_message(self) -> Message:
         """The next message with its delivery mode; StopAsyncIteration after a finish, typed errors otherwise."""
@@ -315,9 +316,9 @@ class Receiver:
         """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
         if self._done is not None:
             return
-        if self._finalizer is not None and self._link is None:
-            # a networked receiver keeps its finalizer: dropping it lets the engine forget the closed channel
-            self._finalizer.detach()
+        # a networked receiver keeps its finalizer: dropping it lets the engine forget the closed channel
+        if self._link is None:
+            self._detach_finalizer()
         if self._link is not None:
             assert self._handle is not None
             self._link.close_receiver(self._handle)
