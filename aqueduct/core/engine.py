@@ -255,6 +255,13 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._tick(now)
         return self._send(self._app_sender(sender), bytes(payload), attach, delivery)
 
+    def send_plain(
+        self, sender: SenderHandle, payload: bytes, delivery: Delivery = Delivery.ORDERED, now: float | None = None
+    ) -> int | None:
+        """`send` of a message without attachments (the hot path): returns only the stream written (None: datagram)."""
+        self._tick(now)
+        return self._send(self._app_sender(sender), bytes(payload), (), delivery).stream_id
+
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""
         self._tick(now)
@@ -288,6 +295,19 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         taken = self._take(self._app_receiver(receiver))
         self._run_resumed()
         return taken
+
+    def take_many(self, receiver: ReceiverHandle, limit: int, now: float | None = None) -> list[Delivered]:
+        """Take up to `limit` queued messages at once (what `limit` calls of `take_message` would return)."""
+        self._tick(now)
+        r = self._app_receiver(receiver)
+        out: list[Delivered] = []
+        while len(out) < limit:
+            taken = self._take(r)
+            if taken is None:
+                break
+            out.append(taken)
+        self._run_resumed()
+        return out
 
     def drop_sender(self, sender: SenderHandle, now: float | None = None) -> None:
         """The application let go of a sender handle: cancel it unless already finished."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from core_helpers import client_ready, feed, of, pair, server_ready
 
-from aqueduct.core.app import AttachKind, MessageAvailable, ReceiverEnded, SenderEnded
+from aqueduct.core.app import AttachKind, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
 from aqueduct.core.transport import StreamReset
 from aqueduct.errors import ChannelClosed, ChannelLost, ConnectionLost, EndReason, ReceiverDropped, ResetCode
 from aqueduct.wire.frames import ChannelControl, CloseReceiver, Message
@@ -98,3 +98,25 @@ def test_send_or_finish_after_a_finished_end_raises_channel_closed() -> None:
     with pytest.raises(ChannelClosed):
         c.send(1, b"x")
     c.finish(1)  # already finished: a no-op
+
+
+def test_take_many_returns_what_repeated_take_message_would() -> None:
+    a, b = server_ready(), server_ready()
+    rx = a.entrypoint or 0
+    for s in (a, b):
+        feed(s, 2, [Message(0, n, payload=bytes([n])) for n in range(5)])
+    singles = [b.take_message(rx) for _ in range(3)]
+    assert a.take_many(rx, 3) == singles
+    assert a.take_many(rx, 10) == [b.take_message(rx), b.take_message(rx)]
+    assert a.take_many(rx, 10) == [] and b.take_message(rx) is None
+    assert a.commands() == b.commands()
+
+
+def test_send_plain_writes_what_send_writes_and_returns_its_stream() -> None:
+    a, b = client_ready(), client_ready()
+    for delivery in (Delivery.ORDERED, Delivery.UNORDERED, Delivery.UNRELIABLE):
+        assert a.send_plain(1, b"hello", delivery) == b.send(1, b"hello", (), delivery).stream_id
+    assert a.commands() == b.commands()
+    feed(a, 1, [ChannelControl(0), CloseReceiver(())])
+    with pytest.raises(ReceiverDropped):
+        a.send_plain(1, b"x")
