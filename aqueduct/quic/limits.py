@@ -15,6 +15,7 @@ is freed when it terminates.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ from aioquic.quic.configuration import SMALLEST_MAX_DATAGRAM_SIZE
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
 
 from ..wire.errors import CloseCode
+from .drain import drain, drainable_socket
 from .protocol import AqueductProtocol
 from .settings import TransportSettings
 
@@ -41,6 +43,7 @@ class LimitedQuicServer(QuicServer):
         self.refused = 0
         """New connections dropped by a limit."""
         self.start_timeouts = 0
+        self._drain_sock: socket.socket | None = None
         """Connections closed for not finishing start-up within handshake_timeout."""
 
     @property
@@ -48,7 +51,17 @@ class LimitedQuicServer(QuicServer):
         """Connections holding a slot."""
         return sum(self.per_address.values())
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._drain_sock = drainable_socket(transport)
+
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
+        """One datagram, then whatever else the socket holds (drain.py): one loop turn per burst."""
+        self._one_datagram(data, addr)
+        if self._drain_sock is not None:
+            drain(self._drain_sock, self._one_datagram, self.error_received)
+
+    def _one_datagram(self, data: bytes | str, addr: Any) -> None:
         assert isinstance(data, bytes)
         host = str(addr[0])
         if self._opens_connection(data) and (
