@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from ..errors import ConnectionLost
 from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from .certs import fingerprint
+from .drain import drain, drainable_socket
 from .paced import PacedQuicConnection
 from .settings import TransportSettings
 
@@ -110,6 +112,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._closing_locally = False
         self._handshake_ok = False
         self._engine_timer: asyncio.TimerHandle | None = None
+        self._drain_sock: socket.socket | None = None
         self._engine_timer_at: float | None = None
         self._keepalive: asyncio.TimerHandle | None = None
         self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
@@ -251,8 +254,18 @@ class AqueductProtocol(QuicConnectionProtocol):
         """
         self._unacked_total = None  # ACKs shrink the send buffers
         self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
+        if self._drain_sock is not None:  # a client reads the rest of a burst now too (drain.py)
+            drain(self._drain_sock, self._receive_more, self.error_received)
         self._process_events()
         self._transmit_soon()
+
+    def _receive_more(self, data: bytes, addr: Any) -> None:
+        self._quic.receive_datagram(data, addr, now=self._loop.time())
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        # only a client owns its socket; a server connection shares the server's (limits.py drains that)
+        self._drain_sock = drainable_socket(transport) if self.side is Side.CLIENT else None
 
     def transmit(self) -> None:
         """Pump the engine, send what aioquic has ready; senders waiting on its datagram queue may proceed."""

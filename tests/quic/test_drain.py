@@ -69,3 +69,16 @@ async def test_the_server_handles_a_burst_in_one_callback(certs: DevCerts) -> No
     assert len(calls) == 1  # one readiness callback handled the whole burst
     tx.close()
     transport.close()
+
+
+async def test_a_client_drains_its_own_socket_and_a_server_connection_never_drains_the_shared_one(
+    certs: DevCerts,
+) -> None:
+    import aqueduct
+
+    async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key) as server:
+        conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{server.address[1]}", ca=certs.ca)
+        accepted = await anext(aiter(server))
+        assert conn.protocol._drain_sock is not None
+        assert accepted.protocol._drain_sock is None
+        await conn.close()
