@@ -2,7 +2,9 @@
 
 Handles are ints the engine allocates (never reused within a connection);
 they are not channel IDs, because a channel ID can come back as a ghost
-receiver after its first receiver is gone.
+receiver after its first receiver is gone. Delivered and SendResult are made
+once per message, so they are not frozen (cheaper to build); treat them as
+values.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Attachment:
     handle: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Delivered:
     """A message taken from a receiver."""
 
@@ -70,7 +72,7 @@ class Delivered:
     delivery: Delivery
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class SendResult:
     """What `Connection.send` did: the message number, the local halves it created, and where it went."""
 

@@ -62,7 +62,7 @@ from .receiving import ReceivingMixin
 from .sender import Sender, SState
 from .sending import SendingMixin
 from .startup import StartupMixin
-from .streams import VERSION_BYTES, Role, StreamIds, StreamRec, opened_by
+from .streams import VERSION_BYTES, PendingWrite, Role, StreamIds, StreamRec, opened_by
 from .timers import Timers
 from .transport import (
     CloseConnection,
@@ -70,9 +70,13 @@ from .transport import (
     GrantCredit,
     ResetStream,
     SendStreamData,
+    StreamDataReceived,
     TransportCommand,
     TransportEvent,
 )
+
+_ORDERED = Delivery.ORDERED
+_OPEN = SState.OPEN
 
 
 class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixin):
@@ -86,7 +90,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _headers: Headers
     _peer_headers: Headers | None
     _closed: bool
-    _cmds: list[TransportCommand]
+    _cmds: list[TransportCommand | PendingWrite]
+    _tail: PendingWrite | None
+    _pending_writes: int
     _events: list[AppEvent]
     _next_handle: int
     _minter: ChannelIdMinter
@@ -128,7 +134,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._headers: Headers = normalize_headers(headers)
         self._peer_headers: Headers | None = None
         self._closed = False
-        self._cmds: list[TransportCommand] = []
+        self._cmds: list[TransportCommand | PendingWrite] = []
+        self._tail: PendingWrite | None = None  # the PendingWrite hot-path sends may extend
+        self._pending_writes = 0  # PendingWrites in _cmds
         self._events: list[AppEvent] = []
         self._next_handle = 1
         self._minter = ChannelIdMinter(side)
@@ -187,9 +195,20 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     # ---- transport side ----
     def handle_event(self, event: TransportEvent, now: float) -> None:
         """Process one transport event. Protocol errors become a CloseConnection command, never an exception."""
-        self.now = max(self.now, now)
+        if now > self.now:
+            self.now = now
         if self._closed:
             return
+        if type(event) is StreamDataReceived and (self._side is Side.CLIENT or self._peer_headers is not None):
+            # the hot path: data on a stream of an admitted connection (_admit would dispatch it at once)
+            if self._gate_open and not self._held:
+                try:
+                    self._on_stream_data(event)
+                    if self._resume:
+                        self._resume_stalled()
+                except ProtocolError as err:
+                    self._fail(err)
+                return
         if isinstance(event, ConnectionTerminated):
             self._teardown(event.error_code, event.reason, by_peer=event.by_peer, send_close=False)
             return
@@ -230,7 +249,11 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     def commands(self) -> list[TransportCommand]:
         """Drain the transport commands produced so far, in order."""
         out, self._cmds = self._cmds, []
-        return out
+        if self._pending_writes:
+            self._pending_writes = 0
+            self._tail = None
+            return [c.command() if isinstance(c, PendingWrite) else c for c in out]
+        return out  # type: ignore[return-value]  # no PendingWrite in it
 
     def events(self) -> list[AppEvent]:
         """Drain the application events produced so far, in order."""
@@ -259,7 +282,14 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self, sender: SenderHandle, payload: bytes, delivery: Delivery = Delivery.ORDERED, now: float | None = None
     ) -> int | None:
         """`send` of a message without attachments (the hot path): returns only the stream written (None: datagram)."""
-        self._tick(now)
+        if now is not None and now > self.now:
+            self.now = now
+        s = self._senders.get(sender)
+        if s is not None and delivery is _ORDERED and s.state is _OPEN and not s.app_dropped and not self._closed:
+            sid = s.ordered_sid
+            if sid is not None and len(payload) <= self._max:
+                self._write_ordered(s, sid, payload if type(payload) is bytes else bytes(payload))
+                return sid
         return self._send(self._app_sender(sender), bytes(payload), (), delivery).stream_id
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
@@ -301,11 +331,24 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._tick(now)
         r = self._app_receiver(receiver)
         out: list[Delivered] = []
-        while len(out) < limit:
-            taken = self._take(r)
-            if taken is None:
-                break
-            out.append(taken)
+        queue = r.queue
+        if queue and limit > 0:
+            if r.handle in self._stalls:
+                self._resume.add(r.handle)
+            channel = r.channel
+            run_sid: int | None = None  # credit is returned per run of messages from one stream
+            run = 0
+            while queue and len(out) < limit:
+                q = queue.popleft()
+                r.queue_bytes -= len(q.payload)
+                if q.credit_sid != run_sid:
+                    self._credit_taken(run_sid, run)
+                    run_sid, run = q.credit_sid, 0
+                run += q.credit
+                for att in q.attachments:
+                    self._expose(att)
+                out.append(Delivered(q.payload, q.attachments, channel, q.number, q.delivery))
+            self._credit_taken(run_sid, run)
         self._run_resumed()
         return out
 

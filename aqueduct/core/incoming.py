@@ -39,7 +39,7 @@ from ..wire.frames import (
 )
 from ..wire.reader import FrameReader, decode_frames
 from .receiving import QueueFull
-from .streams import Role, StreamRec, frame_wire_size, is_uni, message_wire_size, opened_by
+from .streams import Role, StreamRec, is_uni, opened_by
 from .transport import (
     DatagramReceived,
     StopSendingReceived,
@@ -61,6 +61,7 @@ _ROLE_FRAMES: dict[Role, tuple[type, ...]] = {
     Role.TO_RECEIVER: (SentUnreliable, FinishSender),
 }
 _MESSAGES = Role.MESSAGES
+_NEW_UNI = Role.NEW_UNI
 _VALID_RESETS = frozenset(int(c) for c in ResetCode)
 
 
@@ -93,25 +94,35 @@ class IncomingMixin:
         rec = self._incoming_rec(ev.stream_id)
         if rec.in_done:
             return
-        before = rec.reader.buffered
-        frames = rec.reader.feed(ev.data)
-        after = rec.reader.buffered
-        consumed = before + len(ev.data) - after
+        reader = rec.reader
+        before = reader.buffered
+        data = ev.data
+        frames, sizes = reader.feed_sized(data)
+        after = reader.buffered
+        consumed = before + len(data) - after
         self._partial_bytes += after - before
         if rec.stalled is not None:
-            rec.stalled.extend(frames)
+            rec.stalled.extend(zip(frames, sizes, strict=True))
             rec.stalled_bytes += consumed
             rec.stalled_fin = rec.stalled_fin or ev.end_stream
             self._partial_bytes += consumed
         if self._partial_bytes > self.config.max_buffered_bytes:
             self._limit(f"more than {self.config.max_buffered_bytes} bytes of partial frames buffered")
         if rec.stalled is None:
-            self._run_frames(rec, frames, consumed, ev.end_stream)
+            if frames or ev.end_stream:
+                self._run_frames(rec, frames, sizes, consumed, ev.end_stream)
+            else:  # a piece of a frame: what _run_frames would do with no frame
+                self._credit_partial(rec)
+                if rec.frames_seen:
+                    self._flush_pending_reset(rec)
 
-    def _run_frames(self: Engine, rec: StreamRec, frames: list[Frame], nbytes: int, fin: bool) -> None:
+    def _run_frames(
+        self: Engine, rec: StreamRec, frames: list[Frame], sizes: list[int], nbytes: int, fin: bool
+    ) -> None:
         """Process a stream's frames in order (stalling at a full receiver queue), then credit and FIN.
 
         `rec.pre` bytes of the first frame were credited while it was partial; they are not credited again.
+        `sizes` are the frames' wire sizes.
         """
         pre, rec.pre = rec.pre, 0
         if not frames:
@@ -122,12 +133,18 @@ class IncomingMixin:
         for i, frame in enumerate(frames):
             p = pre if i == 0 else 0
             try:
-                deferred = self._stream_frame(rec, frame, p)
+                if type(frame) is Message and (rec.role is _MESSAGES or rec.role is _NEW_UNI):  # the hot path
+                    rec.role = _MESSAGES
+                    rec.frames_seen += 1
+                    size = sizes[i] - p
+                    deferred = size if self._on_message(frame, True, rec.stream_id, size) else 0
+                else:
+                    deferred = self._stream_frame(rec, frame, sizes[i] - p)
             except QueueFull as full:
                 rec.busy = False
                 rec.frames_seen -= 1
-                rest = frames[i:]
-                held = sum(frame_wire_size(f) for f in rest)
+                rest = list(zip(frames[i:], sizes[i:], strict=True))
+                held = sum(sizes[i:])
                 other -= held - p
                 rec.pre = p
                 rec.stalled = deque(rest)
@@ -182,11 +199,10 @@ class IncomingMixin:
         credit = 0
         rec.busy = True
         while rec.stalled:
-            frame = rec.stalled[0]
-            size = frame_wire_size(frame)
+            frame, size = rec.stalled[0]
             p = rec.pre
             try:
-                deferred = self._stream_frame(rec, frame, p)
+                deferred = self._stream_frame(rec, frame, size - p)
             except QueueFull as full:
                 rec.busy = False
                 rec.frames_seen -= 1
@@ -204,14 +220,11 @@ class IncomingMixin:
         rec.busy = False
         fin = rec.stalled_fin
         rec.stalled, rec.stalled_fin = None, False
-        self._run_frames(rec, [], credit, fin)
+        self._run_frames(rec, [], [], credit, fin)
 
-    def _stream_frame(self: Engine, rec: StreamRec, frame: Frame, pre: int = 0) -> int:
-        """Process one frame of a stream; return the bytes whose credit is deferred (less `pre`, credited)."""
-        if rec.role is _MESSAGES and type(frame) is Message:  # the hot path
-            rec.frames_seen += 1
-            size = message_wire_size(frame) - pre
-            return size if self._on_message(frame, True, rec.stream_id, size) else 0
+    def _stream_frame(self: Engine, rec: StreamRec, frame: Frame, size: int) -> int:
+        """Process one frame of a stream; return the bytes whose credit is deferred (of `size`, its wire size
+        less the bytes credited while it was partial)."""
         first = rec.frames_seen == 0
         rec.frames_seen += 1
         if isinstance(frame, Version):
@@ -228,7 +241,6 @@ class IncomingMixin:
         if isinstance(frame, Message):
             if rec.role is Role.NEW_UNI:
                 rec.role = Role.MESSAGES
-            size = message_wire_size(frame) - pre
             return size if self._on_message(frame, True, rec.stream_id, size) else 0
         if isinstance(frame, ConnectionControl):
             self._on_connection_control(frame.headers)

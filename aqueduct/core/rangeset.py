@@ -74,6 +74,14 @@ class RangeSet:
         starts[lo:hi] = [start]
         stops[lo:hi] = [stop]
 
+    def add_one(self, n: int) -> None:
+        """Add n (the common case, n just past the last range, extends it in place)."""
+        stops = self._stops
+        if type(stops) is list and stops[-1] == n:
+            stops[-1] = n + 1
+        else:
+            self.add(n, n + 1)
+
     def prefix_end(self, base: int) -> int:
         """The first number >= base that is not in the set."""
         i = bisect_right(self._starts, base) - 1

@@ -93,7 +93,7 @@ class Receiver:
 
     def mark_reliable(self, n: int) -> None:
         """Reliable message n was processed: it is owed an ack."""
-        self.rel_pending.add(n, n + 1)
+        self.rel_pending.add_one(n)
         if n == self.done_prefix and not self.rel_done:
             self.done_prefix = n + 1
             return

@@ -46,6 +46,10 @@ from .streams import Role
 if TYPE_CHECKING:
     from .engine import Engine
 
+_ROPEN = RState.OPEN
+_ORDERED = Delivery.ORDERED
+
+
 class QueueFull(Exception):
     """Internal: a reliable message found its receiver's queue full; its stream waits."""
 
@@ -94,10 +98,36 @@ class ReceivingMixin:
     def _on_message(self: Engine, m: Message, reliable: bool, credit_sid: int | None, size: int) -> bool:
         """Route and process one Message; return whether it was queued (its credit then waits)."""
         channel = m.channel
+        h = self._rx_by_channel.get(channel)
+        if h is not None and reliable and not m.attachments and not channel & 4:
+            # the hot path: the next in-order message of an open channel, with room in its queue
+            r = self._receivers[h]
+            n = m.number
+            queue = r.queue
+            payload = m.payload
+            if (
+                n == r.done_prefix
+                and not r.rel_done
+                and r.finish_count is None
+                and r.close_reason is None
+                and r.state is _ROPEN
+                and queue
+                and len(queue) < self.config.max_receiver_queue_messages
+                and r.queue_bytes + len(payload) <= self.config.max_receiver_queue_bytes
+            ):
+                r.messages_seen += 1
+                r.rel_pending.add_one(n)
+                r.done_prefix = n + 1
+                if r.ack_due is None:
+                    r.ack_due = self.now + self.config.ack_delay
+                queue.append(Queued(payload, (), n, _ORDERED, credit_sid, size))
+                r.queue_bytes += len(payload)
+                if r.declarations or self._timers.armed_at(("rx", h)) != r.ack_due:
+                    self._rx_schedule(r)
+                return credit_sid is not None
         oneshot = channel & 4
         if oneshot and m.number != 0:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
-        h = self._rx_by_channel.get(channel)
         if h is None:
             cid = ChannelId(channel)
             if cid.to is not self._side:

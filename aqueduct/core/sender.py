@@ -69,6 +69,8 @@ class Sender:
     end_reason: EndReason | None = None
     """Set once SenderEnded was decided; emitted when reachable (or lost)."""
     end_reported: bool = False
+    head: bytes | None = None
+    """The Message frame's type byte and channel varint (made by the first write on the ordered stream)."""
 
     @property
     def can_send(self) -> bool:

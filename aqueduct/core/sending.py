@@ -33,11 +33,12 @@ from ..wire.frames import (
     encode_frame,
     encode_message,
 )
+from ..wire.varint import SMALL_VARINTS, encode_varint
 from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
 from .links import MsgKey
 from .receiver import Receiver
 from .sender import Sender, SState
-from .streams import VERSION_BYTES, Role
+from .streams import VERSION_BYTES, PendingWrite, Role
 from .transport import ResetStream, SendDatagram, SendStreamData
 
 if TYPE_CHECKING:
@@ -45,19 +46,49 @@ if TYPE_CHECKING:
 
 _ORDERED = Delivery.ORDERED
 _OPEN = SState.OPEN
+_COALESCE_BELOW = 4096
+"""Payloads smaller than this join their neighbours on the same stream into one write."""
+_NO_ATTACHMENTS_LEN = [b"\x00" + v for v in SMALL_VARINTS]
+"""A Message frame's empty attachment array and a payload length under 128."""
 
 
 class SendingMixin:
     """Sender-side procedures."""
 
+    _tail: PendingWrite | None
+
     # ---- application calls ----
+    def _write_ordered(self: Engine, s: Sender, sid: int, payload: bytes) -> int:
+        """The hot path: one more plain message on an open ordered stream; returns its number.
+
+        Consecutive writes to one stream extend one PendingWrite (joined when commands are drained)."""
+        number = s.next_rel
+        head = s.head
+        if head is None:
+            head = s.head = b"\x03" + encode_varint(s.channel)
+        n = len(payload)
+        frame = (
+            head
+            + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
+            + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
+        )
+        cmds = self._cmds
+        tail = self._tail
+        if n >= _COALESCE_BELOW:  # large: one write each (joining many would copy them out of cache)
+            cmds.append(SendStreamData(sid, frame + payload))
+        elif tail is not None and tail.stream_id == sid and cmds and cmds[-1] is tail:
+            tail.parts += (frame, payload)
+        else:
+            tail = self._tail = PendingWrite(sid, [frame, payload])
+            cmds.append(tail)
+            self._pending_writes += 1
+        s.next_rel = number + 1
+        return number
+
     def _send(self: Engine, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery) -> SendResult:
         sid = s.ordered_sid
         if delivery is _ORDERED and sid is not None and not attach and s.state is _OPEN and len(payload) <= self._max:
-            number = s.next_rel  # the hot path: one more message on an open ordered stream
-            self._cmds.append(SendStreamData(sid, encode_message(s.channel, number, (), payload)))
-            s.next_rel = number + 1
-            return SendResult(number, (), sid)
+            return SendResult(self._write_ordered(s, sid, payload), (), sid)
         if not s.can_send:
             raise self._sender_error(s)
         if len(payload) > self.config.max_frame_size:

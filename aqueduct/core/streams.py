@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..wire.channel_id import Side
-from ..wire.frames import Frame, Message, Version, encode_frame
+from ..wire.frames import Frame, Version, encode_frame
 from ..wire.reader import FrameReader
-from ..wire.varint import encode_varint
+from .transport import SendStreamData
 
 VERSION_BYTES = encode_frame(Version())
 """The encoded Version frame a client puts first until it has the server's headers."""
@@ -76,10 +76,25 @@ class StreamRec:
     busy: bool = False
     """Its frames are being processed (partial-frame credit waits until that is done)."""
     """Bytes already credited that belong to the next unprocessed frame (partial, or first stalled)."""
-    stalled: deque[Frame] | None = None
-    """Frames not processed yet because a receiver queue was full (backpressure), in order."""
+    stalled: deque[tuple[Frame, int]] | None = None
+    """Frames (with their wire sizes) not processed yet because a receiver queue was full (backpressure), in order."""
     stalled_bytes: int = 0
     stalled_fin: bool = False
+
+
+class PendingWrite:
+    """Internal: consecutive hot-path writes to one stream, one SendStreamData when the engine's commands are
+    drained (the adapter gets one write per stream and drain instead of one per message)."""
+
+    __slots__ = ("parts", "stream_id")
+
+    def __init__(self, stream_id: int, parts: list[bytes]) -> None:
+        self.stream_id = stream_id
+        self.parts = parts
+
+    def command(self) -> SendStreamData:
+        """The write as a command."""
+        return SendStreamData(self.stream_id, b"".join(self.parts))
 
 
 def is_uni(stream_id: int) -> bool:
@@ -111,21 +126,3 @@ class StreamIds:
         self._next_uni += 4
         return sid
 
-
-def _vlen(n: int) -> int:
-    return 1 if n < 128 else len(encode_varint(n))
-
-
-def message_wire_size(m: Message) -> int:
-    """Bytes the Message frame took on the wire (var len ints are minimal, so re-encoding is exact)."""
-    n = len(m.payload)
-    size = 1 + _vlen(m.channel) + _vlen(m.number) + _vlen(n) + n
-    if not m.attachments:  # the common case: one byte says "no attachments"
-        return size + 1
-    att = sum(_vlen(a) for a in m.attachments)
-    return size + _vlen(att) + att
-
-
-def frame_wire_size(frame: Frame) -> int:
-    """Bytes a decoded frame took on the wire."""
-    return message_wire_size(frame) if isinstance(frame, Message) else len(encode_frame(frame))

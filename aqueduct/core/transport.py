@@ -4,6 +4,8 @@ Stream IDs are QUIC stream IDs. The engine allocates the IDs of streams it
 opens by QUIC's numbering (client bidi 0,4,8..; server bidi 1,5..; client
 uni 2,6..; server uni 3,7..); a stream is opened by its first
 SendStreamData. The adapter maps these 1:1 onto aioquic calls and events.
+The per-message commands (SendStreamData, GrantCredit) are not frozen, to
+be cheap to build; treat every command and event as a value.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ TransportEvent = (
 # ---- commands out of the engine (Connection.commands) ----
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class SendStreamData:
     """Write bytes on a stream (opening it if new); finish it if `end_stream`."""
 
@@ -115,7 +117,7 @@ class CloseConnection:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class GrantCredit:
     """The application consumed `nbytes` received on `stream_id`: flow-control credit may grow by that much."""
 

@@ -1,4 +1,7 @@
-"""Aqueduct frames: one frozen dataclass per frame type, and their codec.
+"""Aqueduct frames: one dataclass per frame type, and their codec.
+
+Frames are frozen, except Message: one is built per message received, and a
+frozen dataclass costs several times more to construct; treat it as frozen.
 
 `encode_frame` writes one frame; `read_frame(buf, pos, limit)` reads the
 frame starting at `pos` and returns it with the position after it, raising
@@ -60,7 +63,7 @@ class ChannelControl:
     channel: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Message:
     """One message on `channel`, with the IDs of channels it attaches."""
 

@@ -6,13 +6,15 @@ completed so far and keeps the partial rest. When a partial frame tells how
 long it will be, the reader does not parse it again until that many bytes
 are there, so a large message arriving in small chunks costs one parse.
 A declared length beyond `max_frame_size` is rejected before buffering.
+`feed_sized` also says how many bytes each frame took; Message frames
+without attachments (nearly every frame) are parsed inline.
 """
 
 from __future__ import annotations
 
 from .errors import encoding_error
-from .frames import FRAME_TYPES, Frame, read_frame
-from .varint import Incomplete
+from .frames import FRAME_TYPES, Frame, Message, read_frame
+from .varint import Incomplete, read_varint
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
 
@@ -57,20 +59,42 @@ class FrameReader:
 
     def feed(self, chunk: bytes) -> list[Frame]:
         """Add stream bytes; return the frames they complete."""
+        return self.feed_sized(chunk)[0]
+
+    def feed_sized(self, chunk: bytes) -> tuple[list[Frame], list[int]]:
+        """Add stream bytes; return the frames they complete and the bytes each took."""
         if not chunk:
-            return []
-        self._parts.append(bytes(chunk))
+            return [], []
         self._size += len(chunk)
         if self._size < self._needed:
-            return []
-        buf = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+            self._parts.append(bytes(chunk))
+            return [], []
+        if self._parts:
+            self._parts.append(bytes(chunk))
+            buf = b"".join(self._parts)
+        else:
+            buf = bytes(chunk)
         frames: list[Frame] = []
+        sizes: list[int] = []
         pos = 0
         end = len(buf)
+        limit = self.max_frame_size
         try:
             while pos < end:
-                frame, pos = read_frame(buf, pos, self.max_frame_size)
+                if buf[pos] == 3:  # Message: inline for no attachments and a payload already complete
+                    channel, p = read_varint(buf, pos + 1)
+                    number, p = read_varint(buf, p)
+                    if p + 1 < end and buf[p] == 0:
+                        n, p = read_varint(buf, p + 1)
+                        if n <= limit and p + n <= end:
+                            frames.append(Message(channel, number, (), buf[p : p + n]))
+                            sizes.append(p + n - pos)
+                            pos = p + n
+                            continue
+                start = pos
+                frame, pos = read_frame(buf, pos, limit)
                 frames.append(frame)
+                sizes.append(pos - start)
         except Incomplete as inc:
             self._needed = inc.needed - pos
             rest = buf[pos:]
@@ -81,7 +105,7 @@ class FrameReader:
             self._parts = []
             self._size = 0
         self.frames_read += len(frames)
-        return frames
+        return frames, sizes
 
     def finish(self) -> None:
         """The stream ended: raise ProtocolError if a frame was cut off or none came at all."""

@@ -18,7 +18,8 @@ from .errors import CloseCode, ProtocolError, encoding_error
 
 MAX_VARINT = (1 << 64) - 1
 
-_SMALL = [bytes([i]) for i in range(128)]
+SMALL_VARINTS = [bytes([i]) for i in range(128)]
+"""The encodings of 0..127 (one byte each), for hot paths that inline `encode_varint`."""
 
 
 class Incomplete(Exception):
@@ -32,7 +33,9 @@ class Incomplete(Exception):
 def encode_varint(value: int) -> bytes:
     """Encode `value` (0 to 2^64-1) as a minimal var len int."""
     if 0 <= value < 128:
-        return _SMALL[value]
+        return SMALL_VARINTS[value]
+    if 0 < value < 16384:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     if value < 0 or value > MAX_VARINT:
         raise ValueError(f"var len int out of range: {value}")
     out = bytearray()
@@ -54,6 +57,8 @@ def read_varint(buf: bytes, pos: int, base: int = 0) -> tuple[int, int]:
         raise Incomplete(pos + 1) from None
     if byte < 0x80:
         return byte, pos + 1
+    if pos + 1 < len(buf) and 0 < buf[pos + 1] < 0x80:  # two bytes, minimal: the next common case
+        return (byte & 0x7F) | (buf[pos + 1] << 7), pos + 2
     value = byte & 0x7F
     shift = 7
     start = pos
