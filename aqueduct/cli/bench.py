@@ -38,8 +38,16 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the suite and report."""
     from ..bench import report
-    from ..bench.runner import Options
+    from ..bench.runner import TRANSPORTS, Options
     from ..bench.runner import run as run_suite
+
+    names = [t.name for t in TRANSPORTS]
+    unknown = [o for o in args.only if not any(o in n for n in names)]
+    if unknown or args.rounds < 1 or args.window <= 0:
+        why = (f"no transport name contains {unknown[0]!r} (transports: {', '.join(names)})" if unknown
+               else "--rounds must be at least 1 and --window positive")
+        print(f"aqueduct bench: {why}", file=sys.stderr)
+        return 2
 
     opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,

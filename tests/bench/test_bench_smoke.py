@@ -44,3 +44,10 @@ def test_json_to_stdout_is_one_document(capsys: pytest.CaptureFixture[str]) -> N
     data = json.loads(capsys.readouterr().out)
     assert {c["transport"] for c in data["cells"]} == {"tcp"}
     assert data["engine"] == {} and data["api_memory"] == {}
+
+
+@pytest.mark.parametrize("bad", [["--only", "no-such-transport"], ["--rounds", "0"], ["--window", "0"]])
+def test_bad_options_exit_2_with_one_line_and_start_nothing(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", *bad]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("aqueduct bench: ")
