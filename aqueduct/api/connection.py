@@ -6,6 +6,11 @@ the halves a message carries (see halves.py) to the handles the engine
 created for them, and applies backpressure: a send returns once the stream
 it wrote to (or, for datagrams, aioquic's datagram queue) is back under its
 bound, and `send_nowait` refuses with WouldBlock instead of waiting.
+
+The hot paths are short: a send without attachments goes straight to the
+engine's `send_plain` and creates a coroutine only when it must wait; a
+receiver takes a bounded batch of messages at once into its own deque
+(`fill`), so most receives are a popleft.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +38,18 @@ from ..quic.protocol import AqueductProtocol, consume_exception
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
 from .codec import CODEC_HEADER, Codec
-from .halves import Half, Message, Receiver, Sender, attach_kind, networked_receiver, networked_sender
+from .halves import Half, Prefetched, Receiver, Sender, attach_kind, networked_receiver, networked_sender
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
     from ..recording.hook import ConnectionRecording
 
 log = logging.getLogger("aqueduct.api")
+
+PREFETCH_MESSAGES = 64
+"""A networked receiver takes at most this many queued messages from the engine at once (see `fill`)."""
+PREFETCH_BYTES = 64 * 1024
+"""After a message of n bytes it takes at most max(1, PREFETCH_BYTES // n): large messages come one by one."""
 
 
 class CodecMismatch(ConnectionLost):
@@ -66,6 +78,10 @@ class Connection:
         self._receiver_ended: dict[int, EndReason] = {}
         self._sender_ended: dict[int, EndReason] = {}
         self._last_stream: dict[int, int | None] = {}
+        self._bufs: dict[int, deque[Prefetched]] = {}
+        """Receiver handle -> the buffer its Receiver prefetches into (cleared when the engine would discard)."""
+        self._prefetch: dict[int, int] = {}
+        self._undecoded: dict[int, tuple[Exception, Sequence[app.Delivered]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._entrypoint: Sender | Receiver | None = None
         self.ready: asyncio.Future[Connection] = self._loop.create_future()
@@ -127,6 +143,7 @@ class Connection:
                 self._wake(ev.receiver)
             elif isinstance(ev, app.ReceiverEnded):
                 self._receiver_ended[ev.receiver] = ev.reason
+                self._forget_buffer(ev.receiver, discard=ev.reason is not EndReason.FINISHED)
                 self._wake(ev.receiver)
             elif isinstance(ev, app.SenderEnded):
                 self._sender_ended[ev.sender] = ev.reason
@@ -161,8 +178,19 @@ class Connection:
             self.ready.set_exception(exc_type(ev.reason or "connection closed before it was ready", ev.error_code))
         if not self.closed.done():
             self.closed.set_result(ev)
+        for handle in list(self._bufs):  # the engine dropped its queues: what was taken ahead goes too
+            self._forget_buffer(handle, discard=self._receiver_ended.get(handle) is not EndReason.FINISHED)
         for handle in list(self._waiters):
             self._wake(handle)
+
+    def _forget_buffer(self, handle: int, *, discard: bool) -> None:
+        """The receiver ended: stop tracking its prefetch buffer; `discard` empties it, as the engine its queue."""
+        buf = self._bufs.pop(handle, None)
+        self._prefetch.pop(handle, None)
+        if discard:
+            self._undecoded.pop(handle, None)
+            if buf is not None:
+                buf.clear()
 
     def _wake(self, handle: int) -> None:
         for fut in self._waiters.pop(handle, ()):
@@ -181,14 +209,13 @@ class Connection:
         return ConnectionLost(f"connection lost: {ev.reason or 'closed'} (code {ev.error_code})", ev.error_code)
 
     # ---- Link: sending ----
-    def _encode(self, obj: Any, delivery: Delivery) -> tuple[bytes, list[Half]]:
-        payload, halves = self.codec.encode(obj)
-        if delivery is Delivery.UNRELIABLE and len(payload) > self._protocol.datagram_payload_limit:
+    def _check_datagram(self, payload: bytes) -> None:
+        limit = self._protocol.datagram_payload_limit
+        if len(payload) > limit:
             raise LimitExceeded(
                 f"unreliable message of {len(payload)} bytes does not fit one datagram "
-                f"(at most {self._protocol.datagram_payload_limit} bytes of payload on this connection)"
+                f"(at most {limit} bytes of payload on this connection)"
             )
-        return payload, halves
 
     def _send_now(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> int | None:
         if self.closed.done():
@@ -214,10 +241,42 @@ class Connection:
             return self._protocol.unacked_total() >= self._protocol.settings.connection_send_buffer
         return self._protocol.send_blocked(stream)
 
-    async def send(self, handle: int, obj: Any, delivery: Delivery) -> None:
-        """Send, then wait while the stream written to is over its send bound."""
-        payload, halves = self._encode(obj, delivery)
-        if self._blocked(handle, delivery):  # (checked first: the common case allocates no waiter)
+    def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None:
+        """Send; None if that is all, else a coroutine to await: it waits while the stream is over its send bound
+        (and sends first, if it has not yet).
+
+        The common case (no attachments, no recording, not over the bound) is this one function down to the
+        engine's `send_plain`: no coroutine, no waiter, no SendResult."""
+        payload, halves = self.codec.encode(obj)
+        protocol = self._protocol
+        if halves or self.recording is not None or self.closed.done():
+            return self._send_waiting(handle, payload, halves, delivery)
+        if delivery is Delivery.UNRELIABLE:
+            self._check_datagram(payload)
+            if protocol.send_blocked(None):
+                return self._send_waiting(handle, payload, halves, delivery)
+        else:
+            last = self._last_stream.get(handle) if delivery is Delivery.ORDERED else None
+            if (
+                protocol.send_blocked(last)
+                if last is not None
+                else protocol.unacked_total() >= protocol.settings.connection_send_buffer
+            ):
+                return self._send_waiting(handle, payload, halves, delivery)
+        stream = self._last_stream[handle] = self.engine.send_plain(handle, payload, delivery, self._loop.time())
+        stats = self.stats
+        stats.messages_sent += 1
+        stats.bytes_sent += len(payload)
+        protocol.flush()
+        if protocol.send_blocked(stream):
+            return self._wait_while(lambda: protocol.send_blocked(stream))
+        return None
+
+    async def _send_waiting(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> None:
+        """`send` when it must wait first, or carries attachments, or is recorded."""
+        if delivery is Delivery.UNRELIABLE:
+            self._check_datagram(payload)
+        if self._blocked(handle, delivery):
             await self._wait_while(lambda: self._blocked(handle, delivery))
         stream = self._send_now(handle, payload, halves, delivery)
         if self._protocol.send_blocked(stream):
@@ -231,7 +290,9 @@ class Connection:
 
     def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None:
         """Send at once, or raise WouldBlock if the window is full (`force` skips that check)."""
-        payload, halves = self._encode(obj, delivery)
+        payload, halves = self.codec.encode(obj)
+        if delivery is Delivery.UNRELIABLE:
+            self._check_datagram(payload)
         if not force and self._blocked(handle, delivery):
             raise WouldBlock("the peer's window is full")
         self._send_now(handle, payload, halves, delivery)
@@ -245,7 +306,8 @@ class Connection:
         self._call(self.engine.cancel, handle)
 
     def close_receiver(self, handle: int) -> None:
-        """Close a receiver."""
+        """Close a receiver, discarding what it prefetched."""
+        self._forget_buffer(handle, discard=True)
         self._call(self.engine.close_receiver, handle)
 
     def _call(self, method: Any, handle: int) -> None:
@@ -260,7 +322,11 @@ class Connection:
 
     def drop_receiver(self, handle: int) -> None:
         """A Receiver object was garbage-collected."""
-        self._defer(self.engine.drop_receiver, handle)
+        self._defer(self._drop_receiver_now, handle)
+
+    def _drop_receiver_now(self, handle: int, now: float) -> None:
+        self._forget_buffer(handle, discard=True)
+        self.engine.drop_receiver(handle, now=now)
 
     def _defer(self, method: Any, handle: int) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to tell
@@ -273,13 +339,17 @@ class Connection:
             self._protocol.flush()
 
     # ---- Link: receiving ----
-    async def recv(self, handle: int) -> Message:
-        """The next message of a receiver; StopAsyncIteration after a finish; typed errors otherwise."""
+    async def fill(self, handle: int, buf: deque[Prefetched]) -> None:
+        """Move the next queued messages of a receiver, decoded, into its (empty) `buf`, waiting for one;
+        StopAsyncIteration after a finish; typed errors otherwise.
+
+        Taking a batch (bounded: PREFETCH_MESSAGES, PREFETCH_BYTES) makes `async for` a popleft per message
+        in the common case. Credit goes back as messages leave the engine, as before; attachments are bound
+        to new halves now. What a receiver holds is discarded like the engine's queue: on close, on a cancel
+        or loss, and when the connection ends."""
         while True:
-            delivered = self.engine.take_message(handle, now=self._loop.time())
-            if delivered is not None:
-                self._protocol.flush_soon()  # (a take writes only credit and acks: they can wait for the turn's end)
-                return self._decode(delivered)
+            if self._take(handle, buf):
+                return
             reason = self._receiver_ended.get(handle)
             if reason is None and self.closed.done():
                 reason = EndReason.CONNECTION_LOST
@@ -291,6 +361,50 @@ class Connection:
                 raise ERROR_FOR_REASON[reason](f"channel ended: {reason.value}")
             await self._wait(handle)
 
+    def _take(self, handle: int, buf: deque[Prefetched]) -> bool:
+        """Take a batch into `buf`; False if the engine had none. Raises a decode error in its message's turn."""
+        failed = self._undecoded.pop(handle, None)
+        if failed is not None:  # a message of the last batch did not decode: its error comes now, then the rest
+            exc, rest = failed
+            self._decode_into(handle, rest, buf)
+            raise exc
+        taken = self.engine.take_many(handle, self._prefetch.get(handle, PREFETCH_MESSAGES), self._loop.time())
+        if not taken:
+            return False
+        self._protocol.flush_soon()  # (a take writes only credit and acks: they can wait for the turn's end)
+        self._bufs[handle] = buf
+        self._decode_into(handle, taken, buf)
+        return True if buf else self._take(handle, buf)  # (the first one failed: raise its error)
+
+    def _decode_into(self, handle: int, taken: Sequence[app.Delivered], buf: deque[Prefetched]) -> None:
+        decode, recording = self.codec.decode, self.recording
+        nbytes = biggest = 0
+        for i, d in enumerate(taken):
+            size = len(d.payload)
+            nbytes += size
+            if size > biggest:
+                biggest = size
+            halves: Sequence[Half] = (
+                [networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)
+                 for a in d.attachments]
+                if d.attachments
+                else ()
+            )
+            if recording is not None:
+                recording.on_received(d)
+            try:
+                buf.append((decode(d.payload, halves), d.delivery, d.number))
+            except Exception as exc:  # the codec refused it: the application gets the error in this message's turn
+                self._undecoded[handle] = (exc, taken[i + 1 :])
+                self._count_received(i + 1, nbytes)
+                return
+        self._count_received(len(taken), nbytes)
+        self._prefetch[handle] = max(1, min(PREFETCH_MESSAGES, PREFETCH_BYTES // max(1, biggest)))
+
+    def _count_received(self, messages: int, nbytes: int) -> None:
+        self.stats.messages_received += messages
+        self.stats.bytes_received += nbytes
+
     async def sender_ended(self, handle: int) -> EndReason:
         """Wait until the engine ends a sender; its reason."""
         while True:
@@ -300,19 +414,6 @@ class Connection:
             if self.closed.done():
                 return EndReason.CONNECTION_LOST
             await self._wait(handle)
-
-    def _decode(self, d: app.Delivered) -> Message:
-        halves: list[Half] = (
-            [networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)
-             for a in d.attachments]
-            if d.attachments
-            else []
-        )
-        self.stats.messages_received += 1
-        self.stats.bytes_received += len(d.payload)
-        if self.recording is not None:
-            self.recording.on_received(d)
-        return Message(self.codec.decode(d.payload, halves), d.delivery, d.number)
 
     # ---- moving halves ----
     def _bind_moved(self, half: Half, created: int) -> None:
@@ -398,6 +499,7 @@ def _take_over_receiver(half: Receiver) -> Receiver:
     """A fresh Receiver owning `half`'s source (pipe leftovers and network handle); `half` is marked moved."""
     fresh = Receiver()
     fresh._pipe = half._pipe
+    fresh._buf, half._buf = half._buf, fresh._buf  # what it prefetched goes first
     link, handle = half._link, half._handle
     half._mark_moved()
     if link is not None and handle is not None:
