@@ -67,6 +67,7 @@ from .timers import Timers
 from .transport import (
     CloseConnection,
     ConnectionTerminated,
+    DatagramReceived,
     GrantCredit,
     ResetStream,
     SendStreamData,
@@ -75,7 +76,6 @@ from .transport import (
     TransportEvent,
 )
 
-_ORDERED = Delivery.ORDERED
 _OPEN = SState.OPEN
 
 
@@ -199,11 +199,15 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             self.now = now
         if self._closed:
             return
-        if type(event) is StreamDataReceived and (self._side is Side.CLIENT or self._peer_headers is not None):
-            # the hot path: data on a stream of an admitted connection (_admit would dispatch it at once)
-            if self._gate_open and not self._held:
+        kind = type(event)
+        if (kind is StreamDataReceived or kind is DatagramReceived) and self._gate_open and not self._held:
+            # the hot path: data on an admitted connection (what _admit would dispatch at once)
+            if self._side is Side.CLIENT or self._peer_headers is not None:
                 try:
-                    self._on_stream_data(event)
+                    if kind is StreamDataReceived:
+                        self._on_stream_data(event)  # type: ignore[arg-type]
+                    else:
+                        self._on_datagram(event.data)  # type: ignore[union-attr]
                     if self._resume:
                         self._resume_stalled()
                 except ProtocolError as err:
@@ -285,11 +289,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if now is not None and now > self.now:
             self.now = now
         s = self._senders.get(sender)
-        if s is not None and delivery is _ORDERED and s.state is _OPEN and not s.app_dropped and not self._closed:
-            sid = s.ordered_sid
-            if sid is not None and len(payload) <= self._max:
-                self._write_ordered(s, sid, payload if type(payload) is bytes else bytes(payload))
-                return sid
+        if s is not None and s.state is _OPEN and not s.app_dropped and not self._closed and len(payload) <= self._max:
+            return self._send_plain(s, payload if type(payload) is bytes else bytes(payload), delivery)
         return self._send(self._app_sender(sender), bytes(payload), (), delivery).stream_id
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:

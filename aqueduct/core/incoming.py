@@ -91,7 +91,7 @@ class IncomingMixin:
         return rec
 
     def _on_stream_data(self: Engine, ev: StreamDataReceived) -> None:
-        rec = self._incoming_rec(ev.stream_id)
+        rec = self._streams.get(ev.stream_id) or self._incoming_rec(ev.stream_id)
         if rec.in_done:
             return
         reader = rec.reader
@@ -112,8 +112,9 @@ class IncomingMixin:
             if frames or ev.end_stream:
                 self._run_frames(rec, frames, sizes, consumed, ev.end_stream)
             else:  # a piece of a frame: what _run_frames would do with no frame
-                self._credit_partial(rec)
-                if rec.frames_seen:
+                if rec.outstanding <= 0:
+                    self._credit_partial(rec)
+                if rec.frames_seen and rec.pending_reset is not None:
                     self._flush_pending_reset(rec)
 
     def _run_frames(
@@ -159,9 +160,11 @@ class IncomingMixin:
             if self._closed:
                 return
         rec.busy = False
-        self._credit(rec.stream_id, other)
-        self._credit_partial(rec)
-        if rec.frames_seen:
+        if other > 0:
+            self._credit(rec.stream_id, other)
+        if rec.outstanding <= 0:
+            self._credit_partial(rec)
+        if rec.frames_seen and rec.pending_reset is not None:
             self._flush_pending_reset(rec)
         if fin:
             self._on_stream_fin(rec)
@@ -324,14 +327,14 @@ class IncomingMixin:
     def _on_datagram(self: Engine, data: bytes) -> None:
         frames = decode_frames(data, self.config.max_frame_size)
         for i, frame in enumerate(frames):
-            if isinstance(frame, Version):
-                if i:
-                    raise ProtocolError("Version frame not first in a datagram")
-                self._check_version(frame)
-            elif isinstance(frame, Message):
+            if type(frame) is Message:
                 self._on_message(frame, False, None, 0)
                 if self._closed:
                     return
+            elif isinstance(frame, Version):
+                if i:
+                    raise ProtocolError("Version frame not first in a datagram")
+                self._check_version(frame)
             else:
                 raise ProtocolError(f"{type(frame).__name__} not allowed in a datagram")
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 _ROPEN = RState.OPEN
 _ORDERED = Delivery.ORDERED
+_UNRELIABLE = Delivery.UNRELIABLE
 
 
 class QueueFull(Exception):
@@ -99,32 +100,40 @@ class ReceivingMixin:
         """Route and process one Message; return whether it was queued (its credit then waits)."""
         channel = m.channel
         h = self._rx_by_channel.get(channel)
-        if h is not None and reliable and not m.attachments and not channel & 4:
-            # the hot path: the next in-order message of an open channel, with room in its queue
+        if h is not None and not m.attachments and not channel & 4:
+            # the hot path: the next message of an open channel (none after it yet), with room in its queue
             r = self._receivers[h]
             n = m.number
             queue = r.queue
             payload = m.payload
             if (
-                n == r.done_prefix
-                and not r.rel_done
-                and r.finish_count is None
+                r.finish_count is None
                 and r.close_reason is None
                 and r.state is _ROPEN
                 and queue
                 and len(queue) < self.config.max_receiver_queue_messages
                 and r.queue_bytes + len(payload) <= self.config.max_receiver_queue_bytes
             ):
-                r.messages_seen += 1
-                r.rel_pending.add_one(n)
-                r.done_prefix = n + 1
-                if r.ack_due is None:
-                    r.ack_due = self.now + self.config.ack_delay
-                queue.append(Queued(payload, (), n, _ORDERED, credit_sid, size))
-                r.queue_bytes += len(payload)
-                if r.declarations or self._timers.armed_at(("rx", h)) != r.ack_due:
+                if reliable and n == r.done_prefix and not r.rel_done:
+                    r.messages_seen += 1
+                    r.rel_pending.add_one(n)
+                    r.done_prefix = n + 1
+                    if r.ack_due is None:
+                        r.ack_due = self.now + self.config.ack_delay
+                    queue.append(Queued(payload, (), n, _ORDERED, credit_sid, size))
+                    r.queue_bytes += len(payload)
+                    if r.declarations or self._timers.armed_at(("rx", h)) != r.ack_due:
+                        self._rx_schedule(r)
+                    return credit_sid is not None
+                if not reliable and n >= r.unrel_start and n >= r.unrel_received.max_stop():
+                    r.messages_seen += 1
+                    r.unrel_received.add_one(n)
+                    if r.ack_due is None:
+                        r.ack_due = self.now + self.config.ack_delay
+                    queue.append(Queued(payload, (), n, _UNRELIABLE, credit_sid, size))
+                    r.queue_bytes += len(payload)
                     self._rx_schedule(r)
-                return credit_sid is not None
+                    return credit_sid is not None
         oneshot = channel & 4
         if oneshot and m.number != 0:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
@@ -268,7 +277,8 @@ class ReceivingMixin:
             self._timers.cancel(key)
             return
         when: float | None = None
-        if r.rel_pending or r.decided_end() > r.unrel_start:
+        start = r.unrel_start
+        if r.rel_pending or start < r.nack_upto or start in r.unrel_received:  # i.e. decided_end() > start
             when = r.ack_due if r.ack_due is not None else self.now
         for upto, deadline, _ in r.declarations or ():
             if upto > r.nack_upto:

@@ -52,26 +52,73 @@ _NO_ATTACHMENTS_LEN = [b"\x00" + v for v in SMALL_VARINTS]
 """A Message frame's empty attachment array and a payload length under 128."""
 
 
+def _plain_head(s: Sender, number: int, n: int) -> bytes:
+    """The bytes before the payload of an n-byte Message without attachments (channel varint cached)."""
+    head = s.head
+    if head is None:
+        head = s.head = b"\x03" + encode_varint(s.channel)
+    return (
+        head
+        + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
+        + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
+    )
+
+
 class SendingMixin:
     """Sender-side procedures."""
 
     _tail: PendingWrite | None
 
     # ---- application calls ----
+    def _send_plain(self: Engine, s: Sender, payload: bytes, delivery: Delivery) -> int | None:
+        """The hot path: `send_plain` for an open sender and a payload within the frame limit."""
+        if delivery is _ORDERED:
+            sid = s.ordered_sid
+            if sid is None:
+                return self._send(s, payload, (), delivery).stream_id
+            self._write_ordered(s, sid, payload)
+            return sid
+        unordered = delivery is Delivery.UNORDERED
+        number = s.next_rel if unordered else s.next_unrel
+        data = _plain_head(s, number, len(payload)) + payload
+        if unordered:
+            sid = self._write_unordered(s, number, data)
+        else:
+            if self._need_version:
+                data = VERSION_BYTES + data
+            if len(data) > self.config.max_datagram_payload:
+                return self._send(s, payload, (), delivery).stream_id  # raises LimitExceeded
+            sid = None
+            self._write_datagram(s, data)
+        if s.channel & 4:
+            self._finish(s)
+        return sid
+
+    def _write_unordered(self: Engine, s: Sender, number: int, data: bytes) -> int:
+        """Message `number`, encoded, on a stream of its own; returns the stream."""
+        sid = self._open_uni(data, fin=True)
+        if s.unordered_sids is None:
+            s.unordered_sids = {}
+        s.unordered_sids[number] = sid
+        s.next_rel += 1
+        return sid
+
+    def _write_datagram(self: Engine, s: Sender, data: bytes) -> None:
+        """The next unreliable message, encoded (Version included if due), as a datagram."""
+        self._cmds.append(SendDatagram(data))
+        s.next_unrel += 1
+        s.undeclared += 1
+        if s.ctrl is not None:
+            delay = min(self.config.sent_unreliable_delay, self.rtt / 2)
+            self._timers.set_earlier(("su", s.handle), self.now + delay)
+
     def _write_ordered(self: Engine, s: Sender, sid: int, payload: bytes) -> int:
-        """The hot path: one more plain message on an open ordered stream; returns its number.
+        """One more plain message on an open ordered stream; returns its number.
 
         Consecutive writes to one stream extend one PendingWrite (joined when commands are drained)."""
         number = s.next_rel
-        head = s.head
-        if head is None:
-            head = s.head = b"\x03" + encode_varint(s.channel)
         n = len(payload)
-        frame = (
-            head
-            + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
-            + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
-        )
+        frame = _plain_head(s, number, n)
         cmds = self._cmds
         tail = self._tail
         if n >= _COALESCE_BELOW:  # large: one write each (joining many would copy them out of cache)
@@ -121,19 +168,10 @@ class SendingMixin:
                 self._cmds.append(SendStreamData(sid, data))
             s.next_rel += 1
         elif delivery is Delivery.UNORDERED:
-            sid = self._open_uni(data, fin=True)
-            if s.unordered_sids is None:
-                s.unordered_sids = {}
-            s.unordered_sids[number] = sid
-            s.next_rel += 1
+            sid = self._write_unordered(s, number, data)
         else:
             sid = None
-            self._cmd(SendDatagram(data))
-            s.next_unrel += 1
-            s.undeclared += 1
-            if s.ctrl is not None:
-                delay = min(self.config.sent_unreliable_delay, self.rtt / 2)
-                self._timers.set_earlier(("su", s.handle), self.now + delay)
+            self._write_datagram(s, data)
         if s.channel.oneshot:
             self._finish(s)
         return SendResult(number, tuple(created), sid)

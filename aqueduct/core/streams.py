@@ -102,9 +102,12 @@ def is_uni(stream_id: int) -> bool:
     return bool(stream_id & 2)
 
 
+_OPENER = (Side.CLIENT, Side.SERVER)
+
+
 def opened_by(stream_id: int) -> Side:
     """The side that opened a stream."""
-    return Side(stream_id & 1)
+    return _OPENER[stream_id & 1]
 
 
 class StreamIds:

@@ -4,7 +4,7 @@ Stream IDs are QUIC stream IDs. The engine allocates the IDs of streams it
 opens by QUIC's numbering (client bidi 0,4,8..; server bidi 1,5..; client
 uni 2,6..; server uni 3,7..); a stream is opened by its first
 SendStreamData. The adapter maps these 1:1 onto aioquic calls and events.
-The per-message commands (SendStreamData, GrantCredit) are not frozen, to
+The per-message commands (SendStreamData, SendDatagram, GrantCredit) are not frozen, to
 be cheap to build; treat every command and event as a value.
 """
 
@@ -102,7 +102,7 @@ class StopSending:
     error_code: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class SendDatagram:
     """Send one QUIC datagram."""
 

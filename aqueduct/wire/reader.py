@@ -31,15 +31,45 @@ def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DE
     if not buf:
         raise encoding_error("no frame in an empty buffer")
     frames: list[Frame] = []
+    pos, needed = _read_frames(buf, max_frame_size, frames, [])
+    if needed:
+        raise encoding_error(_truncated(buf, pos))
+    return frames
+
+
+def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) -> tuple[int, int]:
+    """Append every complete frame of `buf` (and its size); return (position reached, bytes still needed
+    for the frame starting there, or 0 when the buffer ended on a frame boundary)."""
     pos = 0
     end = len(buf)
     try:
         while pos < end:
-            frame, pos = read_frame(buf, pos, max_frame_size)
+            if buf[pos] == 3:  # Message: inline for no attachments and a payload already complete
+                p = pos + 1
+                channel = buf[p] if p < end else 128
+                if channel < 128:
+                    p += 1
+                else:
+                    channel, p = read_varint(buf, p)
+                number, p = read_varint(buf, p)
+                if p + 1 < end and buf[p] == 0:
+                    n = buf[p + 1]
+                    if n < 128:
+                        p += 2
+                    else:
+                        n, p = read_varint(buf, p + 1)
+                    if n <= limit and p + n <= end:
+                        frames.append(Message(channel, number, (), buf[p : p + n]))
+                        sizes.append(p + n - pos)
+                        pos = p + n
+                        continue
+            start = pos
+            frame, pos = read_frame(buf, pos, limit)
             frames.append(frame)
-    except Incomplete:
-        raise encoding_error(_truncated(buf, pos)) from None
-    return frames
+            sizes.append(pos - start)
+    except Incomplete as inc:
+        return pos, inc.needed - pos
+    return pos, 0
 
 
 class FrameReader:
@@ -48,14 +78,10 @@ class FrameReader:
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_frame_size = max_frame_size
         self._parts: list[bytes] = []
-        self._size = 0
+        self.buffered = 0
+        """Bytes held for a frame not yet complete."""
         self._needed = 0
         self.frames_read = 0
-
-    @property
-    def buffered(self) -> int:
-        """Bytes held for a frame not yet complete."""
-        return self._size
 
     def feed(self, chunk: bytes) -> list[Frame]:
         """Add stream bytes; return the frames they complete."""
@@ -65,8 +91,8 @@ class FrameReader:
         """Add stream bytes; return the frames they complete and the bytes each took."""
         if not chunk:
             return [], []
-        self._size += len(chunk)
-        if self._size < self._needed:
+        self.buffered += len(chunk)
+        if self.buffered < self._needed:
             self._parts.append(bytes(chunk))
             return [], []
         if self._parts:
@@ -76,41 +102,22 @@ class FrameReader:
             buf = bytes(chunk)
         frames: list[Frame] = []
         sizes: list[int] = []
-        pos = 0
-        end = len(buf)
-        limit = self.max_frame_size
-        try:
-            while pos < end:
-                if buf[pos] == 3:  # Message: inline for no attachments and a payload already complete
-                    channel, p = read_varint(buf, pos + 1)
-                    number, p = read_varint(buf, p)
-                    if p + 1 < end and buf[p] == 0:
-                        n, p = read_varint(buf, p + 1)
-                        if n <= limit and p + n <= end:
-                            frames.append(Message(channel, number, (), buf[p : p + n]))
-                            sizes.append(p + n - pos)
-                            pos = p + n
-                            continue
-                start = pos
-                frame, pos = read_frame(buf, pos, limit)
-                frames.append(frame)
-                sizes.append(pos - start)
-        except Incomplete as inc:
-            self._needed = inc.needed - pos
+        pos, needed = _read_frames(buf, self.max_frame_size, frames, sizes)
+        self._needed = needed
+        if needed:
             rest = buf[pos:]
             self._parts = [rest]
-            self._size = len(rest)
+            self.buffered = len(rest)
         else:
-            self._needed = 0
             self._parts = []
-            self._size = 0
+            self.buffered = 0
         self.frames_read += len(frames)
         return frames, sizes
 
     def finish(self) -> None:
         """The stream ended: raise ProtocolError if a frame was cut off or none came at all."""
-        if self._size:
+        if self.buffered:
             buf = b"".join(self._parts)
-            raise encoding_error(f"stream finished inside a {_truncated(buf, 0)} ({self._size} bytes left over)")
+            raise encoding_error(f"stream finished inside a {_truncated(buf, 0)} ({self.buffered} bytes left over)")
         if self.frames_read == 0:
             raise encoding_error("stream finished without a complete frame")
