@@ -84,6 +84,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     config: EngineConfig
     _max: int
+    _queue_max: int
+    _queue_max_bytes: int
     now: float
     rtt: float
     _side: Side
@@ -129,6 +131,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._side = side
         self.config = config or EngineConfig()
         self._max = self.config.max_frame_size
+        self._queue_max = self.config.max_receiver_queue_messages
+        self._queue_max_bytes = self.config.max_receiver_queue_bytes
         self.now = now
         self.rtt = self.config.initial_rtt
         self._headers: Headers = normalize_headers(headers)
@@ -336,19 +340,18 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if queue and limit > 0:
             if r.handle in self._stalls:
                 self._resume.add(r.handle)
-            channel = r.channel
             run_sid: int | None = None  # credit is returned per run of messages from one stream
             run = 0
             while queue and len(out) < limit:
-                q = queue.popleft()
-                r.queue_bytes -= len(q.payload)
-                if q.credit_sid != run_sid:
+                d, sid, credit = queue.popleft()
+                r.queue_bytes -= len(d.payload)
+                if sid != run_sid:
                     self._credit_taken(run_sid, run)
-                    run_sid, run = q.credit_sid, 0
-                run += q.credit
-                for att in q.attachments:
+                    run_sid, run = sid, 0
+                run += credit
+                for att in d.attachments:
                     self._expose(att)
-                out.append(Delivered(q.payload, q.attachments, channel, q.number, q.delivery))
+                out.append(d)
             self._credit_taken(run_sid, run)
         self._run_resumed()
         return out

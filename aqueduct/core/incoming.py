@@ -37,7 +37,7 @@ from ..wire.frames import (
     SentUnreliable,
     Version,
 )
-from ..wire.reader import FrameReader, decode_frames
+from ..wire.reader import FrameReader, decode_frames, read_plain_message
 from .receiving import QueueFull
 from .streams import Role, StreamRec, is_uni, opened_by
 from .transport import (
@@ -85,7 +85,7 @@ class IncomingMixin:
         if opened_by(sid) is self._side:
             raise ProtocolError(f"data on stream {sid}, which we never opened for the peer to write")
         uni = is_uni(sid)
-        rec = StreamRec(sid, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self.config.max_frame_size))
+        rec = StreamRec(sid, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self._max))
         rec.out_done = uni
         self._streams[sid] = rec
         return rec
@@ -95,8 +95,18 @@ class IncomingMixin:
         if rec.in_done:
             return
         reader = rec.reader
-        before = reader.buffered
         data = ev.data
+        if not ev.end_stream and reader.absorb(data):  # the middle of a large frame: no frame to run
+            self._partial_bytes += len(data)
+            if self._partial_bytes > self.config.max_buffered_bytes:
+                self._limit(f"more than {self.config.max_buffered_bytes} bytes of partial frames buffered")
+            if rec.stalled is None:
+                if rec.outstanding <= 0:
+                    self._credit_partial(rec)
+                if rec.frames_seen and rec.pending_reset is not None:
+                    self._flush_pending_reset(rec)
+            return
+        before = reader.buffered
         frames, sizes = reader.feed_sized(data)
         after = reader.buffered
         consumed = before + len(data) - after
@@ -167,7 +177,11 @@ class IncomingMixin:
         if rec.frames_seen and rec.pending_reset is not None:
             self._flush_pending_reset(rec)
         if fin:
-            self._on_stream_fin(rec)
+            if rec.role is _MESSAGES and rec.out_done and not rec.reader.buffered and rec.pending_reset is None:
+                rec.in_done = True  # a message stream ended cleanly: all _on_stream_fin would do
+                del self._streams[rec.stream_id]
+            else:
+                self._on_stream_fin(rec)
 
     def _credit_partial(self: Engine, rec: StreamRec) -> None:
         """Once the application took everything of this stream, credit the bytes of a frame still
@@ -325,7 +339,12 @@ class IncomingMixin:
                 self._receiver_ctrl_reset(r, ev.error_code)
 
     def _on_datagram(self: Engine, data: bytes) -> None:
-        frames = decode_frames(data, self.config.max_frame_size)
+        if data and data[0] == 3 and type(data) is bytes:  # the hot path: one plain Message
+            plain = read_plain_message(data, 0, self._max)
+            if plain is not None and plain[1] == len(data):
+                self._on_message(plain[0], False, None, 0)
+                return
+        frames = decode_frames(data, self._max)
         for i, frame in enumerate(frames):
             if type(frame) is Message:
                 self._on_message(frame, False, None, 0)

@@ -24,7 +24,7 @@ from enum import Enum
 from ..errors import EndReason
 from ..wire.channel_id import ChannelId
 from ..wire.ranges import runs_to_ranges
-from .app import Attachment, Delivery
+from .app import Delivered
 from .rangeset import RangeSet
 
 
@@ -36,16 +36,9 @@ class RState(Enum):
     GONE = "gone"
 
 
-@dataclass(slots=True)
-class Queued:
-    """A processed message waiting for the application."""
-
-    payload: bytes
-    attachments: tuple[Attachment, ...]
-    number: int
-    delivery: Delivery
-    credit_sid: int | None
-    credit: int
+Queued = tuple[Delivered, int | None, int]
+"""A processed message waiting for the application: as the application will get it, the stream whose credit
+it holds (None: a datagram), and that credit. (A tuple: one is made per message.)"""
 
 
 @dataclass(slots=True)

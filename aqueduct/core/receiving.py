@@ -39,7 +39,7 @@ from ..wire.frames import (
 )
 from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
 from .rangeset import RangeSet
-from .receiver import Queued, Receiver, RState
+from .receiver import Receiver, RState
 from .sender import SState
 from .streams import Role
 
@@ -111,8 +111,8 @@ class ReceivingMixin:
                 and r.close_reason is None
                 and r.state is _ROPEN
                 and queue
-                and len(queue) < self.config.max_receiver_queue_messages
-                and r.queue_bytes + len(payload) <= self.config.max_receiver_queue_bytes
+                and len(queue) < self._queue_max
+                and r.queue_bytes + len(payload) <= self._queue_max_bytes
             ):
                 if reliable and n == r.done_prefix and not r.rel_done:
                     r.messages_seen += 1
@@ -120,7 +120,7 @@ class ReceivingMixin:
                     r.done_prefix = n + 1
                     if r.ack_due is None:
                         r.ack_due = self.now + self.config.ack_delay
-                    queue.append(Queued(payload, (), n, _ORDERED, credit_sid, size))
+                    queue.append((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size))
                     r.queue_bytes += len(payload)
                     if r.declarations or self._timers.armed_at(("rx", h)) != r.ack_due:
                         self._rx_schedule(r)
@@ -128,11 +128,19 @@ class ReceivingMixin:
                 if not reliable and n >= r.unrel_start and n >= r.unrel_received.max_stop():
                     r.messages_seen += 1
                     r.unrel_received.add_one(n)
-                    if r.ack_due is None:
+                    ack_due = r.ack_due
+                    if ack_due is None:
                         r.ack_due = self.now + self.config.ack_delay
-                    queue.append(Queued(payload, (), n, _UNRELIABLE, credit_sid, size))
+                    queue.append((Delivered(payload, (), r.channel, n, _UNRELIABLE), credit_sid, size))
                     r.queue_bytes += len(payload)
-                    self._rx_schedule(r)
+                    start = r.unrel_start
+                    if (  # unless the timer is armed for the acks already due (and nothing else): as reliable
+                        ack_due is None
+                        or r.declarations
+                        or not (r.rel_pending or start < r.nack_upto or start in r.unrel_received)
+                        or self._timers.armed_at(("rx", h)) != ack_due
+                    ):
+                        self._rx_schedule(r)
                     return credit_sid is not None
         oneshot = channel & 4
         if oneshot and m.number != 0:
@@ -185,7 +193,7 @@ class ReceivingMixin:
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
         was_empty = not queue
-        queue.append(Queued(m.payload, attachments, n, delivery, credit_sid, size))
+        queue.append((Delivered(m.payload, attachments, r.channel, n, delivery), credit_sid, size))
         r.queue_bytes += len(m.payload)
         if r.close_reason is not None:
             self._discard_queues([r], lost=False)  # returns its credit: report it as deferred
@@ -391,9 +399,9 @@ class ReceivingMixin:
             if r.handle in self._stalls:
                 self._resume.add(r.handle)
             while r.queue:
-                q = r.queue.popleft()
-                self._credit_taken(q.credit_sid, q.credit)
-                for att in q.attachments:
+                d, sid, credit = r.queue.popleft()
+                self._credit_taken(sid, credit)
+                for att in d.attachments:
                     if att.is_sender:
                         s = self._senders.get(att.handle)
                         if s is None:
@@ -427,12 +435,12 @@ class ReceivingMixin:
             return None
         if r.handle in self._stalls:
             self._resume.add(r.handle)
-        q = r.queue.popleft()
-        r.queue_bytes -= len(q.payload)
-        self._credit_taken(q.credit_sid, q.credit)
-        for att in q.attachments:
+        d, sid, credit = r.queue.popleft()
+        r.queue_bytes -= len(d.payload)
+        self._credit_taken(sid, credit)
+        for att in d.attachments:
             self._expose(att)
-        return Delivered(q.payload, q.attachments, r.channel, q.number, q.delivery)
+        return d
 
     def _expose(self: Engine, att: Attachment) -> None:
         """The application now holds this half: report what it missed."""

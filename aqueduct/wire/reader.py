@@ -37,6 +37,46 @@ def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DE
     return frames
 
 
+def read_plain_message(buf: bytes, pos: int, limit: int) -> tuple[Message, int] | None:
+    """The Message frame at `pos` and the position after it, if it has no attachments and is complete;
+    else None (read_frame then reads it, or says why it cannot). Malformed var len ints raise as there.
+
+    Var len ints of one and two bytes (every length and most channels and numbers) are read inline."""
+    end = len(buf)
+    p = pos + 1
+    if p + 4 > end:
+        return None
+    try:
+        channel = buf[p]
+        if channel < 0x80:
+            p += 1
+        elif 0 < buf[p + 1] < 0x80:
+            channel = (channel & 0x7F) | (buf[p + 1] << 7)
+            p += 2
+        else:
+            channel, p = read_varint(buf, p)
+        number = buf[p]
+        if number < 0x80:
+            p += 1
+        elif p + 1 < end and 0 < buf[p + 1] < 0x80:
+            number = (number & 0x7F) | (buf[p + 1] << 7)
+            p += 2
+        else:
+            number, p = read_varint(buf, p)
+        if p + 1 >= end or buf[p] != 0:
+            return None
+        n = buf[p + 1]
+        if n < 0x80:
+            p += 2
+        else:
+            n, p = read_varint(buf, p + 1)
+    except (Incomplete, IndexError):
+        return None
+    if n > limit or p + n > end:
+        return None
+    return Message(channel, number, (), buf[p : p + n]), p + n
+
+
 def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) -> tuple[int, int]:
     """Append every complete frame of `buf` (and its size); return (position reached, bytes still needed
     for the frame starting there, or 0 when the buffer ended on a frame boundary)."""
@@ -44,25 +84,13 @@ def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) 
     end = len(buf)
     try:
         while pos < end:
-            if buf[pos] == 3:  # Message: inline for no attachments and a payload already complete
-                p = pos + 1
-                channel = buf[p] if p < end else 128
-                if channel < 128:
-                    p += 1
-                else:
-                    channel, p = read_varint(buf, p)
-                number, p = read_varint(buf, p)
-                if p + 1 < end and buf[p] == 0:
-                    n = buf[p + 1]
-                    if n < 128:
-                        p += 2
-                    else:
-                        n, p = read_varint(buf, p + 1)
-                    if n <= limit and p + n <= end:
-                        frames.append(Message(channel, number, (), buf[p : p + n]))
-                        sizes.append(p + n - pos)
-                        pos = p + n
-                        continue
+            if buf[pos] == 3:
+                plain = read_plain_message(buf, pos, limit)
+                if plain is not None:
+                    frames.append(plain[0])
+                    sizes.append(plain[1] - pos)
+                    pos = plain[1]
+                    continue
             start = pos
             frame, pos = read_frame(buf, pos, limit)
             frames.append(frame)
@@ -86,6 +114,15 @@ class FrameReader:
     def feed(self, chunk: bytes) -> list[Frame]:
         """Add stream bytes; return the frames they complete."""
         return self.feed_sized(chunk)[0]
+
+    def absorb(self, chunk: bytes) -> bool:
+        """Keep `chunk` and return True if it cannot complete the frame awaited (else do nothing: feed it)."""
+        size = self.buffered + len(chunk)
+        if size < self._needed:
+            self._parts.append(bytes(chunk))
+            self.buffered = size
+            return True
+        return False
 
     def feed_sized(self, chunk: bytes) -> tuple[list[Frame], list[int]]:
         """Add stream bytes; return the frames they complete and the bytes each took."""
