@@ -126,20 +126,18 @@ class ReceivingMixin:
                         self._rx_schedule(r)
                     return credit_sid is not None
                 if not reliable and n >= r.unrel_start and n >= r.unrel_received.max_stop():
+                    # The timer always holds what _rx_schedule would set; if acks were owed already (with
+                    # their time set), one more received number leaves that unchanged.
+                    ack_due = r.ack_due
+                    start = r.unrel_start
+                    owed = ack_due is not None and (r.rel_pending or start < r.nack_upto or start in r.unrel_received)
                     r.messages_seen += 1
                     r.unrel_received.add_one(n)
-                    ack_due = r.ack_due
                     if ack_due is None:
                         r.ack_due = self.now + self.config.ack_delay
                     queue.append((Delivered(payload, (), r.channel, n, _UNRELIABLE), credit_sid, size))
                     r.queue_bytes += len(payload)
-                    start = r.unrel_start
-                    if (  # unless the timer is armed for the acks already due (and nothing else): as reliable
-                        ack_due is None
-                        or r.declarations
-                        or not (r.rel_pending or start < r.nack_upto or start in r.unrel_received)
-                        or self._timers.armed_at(("rx", h)) != ack_due
-                    ):
+                    if not owed:
                         self._rx_schedule(r)
                     return credit_sid is not None
         oneshot = channel & 4
