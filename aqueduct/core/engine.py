@@ -86,12 +86,14 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _max: int
     _queue_max: int
     _queue_max_bytes: int
+    _buffered_max: int
     now: float
     rtt: float
     _side: Side
     _headers: Headers
     _peer_headers: Headers | None
     _closed: bool
+    _admitted: bool
     _cmds: list[TransportCommand | PendingWrite]
     _tail: PendingWrite | None
     _pending_writes: int
@@ -133,11 +135,13 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._max = self.config.max_frame_size
         self._queue_max = self.config.max_receiver_queue_messages
         self._queue_max_bytes = self.config.max_receiver_queue_bytes
+        self._buffered_max = self.config.max_buffered_bytes
         self.now = now
         self.rtt = self.config.initial_rtt
         self._headers: Headers = normalize_headers(headers)
         self._peer_headers: Headers | None = None
         self._closed = False
+        self._admitted = False  # data events may skip _admit (see handle_event)
         self._cmds: list[TransportCommand | PendingWrite] = []
         self._tail: PendingWrite | None = None  # the PendingWrite hot-path sends may extend
         self._pending_writes = 0  # PendingWrites in _cmds
@@ -201,22 +205,21 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         """Process one transport event. Protocol errors become a CloseConnection command, never an exception."""
         if now > self.now:
             self.now = now
+        kind = type(event)
+        if self._admitted and (kind is StreamDataReceived or kind is DatagramReceived):
+            # the hot path: what _admit would dispatch at once
+            try:
+                if kind is StreamDataReceived:
+                    self._on_stream_data(event)  # type: ignore[arg-type]
+                else:
+                    self._on_datagram(event.data)  # type: ignore[union-attr]
+                if self._resume:
+                    self._resume_stalled()
+            except ProtocolError as err:
+                self._fail(err)
+            return
         if self._closed:
             return
-        kind = type(event)
-        if (kind is StreamDataReceived or kind is DatagramReceived) and self._gate_open and not self._held:
-            # the hot path: data on an admitted connection (what _admit would dispatch at once)
-            if self._side is Side.CLIENT or self._peer_headers is not None:
-                try:
-                    if kind is StreamDataReceived:
-                        self._on_stream_data(event)  # type: ignore[arg-type]
-                    else:
-                        self._on_datagram(event.data)  # type: ignore[union-attr]
-                    if self._resume:
-                        self._resume_stalled()
-                except ProtocolError as err:
-                    self._fail(err)
-                return
         if isinstance(event, ConnectionTerminated):
             self._teardown(event.error_code, event.reason, by_peer=event.by_peer, send_close=False)
             return
@@ -225,6 +228,12 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             self._resume_stalled()
         except ProtocolError as err:
             self._fail(err)
+        self._admitted = (  # once true, only the teardown ends it
+            not self._closed
+            and self._gate_open
+            and not self._held
+            and (self._side is Side.CLIENT or self._peer_headers is not None)
+        )
 
     def handle_timer(self, now: float) -> None:
         """Run whatever is due at `now` (acks, SentUnreliable, nacks)."""
@@ -551,6 +560,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if self._closed:
             return
         self._closed = True
+        self._admitted = False
         if send_close:
             self._cmds.append(CloseConnection(code, reason))
         for s in list(self._senders.values()):

@@ -91,19 +91,24 @@ class IncomingMixin:
         return rec
 
     def _on_stream_data(self: Engine, ev: StreamDataReceived) -> None:
-        rec = self._streams.get(ev.stream_id) or self._incoming_rec(ev.stream_id)
+        sid = ev.stream_id
+        rec = self._streams.get(sid)
+        if rec is None:
+            if ev.end_stream and sid & 2 and opened_by(sid) is not self._side and self._whole_message(ev):
+                return
+            rec = self._incoming_rec(sid)
         if rec.in_done:
             return
         reader = rec.reader
         data = ev.data
         if not ev.end_stream and reader.absorb(data):  # the middle of a large frame: no frame to run
             self._partial_bytes += len(data)
-            if self._partial_bytes > self.config.max_buffered_bytes:
-                self._limit(f"more than {self.config.max_buffered_bytes} bytes of partial frames buffered")
+            if self._partial_bytes > self._buffered_max:
+                self._limit(f"more than {self._buffered_max} bytes of partial frames buffered")
             if rec.stalled is None:
                 if rec.outstanding <= 0:
                     self._credit_partial(rec)
-                if rec.frames_seen and rec.pending_reset is not None:
+                if rec.pending_reset is not None and rec.frames_seen:
                     self._flush_pending_reset(rec)
             return
         before = reader.buffered
@@ -126,6 +131,23 @@ class IncomingMixin:
                     self._credit_partial(rec)
                 if rec.frames_seen and rec.pending_reset is not None:
                     self._flush_pending_reset(rec)
+
+    def _whole_message(self: Engine, ev: StreamDataReceived) -> bool:
+        """A new uni stream arrived whole, one plain Message (an unordered message): process it without a
+        stream record, as the general path would. False (nothing done) for anything else or a full queue."""
+        data = ev.data
+        if not data or data[0] != 3 or type(data) is not bytes:
+            return False
+        plain = read_plain_message(data, 0, self._max)
+        if plain is None or plain[0] is None or plain[1] != len(data):
+            return False
+        try:
+            queued = self._on_message(plain[0], True, ev.stream_id, len(data))
+        except QueueFull:
+            return False  # raised before any change: the general path stalls the stream
+        if not queued:
+            self._credit(ev.stream_id, len(data))
+        return True
 
     def _run_frames(
         self: Engine, rec: StreamRec, frames: list[Frame], sizes: list[int], nbytes: int, fin: bool
@@ -341,7 +363,7 @@ class IncomingMixin:
     def _on_datagram(self: Engine, data: bytes) -> None:
         if data and data[0] == 3 and type(data) is bytes:  # the hot path: one plain Message
             plain = read_plain_message(data, 0, self._max)
-            if plain is not None and plain[1] == len(data):
+            if plain is not None and plain[0] is not None and plain[1] == len(data):
                 self._on_message(plain[0], False, None, 0)
                 return
         frames = decode_frames(data, self._max)

@@ -37,9 +37,10 @@ def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DE
     return frames
 
 
-def read_plain_message(buf: bytes, pos: int, limit: int) -> tuple[Message, int] | None:
+def read_plain_message(buf: bytes, pos: int, limit: int) -> tuple[Message | None, int] | None:
     """The Message frame at `pos` and the position after it, if it has no attachments and is complete;
-    else None (read_frame then reads it, or says why it cannot). Malformed var len ints raise as there.
+    (None, where it will end) if only its payload is incomplete; else None (read_frame then reads it, or
+    says why it cannot). Malformed var len ints raise as there.
 
     Var len ints of one and two bytes (every length and most channels and numbers) are read inline."""
     end = len(buf)
@@ -72,8 +73,10 @@ def read_plain_message(buf: bytes, pos: int, limit: int) -> tuple[Message, int] 
             n, p = read_varint(buf, p + 1)
     except (Incomplete, IndexError):
         return None
-    if n > limit or p + n > end:
+    if n > limit:
         return None
+    if p + n > end:
+        return None, p + n
     return Message(channel, number, (), buf[p : p + n]), p + n
 
 
@@ -87,9 +90,12 @@ def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) 
             if buf[pos] == 3:
                 plain = read_plain_message(buf, pos, limit)
                 if plain is not None:
-                    frames.append(plain[0])
-                    sizes.append(plain[1] - pos)
-                    pos = plain[1]
+                    message, stop = plain
+                    if message is None:
+                        return pos, stop - pos
+                    frames.append(message)
+                    sizes.append(stop - pos)
+                    pos = stop
                     continue
             start = pos
             frame, pos = read_frame(buf, pos, limit)
@@ -119,7 +125,7 @@ class FrameReader:
         """Keep `chunk` and return True if it cannot complete the frame awaited (else do nothing: feed it)."""
         size = self.buffered + len(chunk)
         if size < self._needed:
-            self._parts.append(bytes(chunk))
+            self._parts.append(chunk if type(chunk) is bytes else bytes(chunk))
             self.buffered = size
             return True
         return False
