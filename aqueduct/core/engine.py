@@ -22,7 +22,12 @@ taken, and any state it reached before (queued messages, its end) is
 reported then.
 
 Additions to the original contract: `receiver_status`, `sender_status`,
-`state_sizes`, `now`. Transport notes: a ResetStream or GrantCredit may name
+`state_sizes`, `now`, and the per-message calls `send_plain` and
+`take_many`. Those, and data events once the connection is admitted, take
+short paths for the common case that do exactly what the general ones
+would (tests/core/test_hot_paths.py); consecutive plain writes to one stream
+reach `commands()` as one SendStreamData (a FIN stays its own write).
+Transport notes: a ResetStream or GrantCredit may name
 a stream the transport already finished (ignore it); the engine never emits
 StopSending and ignores StopSendingReceived (the transport resets the
 stream itself). WritableAgain is never emitted: sends never wait in the
@@ -95,7 +100,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _closed: bool
     _admitted: bool
     _cmds: list[TransportCommand | PendingWrite]
-    _tail: PendingWrite | None
+    _tail: SendStreamData | PendingWrite | None
     _pending_writes: int
     _events: list[AppEvent]
     _next_handle: int
@@ -143,7 +148,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._closed = False
         self._admitted = False  # data events may skip _admit (see handle_event)
         self._cmds: list[TransportCommand | PendingWrite] = []
-        self._tail: PendingWrite | None = None  # the PendingWrite hot-path sends may extend
+        self._tail: SendStreamData | PendingWrite | None = None  # the write plain ordered sends may join
         self._pending_writes = 0  # PendingWrites in _cmds
         self._events: list[AppEvent] = []
         self._next_handle = 1
@@ -268,7 +273,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         out, self._cmds = self._cmds, []
         if self._pending_writes:
             self._pending_writes = 0
-            self._tail = None
             return [c.command() if isinstance(c, PendingWrite) else c for c in out]
         return out  # type: ignore[return-value]  # no PendingWrite in it
 

@@ -13,6 +13,11 @@ of its stream (streams.py); the stream runs on once the queue has room.
 Credit: the bytes a feed completes are returned with GrantCredit at once,
 except those of Message frames that were queued for the application (those
 return when the message is taken or discarded). Datagrams need none.
+
+Short paths: a chunk inside a large frame is only buffered; a new uni
+stream arriving whole as one plain Message (an unordered message) is
+processed without a stream record; Message frames on a message stream skip
+the role table.
 """
 
 # mypy: disable-error-code="misc"

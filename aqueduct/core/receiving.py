@@ -8,6 +8,10 @@ creates or claims the halves it attaches, queues it for the application and
 owes an ack (AckReliable / AckNackUnreliable, batched within ack_delay).
 Unreliable numbers still missing max(nack_timeout, 2*RTT) after the
 SentUnreliable that declared them are nacked, and never delivered later.
+The ack timer always holds what `_rx_schedule` would set; the next message
+of an open channel (nothing attached, room queued) takes a short path that
+reschedules only when that may change. A queued message is kept as the
+Delivered the application will get, with the credit it holds.
 
 Closing (finish complete, sender cancelled, or the application): owed
 unreliable acks, CloseReceiver (ranges from the AckReliable start), FIN;

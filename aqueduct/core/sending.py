@@ -9,7 +9,9 @@ control stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel
 resets message streams at once and the control stream (code 1) once
 attached. Acks on an unreachable sender are reported when it becomes
 reachable; CloseReceiver settles everything still open as nacked and ends
-the sender.
+the sender. A message without attachments (send_plain) skips minting and
+linking; its header bytes are built from the sender's cached channel varint,
+and small ones on the ordered stream join the write before them.
 """
 
 # mypy: disable-error-code="misc"
@@ -67,7 +69,7 @@ def _plain_head(s: Sender, number: int, n: int) -> bytes:
 class SendingMixin:
     """Sender-side procedures."""
 
-    _tail: PendingWrite | None
+    _tail: SendStreamData | PendingWrite | None
 
     # ---- application calls ----
     def _send_plain(self: Engine, s: Sender, payload: bytes, delivery: Delivery) -> int | None:
@@ -115,7 +117,8 @@ class SendingMixin:
     def _write_ordered(self: Engine, s: Sender, sid: int, payload: bytes) -> int:
         """One more plain message on an open ordered stream; returns its number.
 
-        Consecutive writes to one stream extend one PendingWrite (joined when commands are drained)."""
+        A write right after another one of these to the same stream joins it: the two become a PendingWrite,
+        which later ones extend (joined when commands are drained)."""
         number = s.next_rel
         n = len(payload)
         frame = _plain_head(s, number, n)
@@ -123,11 +126,14 @@ class SendingMixin:
         tail = self._tail
         if n >= _COALESCE_BELOW:  # large: one write each (joining many would copy them out of cache)
             cmds.append(SendStreamData(sid, frame + payload))
-        elif tail is not None and tail.stream_id == sid and cmds and cmds[-1] is tail:
+        elif tail is None or tail.stream_id != sid or not cmds or cmds[-1] is not tail:
+            self._tail = SendStreamData(sid, frame + payload)
+            cmds.append(self._tail)
+        elif type(tail) is PendingWrite:
             tail.parts += (frame, payload)
         else:
-            tail = self._tail = PendingWrite(sid, [frame, payload])
-            cmds.append(tail)
+            assert type(tail) is SendStreamData
+            self._tail = cmds[-1] = PendingWrite(sid, [tail.data, frame, payload])
             self._pending_writes += 1
         s.next_rel = number + 1
         return number
