@@ -1,5 +1,7 @@
 """The per-message fast paths behave exactly as the general ones.
 
+- Plain ordered writes in a row to one stream become one write; a FIN, a large payload or any other command
+  in between keeps its own.
 - send_plain / take_many (what the API calls) against send / take_message, on twin engine pairs fed the same
   inputs cut into random chunks: same commands, events and messages.
 - The random driver (aqueduct.testing.driver) run through send_plain and take_many, with a check after every
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 import pytest
+from core_helpers import client_ready
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +35,7 @@ from aqueduct.core.transport import (
 )
 from aqueduct.testing.driver import DrivenEngine, Run, config_for, draw
 from aqueduct.wire.channel_id import Side
+from aqueduct.wire.frames import encode_message
 
 _T = TypeVar("_T")
 
@@ -185,3 +189,31 @@ def test_random_scripts_through_the_hot_calls_keep_every_invariant(start: int) -
         result = Run(seed, script, net, make, config=config, strict=True).execute()
         assert result.ok, (seed, result.violations[:3])
         assert not [p for e in engines for p in e.problems], (seed, engines[0].problems[:3], engines[1].problems[:3])
+
+
+def test_plain_ordered_writes_in_a_row_reach_the_adapter_as_one_write() -> None:
+    c = client_ready()
+    sid = c.send_plain(1, b"first")
+    assert sid is not None
+    c.commands()
+    for n in range(1, 4):
+        assert c.send_plain(1, bytes([n])) == sid
+    c.send_plain(1, b"u", Delivery.UNRELIABLE)  # another command: the next write starts anew
+    c.send_plain(1, b"z")
+    c.finish(1)
+    frames = [encode_message(0, n, (), bytes([n])) for n in range(1, 4)]
+    cmds = c.commands()
+    assert cmds[0] == SendStreamData(sid, b"".join(frames))
+    assert isinstance(cmds[1], SendDatagram)
+    assert cmds[2:] == [SendStreamData(sid, encode_message(0, 4, (), b"z")), SendStreamData(sid, b"", True)]
+
+
+def test_large_plain_writes_are_not_joined() -> None:
+    c = client_ready()
+    big = bytes(5000)
+    sid = c.send_plain(1, b"first")
+    assert sid is not None
+    c.commands()
+    c.send_plain(1, big)
+    c.send_plain(1, big)
+    assert c.commands() == [SendStreamData(sid, encode_message(0, n, (), big)) for n in (1, 2)]

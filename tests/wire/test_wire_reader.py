@@ -23,6 +23,7 @@ from aqueduct.wire import (
     encode_frames,
     encode_varint,
 )
+from aqueduct.wire.reader import read_plain_message
 
 
 def feed_in_chunks(data: bytes, cuts: list[int], reader: FrameReader | None = None) -> list[Frame]:
@@ -127,3 +128,41 @@ def test_waiting_for_a_declared_length_holds_only_what_arrived() -> None:
     for _ in range(10):
         assert reader.feed(b"\x00" * 100) == []
     assert reader.buffered == len(head) + 1000
+
+
+@given(frame_lists, st.lists(st.integers(0, 10_000), max_size=20))
+def test_feed_sized_sizes_are_each_frames_encoded_length(fs: list[Frame], cuts: list[int]) -> None:
+    reader = FrameReader()
+    got: list[tuple[Frame, int]] = []
+    for chunk in split(encode_frames(fs), cuts):
+        if reader.absorb(chunk):
+            continue
+        frames, sizes = reader.feed_sized(chunk)
+        got += zip(frames, sizes, strict=True)
+    reader.finish()
+    assert got == [(f, len(encode_frame(f))) for f in fs]
+
+
+def test_absorb_keeps_only_pieces_that_cannot_complete_the_frame() -> None:
+    data = encode_frame(Message(8, 1, (), bytes(1000)))
+    reader = FrameReader()
+    assert not reader.absorb(data[:10])  # nothing awaited yet: feed it
+    assert reader.feed(data[:10]) == [] and reader.buffered == 10
+    assert reader.absorb(data[10:500]) and reader.buffered == 500
+    assert not reader.absorb(data[500:])  # completes the frame: feed it
+    assert reader.feed(data[500:]) == [Message(8, 1, (), bytes(1000))] and reader.buffered == 0
+
+
+@given(frame_lists)
+def test_read_plain_message_agrees_with_the_general_reader(fs: list[Frame]) -> None:
+    data = encode_frames(fs)
+    pos = 0
+    for f in fs:
+        end = pos + len(encode_frame(f))
+        if isinstance(f, Message):  # (callers only ask at a Message type byte)
+            plain = read_plain_message(data, pos, 1 << 20)
+            assert plain == (None if f.attachments else (f, end))
+            for cut in (end - 1, pos + 3):
+                short = read_plain_message(data[:cut], pos, 1 << 20)
+                assert short is None or short == (None, end)  # an incomplete payload says where it ends
+        pos = end
