@@ -118,28 +118,28 @@ class ReceivingMixin:
                 and len(queue) < self._queue_max
                 and r.queue_bytes + len(payload) <= self._queue_max_bytes
             ):
+                # The timer always holds what _rx_schedule would set; if acks were owed already (with their
+                # time set), one more number to ack leaves that unchanged.
+                ack_due = r.ack_due
+                delivery: Delivery | None = None
                 if reliable and n == r.done_prefix and not r.rel_done:
+                    owed = ack_due is not None and bool(r.rel_pending)
                     r.messages_seen += 1
                     r.rel_pending.add_one(n)
                     r.done_prefix = n + 1
-                    if r.ack_due is None:
-                        r.ack_due = self.now + self.config.ack_delay
-                    queue.append((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size))
-                    r.queue_bytes += len(payload)
-                    if r.declarations or self._timers.armed_at(("rx", h)) != r.ack_due:
-                        self._rx_schedule(r)
-                    return credit_sid is not None
-                if not reliable and n >= r.unrel_start and n >= r.unrel_received.max_stop():
-                    # The timer always holds what _rx_schedule would set; if acks were owed already (with
-                    # their time set), one more received number leaves that unchanged.
-                    ack_due = r.ack_due
+                    delivery = _ORDERED
+                elif not reliable and n >= r.unrel_start and n >= r.unrel_received.max_stop():
                     start = r.unrel_start
-                    owed = ack_due is not None and (r.rel_pending or start < r.nack_upto or start in r.unrel_received)
+                    owed = ack_due is not None and bool(
+                        r.rel_pending or start < r.nack_upto or start in r.unrel_received
+                    )
                     r.messages_seen += 1
                     r.unrel_received.add_one(n)
+                    delivery = _UNRELIABLE
+                if delivery is not None:
                     if ack_due is None:
                         r.ack_due = self.now + self.config.ack_delay
-                    queue.append((Delivered(payload, (), r.channel, n, _UNRELIABLE), credit_sid, size))
+                    queue.append((Delivered(payload, (), r.channel, n, delivery), credit_sid, size))
                     r.queue_bytes += len(payload)
                     if not owed:
                         self._rx_schedule(r)

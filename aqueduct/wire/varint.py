@@ -36,6 +36,8 @@ def encode_varint(value: int) -> bytes:
         return SMALL_VARINTS[value]
     if 0 < value < 16384:
         return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if 0 < value < 2097152:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     if value < 0 or value > MAX_VARINT:
         raise ValueError(f"var len int out of range: {value}")
     out = bytearray()
@@ -57,13 +59,17 @@ def read_varint(buf: bytes, pos: int, base: int = 0) -> tuple[int, int]:
         raise Incomplete(pos + 1) from None
     if byte < 0x80:
         return byte, pos + 1
-    if pos + 1 < len(buf) and 0 < buf[pos + 1] < 0x80:  # two bytes, minimal: the next common case
-        return (byte & 0x7F) | (buf[pos + 1] << 7), pos + 2
+    end = len(buf)
+    if pos + 1 < end:  # two or three bytes, minimal: the next common cases
+        second = buf[pos + 1]
+        if 0 < second < 0x80:
+            return (byte & 0x7F) | (second << 7), pos + 2
+        if second >= 0x80 and pos + 2 < end and 0 < buf[pos + 2] < 0x80:
+            return (byte & 0x7F) | ((second & 0x7F) << 7) | (buf[pos + 2] << 14), pos + 3
     value = byte & 0x7F
     shift = 7
     start = pos
     pos += 1
-    end = len(buf)
     while True:
         if pos >= end:
             raise Incomplete(pos + 1)
