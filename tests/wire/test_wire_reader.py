@@ -166,3 +166,25 @@ def test_read_plain_message_agrees_with_the_general_reader(fs: list[Frame]) -> N
                 short = read_plain_message(data[:cut], pos, 1 << 20)
                 assert short is None or short == (None, end)  # an incomplete payload says where it ends
         pos = end
+
+
+@pytest.mark.parametrize("attachments", [(), (5,)])
+def test_a_large_message_in_small_chunks_is_joined_and_parsed_once(
+    attachments: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aqueduct.wire.reader as reader_module
+
+    parses = 0
+    real = reader_module._read_frames
+
+    def counting(*args: object) -> tuple[int, int]:
+        nonlocal parses
+        parses += 1
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader_module, "_read_frames", counting)
+    msg = Message(3, 7, attachments, bytes(100_000))
+    data = encode_frame(msg)
+    reader = FrameReader()
+    out = [f for i in range(0, len(data), 100) for f in reader.feed(data[i : i + 100])]
+    assert out == [msg] and parses == 2  # the first piece (the length is known from then on), the last
