@@ -5,7 +5,8 @@ builds a PacedQuicConnection (resuming with a stored ticket if there is
 one, so early data can go out in 0-RTT) and starts the handshake without
 waiting for it. `open_server` listens with aioquic's QuicServer (limited per address, in
 total and in start-up time: limits.py), a server ticket store for
-resumption, and our protocol for every connection.
+resumption, and our protocol for every connection. Both read their socket
+into 64 KiB buffers (`_small_reads`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aioquic.tls import SessionTicket
 from ..core.config import EngineConfig
 from ..wire.channel_id import Side
 from .certs import normalize_fingerprint
+from .drain import MAX_DATAGRAM, drainable_socket
 from .limits import LimitedQuicServer
 from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
@@ -36,6 +38,15 @@ def _tune_socket(sock: socket.socket, size: int) -> None:
             sock.setsockopt(socket.SOL_SOCKET, opt, size)
         except OSError:
             pass  # the kernel caps it (net.core.rmem_max); a smaller buffer still works
+
+
+def _small_reads(transport: asyncio.BaseTransport) -> None:
+    """Read datagrams into 64 KiB buffers (a UDP payload is never larger), not stdlib asyncio's 256 KiB.
+
+    glibc serves 256 KiB with mmap, so each datagram read cost an mmap, an mremap (shrinking the result)
+    and a munmap: three system calls per packet. uvloop's transport is left alone."""
+    if drainable_socket(transport) is not None:
+        transport.max_size = MAX_DATAGRAM  # type: ignore[attr-defined]
 
 
 async def open_client(
@@ -76,7 +87,8 @@ async def open_client(
             pinned_fingerprint=pinned,
         )
 
-    _, protocol = await loop.create_datagram_endpoint(factory, sock=sock)
+    transport, protocol = await loop.create_datagram_endpoint(factory, sock=sock)
+    _small_reads(transport)
     protocol.early_data_attempted = ticket is not None and ticket.max_early_data_size is not None
     protocol.start_engine()
     protocol.connect(addr, transmit=False)
@@ -128,5 +140,6 @@ async def open_server(
         ),
         sock=sock,
     )
+    _small_reads(transport)
     return transport, server
 

@@ -28,6 +28,7 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.quic import events as qe
 from aioquic.quic.connection import QuicConnection
 from aioquic.quic.packet import QuicErrorCode, QuicFrameType
+from aioquic.tls import Epoch
 
 from ..core import transport as tp
 from ..core.app import AppEvent
@@ -120,6 +121,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._held_sid: int | None = None  # writes to one stream held back to coalesce; see _execute
         self._held: list[bytes] = []
         self._held_bytes = 0
+        self._wrote = False  # the application wrote since the last transmit: its packet carries any pending ACK
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -238,6 +240,7 @@ class AqueductProtocol(QuicConnectionProtocol):
             return
         for cmd in engine.commands():
             self._execute(cmd)
+        self._wrote = True
         self._transmit_soon()
 
     def flush_soon(self) -> None:
@@ -268,10 +271,19 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._drain_sock = drainable_socket(transport) if self.side is Side.CLIENT else None
 
     def transmit(self) -> None:
-        """Pump the engine, send what aioquic has ready; senders waiting on its datagram queue may proceed."""
+        """Pump the engine, send what aioquic has ready; senders waiting on its datagram queue may proceed.
+
+        When the application wrote, the first packet carries any ACK aioquic holds back (its delay is 1 ms):
+        in a request/response exchange the answer then acknowledges the request, and no ACK-only packet, nor
+        the timer wake-up that sends it, follows a millisecond later."""
         self._unacked_total = None  # (timers: streams discarded or reset meanwhile)
         self.pump()
         self._write_held()
+        if self._wrote:
+            self._wrote = False
+            space = self._quic._spaces.get(Epoch.ONE_RTT)
+            if space is not None and space.ack_at is not None:
+                space.ack_at = self._loop.time()
         super().transmit()
         self._wake_writers()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from aioquic.tls import Epoch
+
 import aqueduct
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.protocol import AqueductProtocol
@@ -81,3 +83,38 @@ async def test_the_cached_unacked_count_matches_the_send_buffers(certs: DevCerts
         await guard(p.wait_while(lambda: _true_unacked(p) > 0))  # acks arrive: buffers shrink
         assert p.unacked_total() == _true_unacked(p) == 0
     assert got == 101
+
+
+async def test_an_answer_carries_the_ack_of_its_request(certs: DevCerts) -> None:
+    """With aioquic's ACK delay raised to an hour on the server, only piggybacked ACKs acknowledge the client's
+    requests: each answer must carry one, so no packet the client sent up to its request is still unacked."""
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        conn.protocol.quic._ack_delay = 3600.0
+        first = await conn.entrypoint.recv()
+        async with first["reply"] as reply:
+            async for msg in conn.entrypoint:
+                await reply.send(msg)
+
+    async with running(certs, handler) as (url, _server), aqueduct.connect(url, ca=certs.ca) as conn:
+        reply_tx, reply_rx = aqueduct.channel()
+        await conn.entrypoint.send({"reply": reply_tx})
+        quic = conn.protocol.quic
+        for i in range(10):
+            first_of_request = quic._packet_number
+            await conn.entrypoint.send(i)
+            assert await guard(reply_rx.recv()) == i
+            unacked = quic._spaces[Epoch.ONE_RTT].sent_packets
+            assert all(n > first_of_request for n in unacked), (i, first_of_request, list(unacked))
+
+
+async def test_datagrams_are_read_into_64_kib_buffers(certs: DevCerts) -> None:
+    """stdlib asyncio reads into 256 KiB, which glibc serves with mmap: three system calls per datagram."""
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        await conn.entrypoint.recv()
+
+    async with running(certs, handler) as (url, server), aqueduct.connect(url, ca=certs.ca) as conn:
+        client_transport: Any = conn.protocol._transport
+        server_transport: Any = server.admission._transport
+        assert client_transport.max_size == server_transport.max_size == 65536
