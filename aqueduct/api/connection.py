@@ -238,7 +238,7 @@ class Connection:
             return self._protocol.send_blocked(None)
         stream = self._last_stream.get(handle) if delivery is Delivery.ORDERED else None
         if stream is None:
-            return self._protocol.unacked_total() >= self._protocol.settings.connection_send_buffer
+            return self._protocol.connection_blocked()
         return self._protocol.send_blocked(stream)
 
     def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None:
@@ -257,11 +257,7 @@ class Connection:
                 return self._send_waiting(handle, payload, halves, delivery)
         else:
             last = self._last_stream.get(handle) if delivery is Delivery.ORDERED else None
-            if (
-                protocol.send_blocked(last)
-                if last is not None
-                else protocol.unacked_total() >= protocol.settings.connection_send_buffer
-            ):
+            if protocol.send_blocked(last) if last is not None else protocol.connection_blocked():
                 return self._send_waiting(handle, payload, halves, delivery)
         stream = self._last_stream[handle] = self.engine.send_plain(handle, payload, delivery, self._loop.time())
         stats = self.stats

@@ -53,7 +53,9 @@ class PacedQuicConnection(QuicConnection):
 
     # ---- aioquic overrides ----
     def _write_connection_limits(self, builder: Any, space: Any) -> None:
-        limit = self._local_max_data
+        limit, bidi, uni = self._local_max_data, self._local_max_streams_bidi, self._local_max_streams_uni
+        if limit.value == limit.sent and bidi.value == bidi.sent and uni.value == uni.sent:
+            return  # nothing to announce (checked for every packet built)
         used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
         value = limit.value
         if _hold(value - limit.sent, limit.sent - used, self._configuration.max_data):
@@ -65,8 +67,10 @@ class PacedQuicConnection(QuicConnection):
             limit.value = value
 
     def _write_stream_limits(self, builder: Any, space: Any, stream: Any) -> None:
-        receiver = stream.receiver
         sent = stream.max_stream_data_local_sent
+        if stream.max_stream_data_local == sent:
+            return  # nothing granted since the last update (checked for every stream of every packet built)
+        receiver = stream.receiver
         pending, peer_left = stream.max_stream_data_local - sent, sent - receiver.highest_offset
         if _hold(pending, peer_left, self._configuration.max_stream_data):
             return  # not worth announcing yet (also skips aioquic's per-stream work on every packet)

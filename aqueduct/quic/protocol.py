@@ -51,6 +51,7 @@ DATAGRAM_QUEUE_LIMIT = 64
 BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate as a QUIC transport error
 
 AppListener = Callable[[list[AppEvent]], None]
+_SendStreamData = tp.SendStreamData
 
 
 SMALLEST_MESSAGE_FRAME = 5
@@ -117,7 +118,8 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._engine_timer_at: float | None = None
         self._keepalive: asyncio.TimerHandle | None = None
         self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
-        self._unacked_total: int | None = None  # cache of unacked_total(); see there
+        self._unacked_upper = 0  # at least the connection's unacknowledged bytes; see connection_blocked
+        self._rtt_told = 0.0  # the smoothed RTT last given to the engine
         self._held_sid: int | None = None  # writes to one stream held back to coalesce; see _execute
         self._held: list[bytes] = []
         self._held_bytes = 0
@@ -217,16 +219,18 @@ class AqueductProtocol(QuicConnectionProtocol):
         engine = self.engine
         if engine is None:
             return
-        loss = self._quic._loss
-        if loss._rtt_initialized:
-            engine.update_rtt(loss._rtt_smoothed)
+        rtt = self._quic._loss._rtt_smoothed
+        if rtt != self._rtt_told and self._quic._loss._rtt_initialized:
+            self._rtt_told = rtt
+            engine.update_rtt(rtt)
         for cmd in engine.commands():
             self._execute(cmd)
         events = engine.events()
         if events and self.listener is not None:
             self.listener(events)
         self._arm_engine_timer()
-        self._wake_writers()
+        if self._writers:
+            self._wake_writers()
 
     def flush(self) -> None:
         """After an application call into the engine: hand its writes to aioquic now (backpressure counts
@@ -255,7 +259,6 @@ class AqueductProtocol(QuicConnectionProtocol):
         The deferred transmit runs after the application tasks the packet woke, so their answers leave in
         the same packets as aioquic's ACKs instead of one packet (and one wake-up of the peer) each.
         """
-        self._unacked_total = None  # ACKs shrink the send buffers
         self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
         if self._drain_sock is not None:  # a client reads the rest of a burst now too (drain.py)
             drain(self._drain_sock, self._receive_more, self.error_received)
@@ -276,7 +279,6 @@ class AqueductProtocol(QuicConnectionProtocol):
         When the application wrote, the first packet carries any ACK aioquic holds back (its delay is 1 ms):
         in a request/response exchange the answer then acknowledges the request, and no ACK-only packet, nor
         the timer wake-up that sends it, follows a millisecond later."""
-        self._unacked_total = None  # (timers: streams discarded or reset meanwhile)
         self.pump()
         self._write_held()
         if self._wrote:
@@ -285,17 +287,17 @@ class AqueductProtocol(QuicConnectionProtocol):
             if space is not None and space.ack_at is not None:
                 space.ack_at = self._loop.time()
         super().transmit()
-        self._wake_writers()
+        if self._writers:
+            self._wake_writers()
 
     def _execute(self, cmd: tp.TransportCommand) -> None:
         """Run one engine command on aioquic. Consecutive writes (no FIN) to one stream are held back and
         handed over joined before any other command and before each transmit: aioquic's per-write cost
         (~1-2 us) is paid once per stream per loop turn instead of once per message. Held bytes count as
         unacked (backpressure sees them at once)."""
-        if type(cmd) is tp.SendStreamData:
+        if type(cmd) is _SendStreamData:
             n = len(cmd.data)
-            if self._unacked_total is not None:
-                self._unacked_total += n
+            self._unacked_upper += n
             if not cmd.end_stream:
                 if self._held_sid != cmd.stream_id:
                     self._write_held()
@@ -314,7 +316,6 @@ class AqueductProtocol(QuicConnectionProtocol):
                 quic.send_datagram_frame(cmd.data)
             elif isinstance(cmd, tp.ResetStream):
                 quic.reset_stream(cmd.stream_id, cmd.error_code)
-                self._unacked_total = None
             elif isinstance(cmd, tp.StopSending):
                 quic.stop_stream(cmd.stream_id, cmd.error_code)
             elif isinstance(cmd, tp.CloseConnection):
@@ -383,23 +384,25 @@ class AqueductProtocol(QuicConnectionProtocol):
         return held + len(stream.sender._buffer) if stream is not None else held
 
     def unacked_total(self) -> int:
-        """Bytes written and not yet acknowledged, over all streams.
-
-        Summing every stream (one per open channel and more) on each send made a send cost grow with the
-        number of open channels; the sum is cached, grown by our own writes and dropped whenever aioquic
-        may have shrunk a buffer (a packet arrived, a timer fired, a stream was reset)."""
-        total = self._unacked_total
-        if total is None:
-            total = sum(len(s.sender._buffer) for s in self._quic._streams.values()) + self._held_bytes
-            self._unacked_total = total
+        """Bytes written and not yet acknowledged, over all streams (sums every stream)."""
+        total = sum(len(s.sender._buffer) for s in self._quic._streams.values()) + self._held_bytes
+        self._unacked_upper = total
         return total
+
+    def connection_blocked(self) -> bool:
+        """Whether the connection's unacknowledged bytes are over `connection_send_buffer`.
+
+        Summing every stream (one per open channel and more) on each send would make a send cost grow with
+        the number of open channels, so the check keeps an upper bound instead: our writes grow it, acks
+        (which only shrink buffers) leave it, and only a bound at or over the limit is replaced by the sum."""
+        limit = self.settings.connection_send_buffer
+        return self._unacked_upper >= limit and self.unacked_total() >= limit
 
     def send_blocked(self, stream_id: int | None) -> bool:
         """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
         if stream_id is None:
             return len(self._quic._datagrams_pending) >= DATAGRAM_QUEUE_LIMIT
-        s = self.settings
-        return self.unacked(stream_id) >= s.send_buffer or self.unacked_total() >= s.connection_send_buffer
+        return self.unacked(stream_id) >= self.settings.send_buffer or self.connection_blocked()
 
     async def wait_writable(self, stream_id: int | None) -> None:
         """Wait until `send_blocked(stream_id)` is false; ConnectionLost if the connection ends first."""

@@ -1,14 +1,18 @@
-"""Adapter batching rules: a reply leaves after the task its request woke ran; the unacked count cache is exact."""
+"""Adapter rules: a reply leaves after the task its request woke ran, carrying the ACK of its request; the
+connection's send bound is exact; datagrams are read into 64 KiB buffers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from aioquic.tls import Epoch
 
 import aqueduct
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.protocol import AqueductProtocol
+from aqueduct.quic.settings import TransportSettings
 
 from .conftest import guard, running
 
@@ -65,7 +69,8 @@ async def test_a_reply_is_sent_after_the_task_its_request_woke(certs: DevCerts) 
         assert before[-1] == "rx", log[max(0, i - 6) : i + 1]
 
 
-async def test_the_cached_unacked_count_matches_the_send_buffers(certs: DevCerts) -> None:
+async def test_the_connection_bound_is_exact_though_its_count_is_only_an_upper_bound(certs: DevCerts) -> None:
+    limit = 20_000
     got = 0
 
     async def handler(conn: aqueduct.Connection) -> None:
@@ -73,16 +78,27 @@ async def test_the_cached_unacked_count_matches_the_send_buffers(certs: DevCerts
         async for _ in conn.entrypoint:
             got += 1
 
-    async with running(certs, handler) as (url, _server), aqueduct.connect(url, ca=certs.ca) as conn:
+    settings = replace(TransportSettings(), connection_send_buffer=limit)
+    async with (
+        running(certs, handler) as (url, _server),
+        aqueduct.connect(url, ca=certs.ca, settings=settings) as conn,
+    ):
         p = conn.protocol
-        for _ in range(100):  # one loop turn: no packet is processed, the count grows with our writes
-            conn.entrypoint.try_send(b"x" * 500)
-            assert p.unacked_total() == _true_unacked(p)
+        sent = 0
+        with pytest.raises(aqueduct.WouldBlock):
+            while True:  # one loop turn: no packet is processed, only our writes move the count
+                conn.entrypoint.try_send(b"x" * 500)
+                sent += 1
+                assert p._unacked_upper >= _true_unacked(p)
+                assert p.connection_blocked() == (_true_unacked(p) >= limit)
+        assert p.connection_blocked() and _true_unacked(p) >= limit
+        await guard(p.wait_while(lambda: _true_unacked(p) > 0))  # acks arrive: buffers shrink, the bound stays
+        assert p._unacked_upper >= limit
+        assert not p.connection_blocked()
+        assert p.unacked_total() == p._unacked_upper == 0  # (the check replaced the bound by the sum)
         reply_tx, _reply_rx = aqueduct.channel()
         await conn.entrypoint.send({"ping": reply_tx})
-        await guard(p.wait_while(lambda: _true_unacked(p) > 0))  # acks arrive: buffers shrink
-        assert p.unacked_total() == _true_unacked(p) == 0
-    assert got == 101
+    assert got == sent + 1
 
 
 async def test_an_answer_carries_the_ack_of_its_request(certs: DevCerts) -> None:
