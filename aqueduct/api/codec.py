@@ -89,7 +89,7 @@ class CborCodec:
             raise CodecError(f"malformed CBOR payload: {exc}") from exc
 
 
-@dataclass
+@dataclass(slots=True)
 class RawMessage:
     """A raw-codec message: bytes plus the halves attached to it, in order."""
 

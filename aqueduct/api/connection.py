@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aqueduct.api")
 
+_ORDERED, _UNRELIABLE = Delivery.ORDERED, Delivery.UNRELIABLE  # (an enum member lookup costs ~80 ns)
+
 PREFETCH_MESSAGES = 64
 """A networked receiver takes at most this many queued messages from the engine at once (see `fill`)."""
 PREFETCH_BYTES = 64 * 1024
@@ -249,17 +251,18 @@ class Connection:
         engine's `send_plain`: no coroutine, no waiter, no SendResult."""
         payload, halves = self.codec.encode(obj)
         protocol = self._protocol
-        if halves or self.recording is not None or self.closed.done():
+        engine = protocol.engine
+        if halves or self.recording is not None or engine is None or self.closed.done():
             return self._send_waiting(handle, payload, halves, delivery)
-        if delivery is Delivery.UNRELIABLE:
+        if delivery is _UNRELIABLE:
             self._check_datagram(payload)
             if protocol.send_blocked(None):
                 return self._send_waiting(handle, payload, halves, delivery)
         else:
-            last = self._last_stream.get(handle) if delivery is Delivery.ORDERED else None
+            last = self._last_stream.get(handle) if delivery is _ORDERED else None
             if protocol.send_blocked(last) if last is not None else protocol.connection_blocked():
                 return self._send_waiting(handle, payload, halves, delivery)
-        stream = self._last_stream[handle] = self.engine.send_plain(handle, payload, delivery, self._loop.time())
+        stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
         stats = self.stats
         stats.messages_sent += 1
         stats.bytes_sent += len(payload)
