@@ -51,7 +51,6 @@ DATAGRAM_QUEUE_LIMIT = 64
 BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate as a QUIC transport error
 
 AppListener = Callable[[list[AppEvent]], None]
-_SendStreamData = tp.SendStreamData
 
 
 SMALLEST_MESSAGE_FRAME = 5
@@ -147,8 +146,28 @@ class AqueductProtocol(QuicConnectionProtocol):
 
     # ---- events up ----
     def _process_events(self) -> None:
-        if self.engine is None and not self._quic._is_client:
-            self.start_engine()
+        """Feed aioquic's events to the engine, then pump.
+
+        Stream data and datagrams at the head of aioquic's queue (nearly all events; one per datagram
+        message) go straight to the engine, with one clock reading for the batch; the rest, in order, take
+        aioquic's own dispatch (connection IDs, waiters) and then `quic_event_received`."""
+        engine = self.engine
+        if engine is None and not self._quic._is_client:
+            engine = self.start_engine()
+        if engine is not None:
+            queue = self._quic._events
+            now = self._loop.time()
+            while queue:
+                event = queue[0]
+                translated: tp.TransportEvent
+                if type(event) is qe.StreamDataReceived:
+                    translated = tp.StreamDataReceived(event.stream_id, event.data, event.end_stream)
+                elif type(event) is qe.DatagramFrameReceived:
+                    translated = tp.DatagramReceived(event.data)
+                else:
+                    break
+                queue.popleft()
+                engine.handle_event(translated, now)
         super()._process_events()
         self.pump()
 
@@ -295,7 +314,11 @@ class AqueductProtocol(QuicConnectionProtocol):
         handed over joined before any other command and before each transmit: aioquic's per-write cost
         (~1-2 us) is paid once per stream per loop turn instead of once per message. Held bytes count as
         unacked (backpressure sees them at once)."""
-        if type(cmd) is _SendStreamData:
+        if type(cmd) is tp.SendDatagram:  # (one per unreliable message)
+            self._write_held()
+            self._quic.send_datagram_frame(cmd.data)
+            return
+        if type(cmd) is tp.SendStreamData:
             n = len(cmd.data)
             self._unacked_upper += n
             if not cmd.end_stream:
@@ -312,8 +335,6 @@ class AqueductProtocol(QuicConnectionProtocol):
                 quic.send_stream_data(cmd.stream_id, cmd.data, cmd.end_stream)
             elif isinstance(cmd, tp.GrantCredit):
                 quic.grant(cmd.stream_id, cmd.nbytes)
-            elif isinstance(cmd, tp.SendDatagram):
-                quic.send_datagram_frame(cmd.data)
             elif isinstance(cmd, tp.ResetStream):
                 quic.reset_stream(cmd.stream_id, cmd.error_code)
             elif isinstance(cmd, tp.StopSending):
