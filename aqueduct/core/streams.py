@@ -23,6 +23,9 @@ the application takes from the queue or the receiver ends.
 
 A Version frame may open any direction from the peer (a client sends it
 until it has the server's headers) and is mandatory on CONNECTION only.
+
+PendingWrite: consecutive plain messages the engine writes to one stream,
+given to the adapter as one SendStreamData when commands are drained.
 """
 
 from __future__ import annotations

@@ -4,10 +4,12 @@
 takes stream bytes in arbitrary chunks: `feed(chunk)` returns every frame
 completed so far and keeps the partial rest. When a partial frame tells how
 long it will be, the reader does not parse it again until that many bytes
-are there, so a large message arriving in small chunks costs one parse.
-A declared length beyond `max_frame_size` is rejected before buffering.
-`feed_sized` also says how many bytes each frame took; Message frames
-without attachments (nearly every frame) are parsed inline.
+are there, so a large message arriving in small chunks costs two parses
+(its first piece, its last) and one join; `absorb` keeps a piece that
+cannot complete it without any parse. A declared length beyond
+`max_frame_size` is rejected before buffering. `feed_sized` also says how
+many bytes each frame took; Message frames without attachments (nearly
+every frame) are read by `read_plain_message`, short of the general reader.
 """
 
 from __future__ import annotations
