@@ -240,7 +240,7 @@ class Connection:
             return self._protocol.send_blocked(None)
         stream = self._last_stream.get(handle) if delivery is Delivery.ORDERED else None
         if stream is None:
-            return self._protocol.connection_blocked()
+            return self._protocol.new_stream_blocked()
         return self._protocol.send_blocked(stream)
 
     def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None:
@@ -260,7 +260,7 @@ class Connection:
                 return self._send_waiting(handle, payload, halves, delivery)
         else:
             last = self._last_stream.get(handle) if delivery is _ORDERED else None
-            if protocol.send_blocked(last) if last is not None else protocol.connection_blocked():
+            if protocol.send_blocked(last) if last is not None else protocol.new_stream_blocked():
                 return self._send_waiting(handle, payload, halves, delivery)
         stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
         stats = self.stats

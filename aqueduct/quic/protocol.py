@@ -419,6 +419,12 @@ class AqueductProtocol(QuicConnectionProtocol):
         limit = self.settings.connection_send_buffer
         return self._unacked_upper >= limit and self.unacked_total() >= limit
 
+    def new_stream_blocked(self) -> bool:
+        """Whether a send that opens a stream must wait: the connection bound, or aioquic already holds a new
+        stream the peer's MAX_STREAMS does not allow yet (unbounded, they would pile up, and aioquic walks
+        every stream it holds on every packet: sends that open streams got slower the more were waiting)."""
+        return bool(self._quic._streams_blocked_uni) or self.connection_blocked()
+
     def send_blocked(self, stream_id: int | None) -> bool:
         """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
         if stream_id is None:

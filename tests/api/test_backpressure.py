@@ -105,3 +105,36 @@ def test_receiver_rss_stays_under_window_plus_constant() -> None:
     send_buffer_mib = aqueduct.TransportSettings().send_buffer / (1024 * 1024)
     assert stats["sent_mib"] - stats["taken_mib"] <= stats["window_mib"] + send_buffer_mib + 0.1
     assert stats["rss_growth_mib"] < stats["window_mib"] + 16
+
+
+async def test_sends_that_open_streams_wait_for_the_peers_stream_limit(certs: DevCerts) -> None:
+    """Unordered messages open a stream each: past the peer's MAX_STREAMS, aioquic would hold the new streams
+    (and walk all of them per packet); a send waits instead, holding at most one blocked stream."""
+    total = 400
+    got: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        rx = (await conn.entrypoint.recv())["data"]
+        n = 0
+        async for _ in rx:
+            n += 1
+        got.set_result(n)
+
+    async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
+        tx, rx = aqueduct.channel(aqueduct.Delivery.UNORDERED)
+        await conn.entrypoint.send({"data": rx})
+        quic = conn.protocol._quic
+        sent = 0
+        with pytest.raises(WouldBlock):  # all in one loop turn: the peer cannot raise its limit meanwhile
+            for _ in range(total):
+                tx.try_send(b"u")
+                sent += 1
+                assert len(quic._streams_blocked_uni) <= 1
+        assert 0 < sent < total
+        most = 0
+        for _ in range(total - sent):
+            await tx.send(b"u")
+            most = max(most, len(quic._streams_blocked_uni))
+        assert most <= 1
+        await tx.finish()
+        assert await guard(got) == total
