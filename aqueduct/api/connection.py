@@ -34,7 +34,7 @@ from ..errors import (
     ReceiverDropped,
     WouldBlock,
 )
-from ..quic.protocol import AqueductProtocol, consume_exception
+from ..quic.protocol import DATAGRAM_QUEUE_LIMIT, AqueductProtocol, consume_exception
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
 from .codec import CODEC_HEADER, Codec
@@ -255,17 +255,23 @@ class Connection:
         if halves or self.recording is not None or engine is None or self.closed.done():
             return self._send_waiting(handle, payload, halves, delivery)
         if delivery is _UNRELIABLE:
-            self._check_datagram(payload)
-            if protocol.send_blocked(None):
+            if len(payload) > protocol.datagram_payload_limit:
+                self._check_datagram(payload)
+            queued = protocol.datagrams_queued
+            if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._send_waiting(handle, payload, halves, delivery)
+            engine.send_plain(handle, payload, delivery, self._loop.time())
+            self._count_sent(len(payload))
+            protocol.flush()
+            if len(queued) >= DATAGRAM_QUEUE_LIMIT:
+                return self._wait_while(lambda: protocol.send_blocked(None))
+            return None
         else:
             last = self._last_stream.get(handle) if delivery is _ORDERED else None
             if protocol.send_blocked(last) if last is not None else protocol.new_stream_blocked():
                 return self._send_waiting(handle, payload, halves, delivery)
         stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
-        stats = self.stats
-        stats.messages_sent += 1
-        stats.bytes_sent += len(payload)
+        self._count_sent(len(payload))
         protocol.flush()
         if protocol.send_blocked(stream):
             return self._wait_while(lambda: protocol.send_blocked(stream))
@@ -399,6 +405,11 @@ class Connection:
                 return
         self._count_received(len(taken), nbytes)
         self._prefetch[handle] = max(1, min(PREFETCH_MESSAGES, PREFETCH_BYTES // max(1, biggest)))
+
+    def _count_sent(self, nbytes: int) -> None:
+        stats = self.stats
+        stats.messages_sent += 1
+        stats.bytes_sent += nbytes
 
     def _count_received(self, messages: int, nbytes: int) -> None:
         self.stats.messages_received += messages

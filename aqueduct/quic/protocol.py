@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,8 @@ class AqueductProtocol(QuicConnectionProtocol):
         self.terminated: asyncio.Future[tp.ConnectionTerminated] = self._loop.create_future()
         self.early_data_attempted = False
         self.datagram_payload_limit = self.settings.datagram_payload_limit(self.settings.max_datagram_frame_size)
+        self.datagrams_queued: deque[bytes] = quic._datagrams_pending
+        """aioquic's queue of datagrams not yet in a packet (unbounded: senders wait at DATAGRAM_QUEUE_LIMIT)."""
         self._closing_locally = False
         self._handshake_ok = False
         self._engine_timer: asyncio.TimerHandle | None = None
@@ -428,7 +431,7 @@ class AqueductProtocol(QuicConnectionProtocol):
     def send_blocked(self, stream_id: int | None) -> bool:
         """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
         if stream_id is None:
-            return len(self._quic._datagrams_pending) >= DATAGRAM_QUEUE_LIMIT
+            return len(self.datagrams_queued) >= DATAGRAM_QUEUE_LIMIT
         return self.unacked(stream_id) >= self.settings.send_buffer or self.connection_blocked()
 
     async def wait_writable(self, stream_id: int | None) -> None:
