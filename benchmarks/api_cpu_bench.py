@@ -1,4 +1,4 @@
-"""CPU per 64 B ordered message through the whole stack (API, engine, adapter, aioquic), both ends in one process.
+"""CPU per 64 B message through the whole stack (API, engine, adapter, aioquic), both ends in one process.
 
 A client sends N messages on one channel to an in-process server that counts
 them; the figure is process CPU time / N, so it sums both ends and does not
@@ -6,7 +6,7 @@ depend on how two processes would share the cores (compare runs, not
 machines). Used for issue 8's per-message work; `aqueduct bench` has the
 cross-process figures.
 
-    .venv/bin/python benchmarks/api_cpu_bench.py [--messages N]
+    .venv/bin/python benchmarks/api_cpu_bench.py [--messages N] [--mode ordered|unordered|unreliable]
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from aqueduct.bench.settings import bench_settings
 from aqueduct.quic.certs import make_dev_certs
 
 
-async def run(n: int) -> tuple[int, float, float]:
-    """(messages counted, CPU seconds, wall seconds) for `n` 64 B messages."""
+async def run(n: int, mode: str = "ordered") -> tuple[int, float, float]:
+    """(messages counted, CPU seconds, wall seconds) for `n` 64 B messages sent in `mode`."""
     certs = make_dev_certs(tempfile.mkdtemp())
     settings = bench_settings()
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -48,7 +48,7 @@ async def run(n: int) -> tuple[int, float, float]:
         acceptor = asyncio.ensure_future(accept())
         conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{server.address[1]}", ca=certs.ca,
                                       codec=aqueduct.RawCodec(), settings=settings)
-        tx, rx = aqueduct.channel()
+        tx, rx = aqueduct.channel(mode)
         await conn.entrypoint.send(pack("raw", b"", [rx]))
         payload = b"x" * 64
         cpu, wall = time.process_time(), time.perf_counter()
@@ -66,10 +66,11 @@ def main() -> None:
     """Print the figure."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=30_000)
+    ap.add_argument("--mode", choices=("ordered", "unordered", "unreliable"), default="ordered")
     args = ap.parse_args()
-    got, cpu, wall = asyncio.run(run(args.messages))
+    got, cpu, wall = asyncio.run(run(args.messages, args.mode))
     per = cpu / got * 1e6
-    print(f"{got:,} msgs: {per:.1f} us CPU per message (both ends), {got / wall:,.0f} msgs/s in one process")
+    print(f"{args.mode} {got:,} msgs: {per:.1f} us CPU per message (both ends), {got / wall:,.0f} msgs/s, one process")
 
 
 if __name__ == "__main__":
