@@ -17,7 +17,8 @@ return when the message is taken or discarded). Datagrams need none.
 Short paths: a chunk inside a large frame is only buffered; a new uni
 stream arriving whole as one plain Message (an unordered message) is
 processed without a stream record; Message frames on a message stream skip
-the role table.
+the role table; on a message stream, a run of plain in-order Messages for
+one open receiver is parsed in one loop and queued together.
 """
 
 # mypy: disable-error-code="misc"
@@ -42,7 +43,7 @@ from ..wire.frames import (
     SentUnreliable,
     Version,
 )
-from ..wire.reader import FrameReader, decode_frames, read_plain_message
+from ..wire.reader import FrameReader, decode_frames, read_plain_message, read_plain_run
 from .receiving import QueueFull
 from .streams import Role, StreamRec, is_uni, opened_by
 from .transport import (
@@ -68,6 +69,9 @@ _ROLE_FRAMES: dict[Role, tuple[type, ...]] = {
 _MESSAGES = Role.MESSAGES
 _NEW_UNI = Role.NEW_UNI
 _VALID_RESETS = frozenset(int(c) for c in ResetCode)
+_SMALL_HELD = 1024
+"""Held bytes up to which a chunk of a message stream is read by `_plain_runs` (a large frame completing is one
+message: the general path takes it for less)."""
 
 
 class IncomingMixin:
@@ -106,16 +110,20 @@ class IncomingMixin:
             return
         reader = rec.reader
         data = ev.data
-        if not ev.end_stream and reader.absorb(data):  # the middle of a large frame: no frame to run
-            self._partial_bytes += len(data)
-            if self._partial_bytes > self._buffered_max:
-                self._limit(f"more than {self._buffered_max} bytes of partial frames buffered")
-            if rec.stalled is None:
-                if rec.outstanding <= 0:
-                    self._credit_partial(rec)
-                if rec.pending_reset is not None and rec.frames_seen:
-                    self._flush_pending_reset(rec)
-            return
+        if not ev.end_stream:
+            if reader.absorb(data):  # the middle of a large frame: no frame to run
+                self._partial_bytes += len(data)
+                if self._partial_bytes > self._buffered_max:
+                    self._limit(f"more than {self._buffered_max} bytes of partial frames buffered")
+                if rec.stalled is None:
+                    if rec.outstanding <= 0:
+                        self._credit_partial(rec)
+                    if rec.pending_reset is not None and rec.frames_seen:
+                        self._flush_pending_reset(rec)
+                return
+            if rec.role is _MESSAGES and reader.buffered <= _SMALL_HELD and rec.stalled is None:
+                if rec.pending_reset is None:
+                    data = self._plain_runs(rec, data)
         before = reader.buffered
         frames, sizes = reader.feed_sized(data)
         after = reader.buffered
@@ -136,6 +144,24 @@ class IncomingMixin:
                     self._credit_partial(rec)
                 if rec.frames_seen and rec.pending_reset is not None:
                     self._flush_pending_reset(rec)
+
+    def _plain_runs(self: Engine, rec: StreamRec, data: bytes) -> bytes:
+        """Queue the run of plain in-order Messages at the front of a message stream's held bytes and `data`
+        (`_queue_run`), as `_run_frames` would one by one; return the bytes left for the general path (the
+        reader is then empty). One run per chunk: an ordered channel's stream carries one channel."""
+        reader = rec.reader
+        self._partial_bytes -= reader.buffered
+        buf = reader.take_buffer(data)
+        payloads: list[bytes] = []
+        sizes: list[int] = []
+        channel, first, stop = read_plain_run(buf, 0, self._max, payloads, sizes)
+        h = self._rx_by_channel.get(channel) if payloads else None
+        if h is None or channel & 4:
+            return buf
+        taken = self._queue_run(rec, self._receivers[h], first, payloads, sizes)
+        if taken < len(sizes):
+            stop = sum(sizes[:taken])
+        return buf[stop:] if stop else buf
 
     def _whole_message(self: Engine, ev: StreamDataReceived) -> bool:
         """A new uni stream arrived whole, one plain Message (an unordered message): process it without a

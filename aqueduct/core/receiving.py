@@ -25,6 +25,7 @@ lingers until the message that creates it arrives or ClosedChannelLost.
 from __future__ import annotations
 
 from collections import deque
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from ..errors import EndReason, ResetCode
@@ -49,6 +50,7 @@ from .streams import Role
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .streams import StreamRec
 
 _ROPEN = RState.OPEN
 _ORDERED = Delivery.ORDERED
@@ -206,6 +208,77 @@ class ReceivingMixin:
         if not (reliable and not r.declarations and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
             self._rx_schedule(r)
         return credit_sid is not None
+
+    def _queue_run(
+        self: Engine, rec: StreamRec, r: Receiver, first: int, payloads: list[bytes], sizes: list[int]
+    ) -> int:
+        """Queue the plain reliable messages `first`, `first`+1, ... of stream `rec` (wire `sizes`; the first's
+        credit is less `rec.pre`) as `_on_message` would one by one, while `r` is open, they are next in order and
+        its queue has room; return how many were queued (0: nothing changed, the general path takes them)."""
+        if (
+            r.state is not _ROPEN
+            or first != r.done_prefix
+            or r.finish_count is not None
+            or r.close_reason is not None
+            or r.rel_done
+        ):
+            return 0
+        queue = r.queue
+        if queue is None:
+            queue = r.queue = deque()
+        k = len(sizes)
+        nbytes = len(payloads[0]) if k == 1 else sum(map(len, payloads))
+        if len(queue) + k > self._queue_max or r.queue_bytes + nbytes > self._queue_max_bytes:
+            k, nbytes = self._run_room(r, payloads)
+            if not k:
+                return 0
+            payloads = payloads[:k]
+            sizes = sizes[:k]
+        owed = r.ack_due is not None and bool(r.rel_pending)
+        was_empty = not queue
+        r.messages_seen += k
+        r.rel_pending.add(first, first + k)
+        r.done_prefix = first + k
+        if r.ack_due is None:
+            r.ack_due = self.now + self.config.ack_delay
+        if rec.pre:
+            sizes = [sizes[0] - rec.pre, *sizes[1:]]
+            rec.pre = 0
+        channel = r.channel
+        sid = rec.stream_id
+        if k == 1:  # (building the iterators below costs more than one message)
+            queue.append((Delivered(payloads[0], (), channel, first, _ORDERED), sid, sizes[0]))
+            rec.outstanding += sizes[0]
+        else:
+            queue.extend(
+                zip(
+                    map(Delivered, payloads, repeat(()), repeat(channel), range(first, first + k), repeat(_ORDERED)),
+                    repeat(sid),
+                    sizes,
+                )
+            )
+            rec.outstanding += sum(sizes)
+        r.queue_bytes += nbytes
+        rec.frames_seen += k
+        rec.reader.frames_read += k
+        if was_empty and r.exposed and not r.app_dropped:
+            self._event(MessageAvailable(r.handle))
+        if not owed:
+            self._rx_schedule(r)
+        return k
+
+    def _run_room(self: Engine, r: Receiver, payloads: list[bytes]) -> tuple[int, int]:
+        """How many of `payloads` (and their bytes) fit in `r`'s queue, in order (the general path queues the
+        rest, or stalls on them)."""
+        assert r.queue is not None
+        k = min(len(payloads), self._queue_max - len(r.queue))
+        room = self._queue_max_bytes - r.queue_bytes
+        nbytes = 0
+        for i in range(max(k, 0)):
+            if nbytes + len(payloads[i]) > room:
+                return i, nbytes
+            nbytes += len(payloads[i])
+        return max(k, 0), nbytes
 
     def _take_attachments(self: Engine, ids: tuple[int, ...]) -> tuple[Attachment, ...]:
         out: list[Attachment] = []

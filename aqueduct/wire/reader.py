@@ -82,6 +82,80 @@ def read_plain_message(buf: bytes, pos: int, limit: int) -> tuple[Message | None
     return Message(channel, number, (), buf[p : p + n]), p + n
 
 
+def read_plain_run(buf: bytes, pos: int, limit: int, payloads: list[bytes], sizes: list[int]) -> tuple[int, int, int]:
+    """The complete plain Messages from `pos` of one channel with consecutive numbers: append each payload and
+    wire size; return (channel, first number, position after the last). (0, 0, pos) if none is there.
+
+    One loop without calls: later frames must repeat the first's type and channel bytes; var len ints of one
+    to three bytes (minimal) are read inline. Anything else ends the run (the general reader takes it up,
+    with its errors), as does a payload length over `limit` or a frame cut off."""
+    end = len(buf)
+    p = pos + 1
+    try:
+        if buf[pos] != 3:
+            return 0, 0, pos
+        channel = buf[p]
+        if channel < 0x80:
+            p += 1
+        elif 0 < buf[p + 1] < 0x80:
+            channel = (channel & 0x7F) | (buf[p + 1] << 7)
+            p += 2
+        else:
+            return 0, 0, pos
+    except IndexError:
+        return 0, 0, pos
+    head = buf[pos:p]
+    hl = p - pos
+    first = -1
+    expect = -1
+    append, append_size = payloads.append, sizes.append
+    try:
+        while pos < end and buf.startswith(head, pos):
+            q = pos + hl
+            b = buf[q]
+            if b < 0x80:
+                q += 1
+            else:
+                c = buf[q + 1]
+                if 0 < c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    q += 2
+                elif c >= 0x80 and 0 < buf[q + 2] < 0x80:
+                    b = (b & 0x7F) | ((c & 0x7F) << 7) | (buf[q + 2] << 14)
+                    q += 3
+                else:
+                    break
+            if b != expect and expect >= 0:
+                break
+            if buf[q]:
+                break  # attachments
+            n = buf[q + 1]
+            if n < 0x80:
+                q += 2
+            else:
+                c = buf[q + 2]
+                if 0 < c < 0x80:
+                    n = (n & 0x7F) | (c << 7)
+                    q += 3
+                elif c >= 0x80 and 0 < buf[q + 3] < 0x80:
+                    n = (n & 0x7F) | ((c & 0x7F) << 7) | (buf[q + 3] << 14)
+                    q += 4
+                else:
+                    break
+            stop = q + n
+            if n > limit or stop > end:
+                break
+            append(buf[q:stop])
+            append_size(stop - pos)
+            pos = stop
+            if first < 0:
+                first = b
+            expect = b + 1
+    except IndexError:
+        pass
+    return (channel, first, pos) if first >= 0 else (0, 0, pos)
+
+
 def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) -> tuple[int, int]:
     """Append every complete frame of `buf` (and its size); return (position reached, bytes still needed
     for the frame starting there, or 0 when the buffer ended on a frame boundary)."""
@@ -131,6 +205,18 @@ class FrameReader:
             self.buffered = size
             return True
         return False
+
+    def take_buffer(self, chunk: bytes) -> bytes:
+        """The bytes held plus `chunk`, leaving the reader empty: the caller reads what it can and feeds the rest
+        back (counting the frames it read in `frames_read`)."""
+        if not self._parts:
+            return chunk if type(chunk) is bytes else bytes(chunk)
+        self._parts.append(bytes(chunk))
+        buf = b"".join(self._parts)
+        self._parts = []
+        self.buffered = 0
+        self._needed = 0
+        return buf
 
     def feed_sized(self, chunk: bytes) -> tuple[list[Frame], list[int]]:
         """Add stream bytes; return the frames they complete and the bytes each took."""

@@ -3,7 +3,8 @@
 - Plain ordered writes in a row to one stream become one write; a FIN, a large payload or any other command
   in between keeps its own.
 - send_plain / take_many (what the API calls) against send / take_message, on twin engine pairs fed the same
-  inputs cut into random chunks: same commands, events and messages.
+  inputs cut into random chunks: same commands, events and messages. Likewise a receiver queueing runs of plain
+  messages at once against one taking every frame the general way.
 - The random driver (aqueduct.testing.driver) run through send_plain and take_many, with a check after every
   call that each receiver's ack timer holds what a fresh scheduling would set: the receive fast paths skip
   rescheduling when nothing it depends on changed, which is only sound while that holds.
@@ -24,6 +25,7 @@ from aqueduct.core.app import AttachKind, Delivered, Delivery, SendResult
 from aqueduct.core.config import EngineConfig
 from aqueduct.core.engine import Engine
 from aqueduct.core.receiver import RState
+from aqueduct.core.streams import StreamRec
 from aqueduct.core.transport import (
     DatagramReceived,
     HandshakeCompleted,
@@ -56,18 +58,25 @@ def _as_events(cmds: Sequence[TransportCommand], chunk: int) -> list[TransportEv
 class _Twin:
     """A connected client/server pair; `plain` pairs use send_plain and take_many."""
 
-    def __init__(self, plain: bool) -> None:
+    def __init__(self, plain: bool, server: type[Engine] = Engine, config: EngineConfig | None = None) -> None:
         self.plain = plain
-        self.c, self.s = Engine(Side.CLIENT), Engine(Side.SERVER)
+        self.c, self.s = Engine(Side.CLIENT), server(Side.SERVER, config=config)
         self.s.handle_event(HandshakeCompleted(), 0.0)
         self.log: list[object] = []
+        self.held: list[TransportEvent] = []
         self.pump(1 << 20, 0.0)
 
-    def pump(self, chunk: int, now: float) -> None:
+    def pump(self, chunk: int, now: float, hold: int = 0) -> None:
+        """Deliver both ways; the last `hold` client-to-server events wait for the next pump."""
         for src, dst in ((self.c, self.s), (self.s, self.c)):
             cmds = src.commands()
             self.log.append(cmds)
-            for ev in _as_events(cmds, chunk):
+            events = _as_events(cmds, chunk)
+            if dst is self.s:
+                events, self.held = self.held + events, []
+                if hold:
+                    events, self.held = events[:-hold], events[-hold:]
+            for ev in events:
                 dst.handle_event(ev, now)
             self.log.append(dst.events())
 
@@ -123,6 +132,83 @@ def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[
     for t in twins:
         t.pump(1 << 20, now)
     assert twins[0].log == twins[1].log
+
+
+class _NoRuns(Engine):
+    """An engine whose message streams always take the general path (no `_plain_runs`)."""
+
+    def _plain_runs(self, rec: StreamRec, data: bytes) -> bytes:
+        return data
+
+
+_SMALL_QUEUE = EngineConfig(max_receiver_queue_messages=6, max_receiver_queue_bytes=3000)
+
+
+_burst = st.tuples(st.just("burst"), st.integers(1, 20), st.sampled_from([0, 5, 64, 200, 700, 1500]))
+_run_step = st.one_of(
+    _burst,
+    _burst,
+    _step,
+    st.tuples(st.just("pump"), st.sampled_from([90, 300, 1200, 1500]), st.integers(0, 3)),
+    st.tuples(st.just("take"), st.integers(1, 64), st.just(0)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_run_step, max_size=40), st.booleans())
+def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[object, object, int]], small: bool) -> None:
+    """A chunk's run of in-order plain Messages queued at once: the same commands, events and messages as the
+    general path, including a run cut by a full queue (small queues) and a first frame partly credited."""
+    config = _SMALL_QUEUE if small else None
+    twins = [_Twin(plain=True, server=_NoRuns, config=config), _Twin(plain=True, config=config)]
+    now = 0.0
+    for kind, arg, size in steps:
+        if kind == "tick":
+            now += 0.03
+        for t in twins:
+            if kind == "send":
+                assert isinstance(arg, Delivery)
+                if size > (1000 if arg is Delivery.UNRELIABLE else 2900 if small else 1 << 20):
+                    continue  # over the datagram or queue limit: covered elsewhere
+                t.send(arg, size, now)
+            elif kind == "burst":
+                assert isinstance(arg, int)
+                for _ in range(arg):
+                    t.send(Delivery.ORDERED, size, now)
+            elif kind == "pump":
+                assert isinstance(arg, int)
+                t.pump(arg, now, size)
+            elif kind == "take":
+                assert isinstance(arg, int)
+                t.take(arg, now)
+            else:
+                t.c.handle_timer(now)
+                t.s.handle_timer(now)
+    for t in twins:
+        t.pump(1 << 20, now)
+    assert twins[0].log == twins[1].log
+    assert twins[0].s.state_sizes() == twins[1].s.state_sizes()
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_a_run_whose_first_frame_was_partly_credited_matches_the_general_path(small: bool) -> None:
+    """Frames cut across pumps, everything taken in between (the partial frame is credited while it waits), then
+    the rest and more in one chunk: a run starting with that frame is credited as the general path credits it."""
+    config = _SMALL_QUEUE if small else None
+    twins = [_Twin(plain=True, server=_NoRuns, config=config), _Twin(plain=True, config=config)]
+    for t in twins:
+        for _ in range(5):
+            t.send(Delivery.ORDERED, 64, 0.0)
+        t.pump(100, 0.0, hold=1)
+        t.take(64, 0.0)
+        for _ in range(12):
+            t.send(Delivery.ORDERED, 64, 0.0)
+        t.pump(1200, 0.01)
+        t.take(3, 0.02)
+        t.pump(1200, 0.02)
+    assert twins[0].log == twins[1].log
+    takes = [len(x) for x in twins[0].log if isinstance(x, list) and x and isinstance(x[0], Delivered)]
+    assert takes == [3, 3]  # (the fourth frame waited, partly credited, for the second pump)
 
 
 class _PlainChecked(Engine):

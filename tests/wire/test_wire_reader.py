@@ -23,7 +23,7 @@ from aqueduct.wire import (
     encode_frames,
     encode_varint,
 )
-from aqueduct.wire.reader import read_plain_message
+from aqueduct.wire.reader import read_plain_message, read_plain_run
 
 
 def feed_in_chunks(data: bytes, cuts: list[int], reader: FrameReader | None = None) -> list[Frame]:
@@ -166,6 +166,60 @@ def test_read_plain_message_agrees_with_the_general_reader(fs: list[Frame]) -> N
                 short = read_plain_message(data[:cut], pos, 1 << 20)
                 assert short is None or short == (None, end)  # an incomplete payload says where it ends
         pos = end
+
+
+_run_messages = st.lists(
+    st.builds(
+        Message,
+        st.sampled_from([0, 2, 6, 130, 20_000]),
+        st.integers(0, 40_000),
+        st.sampled_from([(), (), (), (3,)]),
+        st.binary(max_size=300) | st.sampled_from([bytes(200), bytes(20_000)]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@given(_run_messages, st.integers(0, 30), st.booleans(), st.integers(0, 300))
+def test_read_plain_run_reads_the_leading_run_the_general_reader_reads(
+    ms: list[Message], start: int, consecutive: bool, cut: int
+) -> None:
+    """The run is the longest prefix of plain complete Messages with the first's channel and numbers counting up."""
+    if consecutive:  # (mostly one channel counting up, as an ordered stream carries)
+        ms = [Message(ms[0].channel, start + i, m.attachments, m.payload) for i, m in enumerate(ms)]
+    data = encode_frames(ms)
+    data = data[: max(1, len(data) - cut)]
+    payloads: list[bytes] = []
+    sizes: list[int] = []
+    channel, first, stop = read_plain_run(data, 0, 1 << 20, payloads, sizes)
+    expect: list[Message] = []
+    pos = 0
+    for m in ms if ms[0].channel < 16384 else ():  # (longer channel ints are left to the general reader)
+        end = pos + len(encode_frame(m))
+        if m.attachments or end > len(data) or m.channel != ms[0].channel or m.number != ms[0].number + len(expect):
+            break
+        expect.append(m)
+        pos = end
+    assert payloads == [m.payload for m in expect]
+    assert sizes == [len(encode_frame(m)) for m in expect]
+    assert stop == pos and (channel, first) == ((ms[0].channel, ms[0].number) if expect else (0, 0))
+
+
+def test_read_plain_run_leaves_other_frames_and_oversized_payloads_to_the_general_reader() -> None:
+    data = encode_frames([Message(2, 0, (), b"ab"), Message(2, 1, (), bytes(50))])
+    assert read_plain_run(data, 0, 10, [], []) == (2, 0, 7)  # the second is over the limit
+    assert read_plain_run(encode_frame(Version("x")), 0, 10, [], []) == (0, 0, 0)
+    assert read_plain_run(b"\x03", 0, 10, [], []) == (0, 0, 0)
+
+
+def test_take_buffer_hands_over_the_held_bytes() -> None:
+    data = encode_frame(Message(8, 1, (), bytes(100)))
+    reader = FrameReader()
+    assert reader.take_buffer(data[:10]) == data[:10] and reader.buffered == 0
+    assert reader.feed(data[:10]) == [] and reader.buffered == 10
+    assert reader.take_buffer(data[10:]) == data and reader.buffered == 0
+    assert reader.feed(data) == [Message(8, 1, (), bytes(100))]
 
 
 @pytest.mark.parametrize("attachments", [(), (5,)])
