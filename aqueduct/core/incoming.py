@@ -43,7 +43,7 @@ from ..wire.frames import (
     SentUnreliable,
     Version,
 )
-from ..wire.reader import FrameReader, decode_frames, read_plain_message, read_plain_run
+from ..wire.reader import FrameReader, decode_frames, read_plain_message, read_plain_run, read_plain_whole
 from .receiving import QueueFull
 from .streams import Role, StreamRec, is_uni, opened_by
 from .transport import (
@@ -393,9 +393,10 @@ class IncomingMixin:
 
     def _on_datagram(self: Engine, data: bytes) -> None:
         if data and data[0] == 3 and type(data) is bytes:  # the hot path: one plain Message
-            plain = read_plain_message(data, 0, self._max)
-            if plain is not None and plain[0] is not None and plain[1] == len(data):
-                self._on_message(plain[0], False, None, 0)
+            plain = read_plain_whole(data, self._max)
+            if plain is not None:
+                if not self._queue_unreliable(*plain):
+                    self._on_message(Message(*plain[:2], (), plain[2]), False, None, 0)
                 return
         frames = decode_frames(data, self._max)
         for i, frame in enumerate(frames):

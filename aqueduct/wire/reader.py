@@ -82,6 +82,51 @@ def read_plain_message(buf: bytes, pos: int, limit: int) -> tuple[Message | None
     return Message(channel, number, (), buf[p : p + n]), p + n
 
 
+def read_plain_whole(buf: bytes, limit: int) -> tuple[int, int, bytes] | None:
+    """(channel, number, payload) if `buf` is exactly one plain Message (a datagram) with a channel of one or
+    two bytes, a number and a length of one to three bytes and a payload within `limit`; else None (the general
+    reader then reads it, or says why it cannot)."""
+    try:
+        if buf[0] != 3:
+            return None
+        channel = buf[1]
+        if channel < 0x80:
+            p = 2
+        elif 0 < buf[2] < 0x80:
+            channel = (channel & 0x7F) | (buf[2] << 7)
+            p = 3
+        else:
+            return None
+        number = buf[p]
+        if number < 0x80:
+            p += 1
+        else:
+            c = buf[p + 1]
+            if 0 < c < 0x80:
+                number = (number & 0x7F) | (c << 7)
+                p += 2
+            elif c >= 0x80 and 0 < buf[p + 2] < 0x80:
+                number = (number & 0x7F) | ((c & 0x7F) << 7) | (buf[p + 2] << 14)
+                p += 3
+            else:
+                return None
+        if buf[p]:
+            return None  # attachments
+        n = buf[p + 1]
+        if n < 0x80:
+            p += 2
+        elif 0 < buf[p + 2] < 0x80:
+            n = (n & 0x7F) | (buf[p + 2] << 7)
+            p += 3
+        else:
+            return None
+    except IndexError:
+        return None
+    if p + n != len(buf) or n > limit:
+        return None
+    return channel, number, buf[p:]
+
+
 def read_plain_run(buf: bytes, pos: int, limit: int, payloads: list[bytes], sizes: list[int]) -> tuple[int, int, int]:
     """The complete plain Messages from `pos` of one channel with consecutive numbers: append each payload and
     wire size; return (channel, first number, position after the last). (0, 0, pos) if none is there.

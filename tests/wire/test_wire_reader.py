@@ -23,7 +23,7 @@ from aqueduct.wire import (
     encode_frames,
     encode_varint,
 )
-from aqueduct.wire.reader import read_plain_message, read_plain_run
+from aqueduct.wire.reader import read_plain_message, read_plain_run, read_plain_whole
 
 
 def feed_in_chunks(data: bytes, cuts: list[int], reader: FrameReader | None = None) -> list[Frame]:
@@ -204,6 +204,19 @@ def test_read_plain_run_reads_the_leading_run_the_general_reader_reads(
     assert payloads == [m.payload for m in expect]
     assert sizes == [len(encode_frame(m)) for m in expect]
     assert stop == pos and (channel, first) == ((ms[0].channel, ms[0].number) if expect else (0, 0))
+
+
+@given(frame_lists, st.integers(0, 3))
+def test_read_plain_whole_agrees_with_the_general_reader(fs: list[Frame], cut: int) -> None:
+    for f in fs:
+        data = encode_frame(f)
+        whole = isinstance(f, Message) and not f.attachments and f.channel < 16384 and f.number < 1 << 21
+        expect = (f.channel, f.number, f.payload) if whole and len(f.payload) < 1 << 21 else None
+        assert read_plain_whole(data, 1 << 21) == expect
+        if cut:
+            assert read_plain_whole(data[:-cut], 1 << 21) is None
+            assert read_plain_whole(data + bytes(cut), 1 << 21) is None
+    assert read_plain_whole(encode_frame(Message(2, 0, (), bytes(50))), 49) is None
 
 
 def test_read_plain_run_leaves_other_frames_and_oversized_payloads_to_the_general_reader() -> None:
