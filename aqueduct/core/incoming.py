@@ -43,7 +43,7 @@ from ..wire.frames import (
     SentUnreliable,
     Version,
 )
-from ..wire.reader import FrameReader, decode_frames, read_plain_message, read_plain_run, read_plain_whole
+from ..wire.reader import FrameReader, decode_frames, read_plain_run, read_plain_whole
 from .receiving import QueueFull
 from .streams import Role, StreamRec, is_uni, opened_by
 from .transport import (
@@ -169,11 +169,13 @@ class IncomingMixin:
         data = ev.data
         if not data or data[0] != 3 or type(data) is not bytes:
             return False
-        plain = read_plain_message(data, 0, self._max)
-        if plain is None or plain[0] is None or plain[1] != len(data):
+        plain = read_plain_whole(data, self._max)
+        if plain is None:
             return False
+        if self._queue_reliable(*plain, ev.stream_id, len(data)):
+            return True
         try:
-            queued = self._on_message(plain[0], True, ev.stream_id, len(data))
+            queued = self._on_message(Message(*plain[:2], (), plain[2]), True, ev.stream_id, len(data))
         except QueueFull:
             return False  # raised before any change: the general path stalls the stream
         if not queued:

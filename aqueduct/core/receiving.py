@@ -10,8 +10,10 @@ Unreliable numbers still missing max(nack_timeout, 2*RTT) after the
 SentUnreliable that declared them are nacked, and never delivered later.
 The ack timer always holds what `_rx_schedule` would set; the next message
 of an open channel (nothing attached, room queued) takes a short path that
-reschedules only when that may change. A queued message is kept as the
-Delivered the application will get, with the credit it holds.
+reschedules only when that may change (`_queue_reliable`,
+`_queue_unreliable`; `_queue_run` for a stream chunk's run of them). A
+queued message is kept as the Delivered the application will get, with the
+credit it holds.
 
 Closing (finish complete, sender cancelled, or the application): owed
 unreliable acks, CloseReceiver (ranges from the AckReliable start), FIN;
@@ -105,40 +107,13 @@ class ReceivingMixin:
     def _on_message(self: Engine, m: Message, reliable: bool, credit_sid: int | None, size: int) -> bool:
         """Route and process one Message; return whether it was queued (its credit then waits)."""
         channel = m.channel
-        h = self._rx_by_channel.get(channel)
-        if not reliable:
-            if not m.attachments and self._queue_unreliable(channel, m.number, m.payload):
-                return False
-        elif h is not None and not m.attachments and not channel & 4:
-            # the hot path: the next message of an open channel (none after it yet), with room in its queue
-            r = self._receivers[h]
-            n = m.number
-            queue = r.queue
-            payload = m.payload
-            if (
-                r.finish_count is None
-                and r.close_reason is None
-                and r.state is _ROPEN
-                and queue
-                and len(queue) < self._queue_max
-                and r.queue_bytes + len(payload) <= self._queue_max_bytes
-                and n == r.done_prefix
-                and not r.rel_done
-            ):
-                # The timer always holds what _rx_schedule would set; if acks were owed already (with their
-                # time set), one more number to ack leaves that unchanged.
-                ack_due = r.ack_due
-                owed = ack_due is not None and bool(r.rel_pending)
-                r.messages_seen += 1
-                r.rel_pending.add_one(n)
-                r.done_prefix = n + 1
-                if ack_due is None:
-                    r.ack_due = self.now + self.config.ack_delay
-                queue.append((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size))
-                r.queue_bytes += len(payload)
-                if not owed:
-                    self._rx_schedule(r)
+        if not m.attachments:
+            if not reliable:
+                if self._queue_unreliable(channel, m.number, m.payload):
+                    return False
+            elif self._queue_reliable(channel, m.number, m.payload, credit_sid, size):
                 return credit_sid is not None
+        h = self._rx_by_channel.get(channel)
         oneshot = channel & 4
         if oneshot and m.number != 0:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
@@ -201,6 +176,43 @@ class ReceivingMixin:
         if not (reliable and not r.declarations and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
             self._rx_schedule(r)
         return credit_sid is not None
+
+    def _queue_reliable(self: Engine, channel: int, n: int, payload: bytes, credit_sid: int | None, size: int) -> bool:
+        """The hot path for a reliable message without attachments: queue it (holding `size` credit of stream
+        `credit_sid`) as `_on_message` would if its channel's receiver is open, it is the next in order and the
+        queue has room; else False (nothing changed: the general path takes it)."""
+        h = self._rx_by_channel.get(channel)
+        if h is None or channel & 4:
+            return False
+        r = self._receivers[h]
+        queue = r.queue
+        if (
+            queue is None
+            or n != r.done_prefix
+            or r.state is not _ROPEN
+            or r.finish_count is not None
+            or r.close_reason is not None
+            or len(queue) >= self._queue_max
+            or r.queue_bytes + len(payload) > self._queue_max_bytes
+            or r.rel_done
+        ):
+            return False
+        # The timer always holds what _rx_schedule would set; if acks were owed already (with their time set),
+        # one more number to ack leaves that unchanged.
+        ack_due = r.ack_due
+        owed = ack_due is not None and bool(r.rel_pending)
+        if ack_due is None:
+            r.ack_due = self.now + self.config.ack_delay
+        r.messages_seen += 1
+        r.rel_pending.add_one(n)
+        r.done_prefix = n + 1
+        if not queue and r.exposed and not r.app_dropped:
+            self._event(MessageAvailable(h))
+        queue.append((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size))
+        r.queue_bytes += len(payload)
+        if not owed:
+            self._rx_schedule(r)
+        return True
 
     def _queue_unreliable(self: Engine, channel: int, n: int, payload: bytes) -> bool:
         """The hot path for an unreliable message without attachments: queue it as `_on_message` would if its

@@ -135,7 +135,7 @@ def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[
 
 
 class _NoRuns(Engine):
-    """An engine whose message streams and datagrams always take the general path (no `_plain_runs`, no
+    """An engine whose messages always take the general path (no `_plain_runs`, `_queue_reliable` or
     `_queue_unreliable`)."""
 
     def _plain_runs(self, rec: StreamRec, data: bytes) -> bytes:
@@ -144,13 +144,19 @@ class _NoRuns(Engine):
     def _queue_unreliable(self, channel: int, n: int, payload: bytes) -> bool:
         return False
 
+    def _queue_reliable(self, channel: int, n: int, payload: bytes, credit_sid: int | None, size: int) -> bool:
+        return False
+
 
 _SMALL_QUEUE = EngineConfig(max_receiver_queue_messages=6, max_receiver_queue_bytes=3000)
 
 
 _burst = st.tuples(
-    st.sampled_from(["burst", "burst", "datagrams"]), st.integers(1, 20), st.sampled_from([0, 5, 64, 200, 700, 1500])
+    st.sampled_from(["burst", "burst", "datagrams", "unordered"]),
+    st.integers(1, 20),
+    st.sampled_from([0, 5, 64, 200, 700, 1500]),
 )
+_BURSTS = {"burst": Delivery.ORDERED, "datagrams": Delivery.UNRELIABLE, "unordered": Delivery.UNORDERED}
 _run_step = st.one_of(
     _burst,
     _burst,
@@ -163,7 +169,7 @@ _run_step = st.one_of(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_run_step, max_size=40), st.booleans())
 def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[object, object, int]], small: bool) -> None:
-    """A chunk's run of in-order plain Messages queued at once, and plain datagrams queued by the short path: the
+    """A chunk's run of in-order plain Messages queued at once, and plain messages queued by the short paths: the
     same commands, events and messages as the general path, including a run cut by a full queue (small queues)."""
     config = _SMALL_QUEUE if small else None
     twins = [_Twin(plain=True, server=_NoRuns, config=config), _Twin(plain=True, config=config)]
@@ -177,10 +183,10 @@ def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[objec
                 if size > (1000 if arg is Delivery.UNRELIABLE else 2900 if small else 1 << 20):
                     continue  # over the datagram or queue limit: covered elsewhere
                 t.send(arg, size, now)
-            elif kind == "burst" or kind == "datagrams":
+            elif kind in _BURSTS:
                 assert isinstance(arg, int)
                 for _ in range(arg):
-                    t.send(Delivery.ORDERED if kind == "burst" else Delivery.UNRELIABLE, min(size, 900), now)
+                    t.send(_BURSTS[kind], min(size, 900), now)
             elif kind == "pump":
                 assert isinstance(arg, int)
                 t.pump(arg, now, size)
