@@ -17,7 +17,6 @@ and small ones on the ordered stream join the write before them.
 # mypy: disable-error-code="misc"
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -148,7 +147,7 @@ class SendingMixin:
             raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {self.config.max_frame_size}")
         if attach and len(self._senders) + len(self._receivers) + len(attach) > self.config.max_channels:
             raise LimitExceeded(f"more than max_channels={self.config.max_channels} channels")
-        minter = copy.deepcopy(self._minter) if attach else self._minter
+        minter = self._minter.copy() if attach else self._minter
         peer = self._side.other
         ids = [minter.mint(to=peer if not k.gives_sender else self._side, oneshot=k.oneshot) for k in attach]
         reliable = delivery is not Delivery.UNRELIABLE

@@ -90,6 +90,13 @@ class ChannelIdMinter:
         if side is Side.CLIENT:
             self._next[0] = 1  # index 0 of the client's to-server multishot space is the entrypoint
 
+    def copy(self) -> ChannelIdMinter:
+        """An independent minter in the same state (to mint tentatively and keep it only on success)."""
+        twin = ChannelIdMinter.__new__(ChannelIdMinter)
+        twin.side = self.side
+        twin._next = self._next.copy()
+        return twin
+
     def mint(self, *, to: Side, oneshot: bool = False) -> ChannelId:
         """Mint the next ID for a channel whose receiver will be on side `to`."""
         space = int(oneshot) << 2 | self.side.value << 1 | _DIRECTION_BIT[to]

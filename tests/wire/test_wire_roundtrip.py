@@ -169,5 +169,15 @@ def test_minter_counts_each_space_from_zero_except_the_entrypoint(side: Side) ->
             assert len({c.space for c in ids}) == 1
 
 
+def test_a_minter_copy_mints_on_its_own() -> None:
+    minter = ChannelIdMinter(Side.CLIENT)
+    minter.mint(to=Side.SERVER)
+    twin = minter.copy()
+    assert twin.mint(to=Side.SERVER) == minter.mint(to=Side.SERVER)  # same state
+    twin.mint(to=Side.CLIENT, oneshot=True)
+    assert minter.mint(to=Side.CLIENT, oneshot=True).index == 0  # the copy's mints leave the original alone
+    assert twin.side is Side.CLIENT
+
+
 def _snake(name: str) -> str:
     return "".join("_" + c if c.isupper() and i else c for i, c in enumerate(name)).upper()
