@@ -43,34 +43,29 @@ _clock: Callable[[], float] = time.process_time
 
 
 def _events(cmds: list[TransportCommand]) -> list[TransportEvent]:
-    """Commands as the peer's events, stream bytes re-cut into CHUNK-byte pieces (not timed)."""
+    """Commands as the peer's events, stream bytes re-cut into CHUNK-byte pieces, streams in the order they were
+    first written, then datagrams and resets (not timed)."""
     out: list[TransportEvent] = []
     pending: dict[int, bytearray] = {}
-    order: list[int] = []
-
-    def cut(sid: int, fin: bool) -> None:
-        buf = pending.pop(sid, bytearray())
+    fins: set[int] = set()
+    tail: list[TransportEvent] = []
+    for cmd in cmds:
+        if isinstance(cmd, SendStreamData):
+            pending.setdefault(cmd.stream_id, bytearray()).extend(cmd.data)
+            if cmd.end_stream:
+                fins.add(cmd.stream_id)
+        elif isinstance(cmd, SendDatagram):
+            tail.append(DatagramReceived(cmd.data))
+        elif isinstance(cmd, ResetStream):
+            pending.pop(cmd.stream_id, None)
+            tail.append(StreamReset(cmd.stream_id, cmd.error_code))
+    for sid, buf in pending.items():
+        fin = sid in fins
         for at in range(0, len(buf), CHUNK):
             out.append(StreamDataReceived(sid, bytes(buf[at : at + CHUNK]), fin and at + CHUNK >= len(buf)))
         if fin and not buf:
             out.append(StreamDataReceived(sid, b"", True))
-
-    for cmd in cmds:
-        if isinstance(cmd, SendStreamData):
-            if cmd.stream_id not in pending:
-                order.append(cmd.stream_id)
-            pending.setdefault(cmd.stream_id, bytearray()).extend(cmd.data)
-            if cmd.end_stream:
-                cut(cmd.stream_id, True)
-        elif isinstance(cmd, SendDatagram):
-            out.append(DatagramReceived(cmd.data))
-        elif isinstance(cmd, ResetStream):
-            pending.pop(cmd.stream_id, None)
-            out.append(StreamReset(cmd.stream_id, cmd.error_code))
-    for sid in order:
-        if sid in pending:
-            cut(sid, False)
-    return out
+    return out + tail
 
 
 class _Split:

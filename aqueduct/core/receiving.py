@@ -187,16 +187,17 @@ class ReceivingMixin:
         r = self._receivers[h]
         queue = r.queue
         if (
-            queue is None
-            or n != r.done_prefix
+            n != r.done_prefix
             or r.state is not _ROPEN
             or r.finish_count is not None
             or r.close_reason is not None
-            or len(queue) >= self._queue_max
+            or (queue is not None and len(queue) >= self._queue_max)
             or r.queue_bytes + len(payload) > self._queue_max_bytes
             or r.rel_done
         ):
             return False
+        if queue is None:  # (the first message: an idle receiver holds no queue)
+            queue = r.queue = deque()
         # The timer always holds what _rx_schedule would set; if acks were owed already (with their time set),
         # one more number to ack leaves that unchanged.
         ack_due = r.ack_due
@@ -224,11 +225,10 @@ class ReceivingMixin:
         r = self._receivers[h]
         queue = r.queue
         if (
-            queue is None
-            or r.state is not _ROPEN
+            r.state is not _ROPEN
             or r.finish_count is not None
             or r.close_reason is not None
-            or len(queue) >= self._queue_max
+            or (queue is not None and len(queue) >= self._queue_max)
             or r.queue_bytes + len(payload) > self._queue_max_bytes
         ):
             return False
@@ -236,6 +236,8 @@ class ReceivingMixin:
         received = r.unrel_received
         if n < start or n < received.max_stop():
             return False
+        if queue is None:  # (the first message: an idle receiver holds no queue)
+            queue = r.queue = deque()
         # The timer always holds what _rx_schedule would set; if acks were owed already (with their time set),
         # one more number to ack leaves that unchanged.
         ack_due = r.ack_due

@@ -53,7 +53,7 @@ class ChannelId(int):
     @property
     def minted_by(self) -> Side:
         """The side that minted (created) the channel."""
-        return Side(self >> 1 & 1)
+        return Side.SERVER if self & 2 else Side.CLIENT
 
     @property
     def oneshot(self) -> bool:
