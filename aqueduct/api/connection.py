@@ -85,6 +85,9 @@ class Connection:
         self._prefetch: dict[int, int] = {}
         self._undecoded: dict[int, tuple[Exception, Sequence[app.Delivered]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._drops: deque[tuple[int, bool]] = deque()
+        """Handles of collected halves (and whether each is a receiver) not yet told to the engine."""
+        self._drop_scheduled = False
         self._entrypoint: Sender | Receiver | None = None
         self.ready: asyncio.Future[Connection] = self._loop.create_future()
         self.ready.add_done_callback(consume_exception)
@@ -248,12 +251,20 @@ class Connection:
         (and sends first, if it has not yet).
 
         The common case (no attachments, no recording, not over the bound) is this one function down to the
-        engine's `send_plain`: no coroutine, no waiter, no SendResult."""
+        engine's `send_plain`: no coroutine, no waiter, no SendResult. A message carrying halves that need
+        not wait is sent at once too (`_send_now`), its halves bound before this returns."""
         payload, halves = self.codec.encode(obj)
         protocol = self._protocol
         engine = protocol.engine
-        if halves or self.recording is not None or engine is None or self.closed.done():
+        if self.recording is not None or engine is None or self.closed.done():
             return self._send_waiting(handle, payload, halves, delivery)
+        if halves:
+            if delivery is _UNRELIABLE or self._blocked(handle, delivery):
+                return self._send_waiting(handle, payload, halves, delivery)
+            stream = self._send_now(handle, payload, halves, delivery)
+            if protocol.send_blocked(stream):
+                return self._wait_while(lambda: protocol.send_blocked(stream))
+            return None
         if delivery is _UNRELIABLE:
             if len(payload) > protocol.datagram_payload_limit:
                 self._check_datagram(payload)
@@ -322,26 +333,49 @@ class Connection:
         self._protocol.flush()
 
     def drop_sender(self, handle: int) -> None:
-        """A Sender object was garbage-collected (finalizer: may run anywhere, so defer)."""
-        self._defer(self.engine.drop_sender, handle)
+        """A Sender object was garbage-collected (from `__del__`: may run anywhere, so defer)."""
+        self._defer_drop(handle, False)
 
     def drop_receiver(self, handle: int) -> None:
         """A Receiver object was garbage-collected."""
-        self._defer(self._drop_receiver_now, handle)
+        self._defer_drop(handle, True)
 
-    def _drop_receiver_now(self, handle: int, now: float) -> None:
-        self._forget_buffer(handle, discard=True)
-        self.engine.drop_receiver(handle, now=now)
+    def _defer_drop(self, handle: int, receiver: bool) -> None:
+        """Queue a drop for the loop: a collection may run inside any code, even the engine's, or on another
+        thread. One callback takes every drop queued before it runs; only another thread needs
+        call_soon_threadsafe (its self-pipe write wakes the loop). The flag is cleared before the batch is
+        taken, so a drop queued meanwhile schedules another (at worst empty) batch, never none."""
+        self._drops.append((handle, receiver))
+        if self._drop_scheduled:
+            return
+        self._drop_scheduled = True
+        loop = self._loop
+        try:
+            if asyncio._get_running_loop() is loop:
+                loop.call_soon(self._run_drops)
+            else:
+                loop.call_soon_threadsafe(self._run_drops)
+        except RuntimeError:  # the loop is closed: nothing left to tell
+            pass
 
-    def _defer(self, method: Any, handle: int) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to tell
-            self._loop.call_soon_threadsafe(self._drop_now, method, handle)
-
-    def _drop_now(self, method: Any, handle: int) -> None:
-        if not self.closed.done():
-            with contextlib.suppress(ChannelError):
-                method(handle, now=self._loop.time())
-            self._protocol.flush()
+    def _run_drops(self) -> None:
+        self._drop_scheduled = False
+        drops = self._drops
+        if self.closed.done():
+            drops.clear()
+            return
+        engine, now = self.engine, self._loop.time()
+        while drops:
+            handle, receiver = drops.popleft()
+            try:
+                if receiver:
+                    self._forget_buffer(handle, discard=True)
+                    engine.drop_receiver(handle, now=now)
+                else:
+                    engine.drop_sender(handle, now=now)
+            except ChannelError:
+                pass
+        self._protocol.flush()
 
     # ---- Link: receiving ----
     async def fill(self, handle: int, buf: deque[Prefetched]) -> None:

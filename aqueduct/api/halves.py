@@ -12,7 +12,11 @@ channel) is forwarded by a relay task instead. A networked receiver reads
 from a small deque its connection fills a batch at a time (Connection.fill).
 
 Dropping a half (garbage collection) ends it like the engine does: an
-unfinished sender cancels, a receiver closes.
+unfinished sender cancels, a receiver closes. That is `__del__` on the
+slotted halves, guarded by one flag (`_drops`: cleared once a half is moved,
+or a local half ended by hand): no finalizer object or weak method per half.
+A networked half tells its link, which defers the engine call (a collection
+may run anywhere); a local half tells its pipe at once, as before.
 """
 
 from __future__ import annotations
@@ -20,16 +24,13 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from ..core.app import Delivery
+from ..core.app import AttachKind, Delivery
 from ..errors import ERROR_FOR_REASON, ChannelClosed, EndReason, ReceiverDropped, WouldBlock
-
-if TYPE_CHECKING:
-    from ..core.app import AttachKind
 
 DEFAULT_LOCAL_CAPACITY = 1024
 ModeLike = Delivery | str
@@ -67,6 +68,8 @@ class Link(Protocol):
 
 class _Pipe:
     """Shared state of an in-process channel."""
+
+    __slots__ = ("_waiters", "capacity", "count", "ended", "items", "receiver", "receiver_gone", "sender")
 
     def __init__(self, capacity: int) -> None:
         self.items: deque[Message] = deque()
@@ -106,17 +109,6 @@ class _Pipe:
         self.wake()
 
 
-def _call_if_alive(method: weakref.WeakMethod[Any], handle: int) -> None:
-    """A networked half's finalizer: tell its connection, if that still exists.
-
-    The finalizer registry is a GC root, so it must not hold the connection strongly: the connection
-    holds its entrypoint half, and a strong reference here would keep both alive forever.
-    """
-    bound = method()
-    if bound is not None:
-        bound(handle)
-
-
 def _raise_end(reason: EndReason | None, what: str) -> None:
     if reason is None or reason is EndReason.FINISHED:
         raise StopAsyncIteration
@@ -124,27 +116,25 @@ def _raise_end(reason: EndReason | None, what: str) -> None:
 
 
 class _Half:
-    """What both halves share: where they talk (a local pipe or a network link) and their drop finalizer."""
+    """What both halves share: where they talk (a local pipe or a network link) and what dropping one does."""
+
+    __slots__ = ("__weakref__", "_done", "_drops", "_handle", "_link", "_pipe")
 
     def __init__(self) -> None:
+        self._drops = False
+        """Whether collecting this half must end its channel (set by `_set_pipe`/`_bind`, cleared when moved
+        or when a local half was ended by hand; a networked half keeps it: its drop lets the engine forget)."""
         self._pipe: _Pipe | None = None
         self._link: Link | None = None
         self._handle: int | None = None
         self._done: str | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
 
-    def _on_drop(self, callback: Callable[..., Any], *args: Any) -> None:
-        """Run `callback(*args)` when this object is collected, replacing any earlier drop callback."""
-        self._detach_finalizer()
-        self._finalizer = weakref.finalize(self, callback, *args)
+    def __del__(self) -> None:
+        if self._drops:
+            self._dropped()
 
-    def _detach_finalizer(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer.detach()
-
-    def _bind_link(self, link: Link, handle: int, drop: Callable[[int], None]) -> None:
-        self._link, self._handle = link, handle
-        self._on_drop(_call_if_alive, weakref.WeakMethod(drop), handle)
+    def _dropped(self) -> None:
+        raise NotImplementedError
 
     @property
     def networked(self) -> bool:
@@ -155,6 +145,8 @@ class _Half:
 class Sender(_Half):
     """The sending half of a channel: `send`, `try_send`, `finish`, `cancel`; `async with` finishes."""
 
+    __slots__ = ("mode",)
+
     def __init__(self, *, mode: ModeLike = Delivery.ORDERED) -> None:
         super().__init__()
         self.mode = as_delivery(mode)
@@ -163,15 +155,23 @@ class Sender(_Half):
     def _set_pipe(self, pipe: _Pipe) -> None:
         self._pipe = pipe
         pipe.sender = weakref.ref(self)
-        self._on_drop(pipe.sender_dropped)
+        self._drops = True
 
     def _bind(self, link: Link, handle: int) -> None:
         """From now on this half sends on the network channel `handle` of `link`."""
         self._pipe = None
-        self._bind_link(link, handle, link.drop_sender)
+        self._link, self._handle = link, handle
+        self._drops = True
+
+    def _dropped(self) -> None:
+        link = self._link
+        if link is not None:
+            link.drop_sender(self._handle)  # type: ignore[arg-type]
+        elif self._pipe is not None:
+            self._pipe.sender_dropped()
 
     def _mark_moved(self) -> None:
-        self._detach_finalizer()
+        self._drops = False
         self._done = "moved into a message"
         self._pipe = None
         self._link = self._handle = None
@@ -246,9 +246,9 @@ class Sender(_Half):
 
     def _end(self, reason: EndReason) -> None:
         self._check()
-        # a networked sender keeps its finalizer: dropping it lets the engine forget the ended channel
+        # a networked sender keeps its drop: dropping it lets the engine forget the ended channel
         if self._link is None:
-            self._detach_finalizer()
+            self._drops = False
         if self._link is not None:
             assert self._handle is not None
             (self._link.finish if reason is EndReason.FINISHED else self._link.cancel)(self._handle)
@@ -277,6 +277,8 @@ class Sender(_Half):
 class Receiver(_Half):
     """The receiving half of a channel: `recv`, `async for`, `close`."""
 
+    __slots__ = ("_buf",)
+
     def __init__(self) -> None:
         super().__init__()
         self._buf: deque[Prefetched] = deque()
@@ -285,16 +287,24 @@ class Receiver(_Half):
     def _set_pipe(self, pipe: _Pipe) -> None:
         self._pipe = pipe
         pipe.receiver = weakref.ref(self)
-        self._on_drop(pipe.receiver_dropped)
+        self._drops = True
 
     def _bind(self, link: Link, handle: int) -> None:
         """From now on (after what is already queued locally) this half reads network channel `handle`."""
-        self._bind_link(link, handle, link.drop_receiver)
+        self._link, self._handle = link, handle
+        self._drops = True
         if self._pipe is not None:
             self._pipe.wake()
 
+    def _dropped(self) -> None:
+        link = self._link
+        if link is not None:  # (what is left in a pipe it still drains came from a sender that was moved)
+            link.drop_receiver(self._handle)  # type: ignore[arg-type]
+        elif self._pipe is not None:
+            self._pipe.receiver_dropped()
+
     def _mark_moved(self) -> None:
-        self._detach_finalizer()
+        self._drops = False
         self._done = "moved into a message"
         if self._pipe is not None:
             self._pipe.wake()
@@ -333,9 +343,9 @@ class Receiver(_Half):
         """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
         if self._done is not None:
             return
-        # a networked receiver keeps its finalizer: dropping it lets the engine forget the closed channel
+        # a networked receiver keeps its drop: dropping it lets the engine forget the closed channel
         if self._link is None:
-            self._detach_finalizer()
+            self._drops = False
         if self._link is not None:
             assert self._handle is not None
             self._link.close_receiver(self._handle)  # (which discards what was prefetched too)
@@ -391,8 +401,6 @@ def networked_receiver(link: Link, handle: int) -> Receiver:
 
 def attach_kind(half: Half) -> AttachKind:
     """The engine attachment for handing `half` to the peer."""
-    from ..core.app import AttachKind
-
     if half._done is not None:
         raise ChannelClosed(f"cannot send a half that is {half._done}")
     return AttachKind.SENDER if isinstance(half, Sender) else AttachKind.RECEIVER

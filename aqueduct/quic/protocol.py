@@ -313,52 +313,61 @@ class AqueductProtocol(QuicConnectionProtocol):
             self._wake_writers()
 
     def _execute(self, cmd: tp.TransportCommand) -> None:
-        """Run one engine command on aioquic. Consecutive writes (no FIN) to one stream are held back and
-        handed over joined before any other command and before each transmit: aioquic's per-write cost
-        (~1-2 us) is paid once per stream per loop turn instead of once per message. Held bytes count as
-        unacked (backpressure sees them at once)."""
+        """Run one engine command on aioquic. Consecutive writes to one stream are held back and handed over
+        joined (a FIN ends the run and rides on it) before any other command and before each transmit:
+        aioquic's per-write cost (~1-2 us) is paid once per stream per loop turn instead of once per message,
+        and a channel's last message and its finish are one write. A write that opens and ends a stream at
+        once (an unordered message) goes straight to aioquic. Held bytes count as unacked (backpressure
+        sees them at once)."""
         if type(cmd) is tp.SendDatagram:  # (one per unreliable message)
             self._write_held()
             self._quic.send_datagram_frame(cmd.data)
             return
         if type(cmd) is tp.SendStreamData:
-            n = len(cmd.data)
+            data, sid = cmd.data, cmd.stream_id
+            n = len(data)
             self._unacked_upper += n
-            if not cmd.end_stream:
-                if self._held_sid != cmd.stream_id:
-                    self._write_held()
-                    self._held_sid = cmd.stream_id
-                self._held.append(cmd.data)
-                self._held_bytes += n
-                return
+            if self._held_sid != sid:
+                self._write_held()
+                if cmd.end_stream:
+                    self._send_stream_data(sid, data, True)
+                    return
+                self._held_sid = sid
+            self._held.append(data)
+            self._held_bytes += n
+            if cmd.end_stream:
+                self._write_held(end_stream=True)
+            return
         self._write_held()
         quic = self.quic
         try:
-            if isinstance(cmd, tp.SendStreamData):
-                quic.send_stream_data(cmd.stream_id, cmd.data, cmd.end_stream)
-            elif isinstance(cmd, tp.GrantCredit):
+            if type(cmd) is tp.GrantCredit:
                 quic.grant(cmd.stream_id, cmd.nbytes)
-            elif isinstance(cmd, tp.ResetStream):
+            elif type(cmd) is tp.ResetStream:
                 quic.reset_stream(cmd.stream_id, cmd.error_code)
-            elif isinstance(cmd, tp.StopSending):
+            elif type(cmd) is tp.StopSending:
                 quic.stop_stream(cmd.stream_id, cmd.error_code)
-            elif isinstance(cmd, tp.CloseConnection):
+            elif type(cmd) is tp.CloseConnection:
                 self.close_connection(cmd.error_code, cmd.reason)
         except (ValueError, AssertionError) as exc:
             # The stream is already gone at the QUIC level (e.g. the peer reset it): nothing to write to.
             log.debug("dropped %s: %s", type(cmd).__name__, exc)
 
-    def _write_held(self) -> None:
-        """Hand the held-back writes of one stream to aioquic as one write."""
+    def _write_held(self, *, end_stream: bool = False) -> None:
+        """Hand the held-back writes of one stream to aioquic as one write (with a FIN if `end_stream`)."""
         sid = self._held_sid
         if sid is None:
             return
         held = self._held
         data = held[0] if len(held) == 1 else b"".join(held)
         self._held_sid, self._held, self._held_bytes = None, [], 0
+        self._send_stream_data(sid, data, end_stream)
+
+    def _send_stream_data(self, sid: int, data: bytes, end_stream: bool) -> None:
         try:
-            self.quic.send_stream_data(sid, data, False)
+            self._quic.send_stream_data(sid, data, end_stream)
         except (ValueError, AssertionError) as exc:
+            # The stream is already gone at the QUIC level (e.g. the peer reset it): nothing to write to.
             log.debug("dropped a write to stream %d: %s", sid, exc)
 
     def close_connection(self, error_code: int, reason: str) -> None:
