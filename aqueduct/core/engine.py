@@ -82,6 +82,7 @@ from .transport import (
 )
 
 _OPEN = SState.OPEN
+_ORDERED = Delivery.ORDERED
 
 
 class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixin):
@@ -307,7 +308,13 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             self.now = now
         s = self._senders.get(sender)
         if s is not None and s.state is _OPEN and not s.app_dropped and not self._closed and len(payload) <= self._max:
-            return self._send_plain(s, payload if type(payload) is bytes else bytes(payload), delivery)
+            if type(payload) is not bytes:
+                payload = bytes(payload)
+            sid = s.ordered_sid
+            if delivery is _ORDERED and sid is not None:  # (the hottest case: _send_plain's first branch, inline)
+                self._write_ordered(s, sid, payload)
+                return sid
+            return self._send_plain(s, payload, delivery)
         return self._send(self._app_sender(sender), bytes(payload), (), delivery).stream_id
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:

@@ -120,7 +120,14 @@ class SendingMixin:
         which later ones extend (joined when commands are drained)."""
         number = s.next_rel
         n = len(payload)
-        frame = _plain_head(s, number, n)
+        head = s.head  # (_plain_head, inline)
+        if head is None:
+            head = s.head = b"\x03" + encode_varint(s.channel)
+        frame = (
+            head
+            + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
+            + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
+        )
         cmds = self._cmds
         tail = self._tail
         if n >= _COALESCE_BELOW:  # large: one write each (joining many would copy them out of cache)
