@@ -48,6 +48,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("aqueduct.quic")
 
 DATAGRAM_QUEUE_LIMIT = 64
+TRANSMIT_EARLY = 64 * 1024
+"""Bytes the application writes in one loop turn after which they leave at once, not at the turn's end.
+
+A producer that never waits (sends do not yield until the send buffer is full) would otherwise compute its
+whole buffer, then send it as one burst, then idle while the peer works through it: the two ends took turns
+instead of overlapping. Measured with 16 KiB packets: 64 B one way ~160k -> ~210k msgs/s; neutral with
+1,200-byte packets (a transmit per 64 KiB is ~55 packets)."""
 """Datagrams queued inside aioquic before an unreliable send waits (aioquic's queue is unbounded)."""
 BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate as a QUIC transport error
 
@@ -97,7 +104,7 @@ class AqueductProtocol(QuicConnectionProtocol):
     ) -> None:
         if type(quic) is QuicConnection:
             # aioquic's QuicServer builds plain QuicConnections; ours only adds methods, so re-class it.
-            quic.__class__ = PacedQuicConnection
+            PacedQuicConnection.adopt(quic)
         super().__init__(quic, stream_handler)
         self.side = side
         self.settings = settings or TransportSettings()
@@ -126,6 +133,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._held: list[bytes] = []
         self._held_bytes = 0
         self._wrote = False  # the application wrote since the last transmit: its packet carries any pending ACK
+        self._unsent = 0  # bytes written since the last transmit (TRANSMIT_EARLY)
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -267,7 +275,16 @@ class AqueductProtocol(QuicConnectionProtocol):
         for cmd in engine.commands():
             self._execute(cmd)
         self._wrote = True
-        self._transmit_soon()
+        if self._unsent >= TRANSMIT_EARLY:
+            self._transmit_now()
+        else:
+            self._transmit_soon()
+
+    def _transmit_now(self) -> None:
+        """Transmit at once (a pending end-of-turn transmit is dropped: this one replaces it)."""
+        if self._transmit_task is not None:
+            self._transmit_task.cancel()
+        self.transmit()
 
     def flush_soon(self) -> None:
         """After an application call that wrote nothing backpressure must see at once (a take: credit, acks):
@@ -301,6 +318,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         When the application wrote, the first packet carries any ACK aioquic holds back (its delay is 1 ms):
         in a request/response exchange the answer then acknowledges the request, and no ACK-only packet, nor
         the timer wake-up that sends it, follows a millisecond later."""
+        self._unsent = 0
         self.pump()
         self._write_held()
         if self._wrote:
@@ -320,6 +338,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         once (an unordered message) goes straight to aioquic. Held bytes count as unacked (backpressure
         sees them at once)."""
         if type(cmd) is tp.SendDatagram:  # (one per unreliable message)
+            self._unsent += len(cmd.data)
             self._write_held()
             self._quic.send_datagram_frame(cmd.data)
             return
@@ -327,6 +346,7 @@ class AqueductProtocol(QuicConnectionProtocol):
             data, sid = cmd.data, cmd.stream_id
             n = len(data)
             self._unacked_upper += n
+            self._unsent += n
             if self._held_sid != sid:
                 self._write_held()
                 if cmd.end_stream:
