@@ -10,6 +10,10 @@ cannot complete it without any parse. A declared length beyond
 `max_frame_size` is rejected before buffering. `feed_sized` also says how
 many bytes each frame took; Message frames without attachments (nearly
 every frame) are read by `read_plain_message`, short of the general reader.
+For the engine's short paths, `read_plain_run` reads a run of them (one
+channel, numbers counting up) into payloads and sizes without building
+frames, after `take_buffer` hands it the held bytes; `read_plain_whole` reads
+a buffer that is exactly one (a datagram).
 """
 
 from __future__ import annotations
