@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("aqueduct.quic")
 
 DATAGRAM_QUEUE_LIMIT = 64
+"""Datagrams queued inside aioquic before an unreliable send waits (aioquic's queue is unbounded)."""
 TRANSMIT_EARLY = 64 * 1024
 """Bytes the application writes in one loop turn after which they leave at once, not at the turn's end.
 
@@ -55,7 +56,6 @@ A producer that never waits (sends do not yield until the send buffer is full) w
 whole buffer, then send it as one burst, then idle while the peer works through it: the two ends took turns
 instead of overlapping. Measured with 16 KiB packets: 64 B one way ~160k -> ~210k msgs/s; neutral with
 1,200-byte packets (a transmit per 64 KiB is ~55 packets)."""
-"""Datagrams queued inside aioquic before an unreliable send waits (aioquic's queue is unbounded)."""
 BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate as a QUIC transport error
 
 AppListener = Callable[[list[AppEvent]], None]
