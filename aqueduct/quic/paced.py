@@ -16,6 +16,12 @@ batched: one goes out once the grants not yet announced reach a quarter of
 the configured window, or exceed the credit the peer has left (a grant per
 message would put a MAX_DATA and a MAX_STREAM_DATA frame, and so a packet,
 behind every packet received; a peer that ran out hears of any grant).
+
+aioquic visits every stream of the connection for its MAX_STREAM_DATA on
+every packet it builds; here only grants change a stream's window, so the
+streams that may have one to announce are kept in a set (a grant, or a lost
+MAX_STREAM_DATA, adds one) and written right after the connection limits,
+where aioquic's loop would have put them; its per-stream call does nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 
 from aioquic._buffer import Buffer
 from aioquic.quic.connection import QuicConnection
+from aioquic.quic.packet_builder import QuicDeliveryState
 
 UPDATE_FRACTION = 4
 """A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
@@ -38,6 +45,21 @@ def _hold(pending: int, peer_left: int, window: int) -> bool:
 class PacedQuicConnection(QuicConnection):
     """A QuicConnection whose receive windows follow what the application has consumed."""
 
+    _limits_due: set[int]
+    """Streams whose window may differ from what the peer was last told (see the module comment)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._limits_due = set()
+
+    @classmethod
+    def adopt(cls, quic: QuicConnection) -> PacedQuicConnection:
+        """Make a plain QuicConnection (aioquic's server builds those) a paced one; ours only adds methods."""
+        quic.__class__ = cls
+        assert isinstance(quic, cls)
+        quic._limits_due = set()
+        return quic
+
     def grant(self, stream_id: int, nbytes: int) -> None:
         """The application consumed `nbytes` of `stream_id`: extend the stream and connection windows."""
         if nbytes <= 0:
@@ -46,6 +68,7 @@ class PacedQuicConnection(QuicConnection):
         stream = self._streams.get(stream_id)
         if stream is not None and stream.max_stream_data_local:
             stream.max_stream_data_local += nbytes
+            self._limits_due.add(stream_id)
 
     def receive_window(self) -> tuple[int, int]:
         """(bytes received, bytes the peer may send in total) at connection level, for tests and stats."""
@@ -54,31 +77,50 @@ class PacedQuicConnection(QuicConnection):
     # ---- aioquic overrides ----
     def _write_connection_limits(self, builder: Any, space: Any) -> None:
         limit, bidi, uni = self._local_max_data, self._local_max_streams_bidi, self._local_max_streams_uni
-        if limit.value == limit.sent and bidi.value == bidi.sent and uni.value == uni.sent:
-            return  # nothing to announce (checked for every packet built)
-        used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
-        value = limit.value
-        if _hold(value - limit.sent, limit.sent - used, self._configuration.max_data):
-            limit.value = limit.sent  # not worth announcing yet (MAX_STREAMS updates still go out)
-        try:
-            super()._write_connection_limits(builder=builder, space=space)
-        finally:
-            limit.used = used
-            limit.value = value
+        if limit.value != limit.sent or bidi.value != bidi.sent or uni.value != uni.sent:
+            used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
+            value = limit.value
+            if _hold(value - limit.sent, limit.sent - used, self._configuration.max_data):
+                limit.value = limit.sent  # not worth announcing yet (MAX_STREAMS updates still go out)
+            try:
+                super()._write_connection_limits(builder=builder, space=space)
+            finally:
+                limit.used = used
+                limit.value = value
+        if self._limits_due:
+            self._write_due_stream_limits(builder, space)
+
+    def _write_due_stream_limits(self, builder: Any, space: Any) -> None:
+        """MAX_STREAM_DATA for the streams in `_limits_due` that have one worth announcing; a stream leaves
+        the set once its window is announced (or it is gone), after its frame is written."""
+        due, streams = self._limits_due, self._streams
+        for stream_id in list(due):
+            stream = streams.get(stream_id)
+            if stream is None:
+                due.discard(stream_id)
+                continue
+            sent = stream.max_stream_data_local_sent
+            if stream.max_stream_data_local == sent:
+                due.discard(stream_id)
+                continue
+            receiver = stream.receiver
+            pending, peer_left = stream.max_stream_data_local - sent, sent - receiver.highest_offset
+            if _hold(pending, peer_left, self._configuration.max_stream_data):
+                continue  # not worth announcing yet: it stays due
+            highest, receiver.highest_offset = receiver.highest_offset, 0
+            try:
+                super()._write_stream_limits(builder=builder, space=space, stream=stream)
+            finally:
+                receiver.highest_offset = highest
+            due.discard(stream_id)
 
     def _write_stream_limits(self, builder: Any, space: Any, stream: Any) -> None:
-        sent = stream.max_stream_data_local_sent
-        if stream.max_stream_data_local == sent:
-            return  # nothing granted since the last update (checked for every stream of every packet built)
-        receiver = stream.receiver
-        pending, peer_left = stream.max_stream_data_local - sent, sent - receiver.highest_offset
-        if _hold(pending, peer_left, self._configuration.max_stream_data):
-            return  # not worth announcing yet (also skips aioquic's per-stream work on every packet)
-        highest, receiver.highest_offset = receiver.highest_offset, 0
-        try:
-            super()._write_stream_limits(builder=builder, space=space, stream=stream)
-        finally:
-            receiver.highest_offset = highest
+        """aioquic's per-stream, per-packet visit: nothing to do (`_write_due_stream_limits` wrote them)."""
+
+    def _on_max_stream_data_delivery(self, delivery: QuicDeliveryState, stream: Any) -> None:
+        super()._on_max_stream_data_delivery(delivery, stream)
+        if delivery != QuicDeliveryState.ACKED:  # lost: announce it again
+            self._limits_due.add(stream.stream_id)
 
     def _handle_reset_stream_frame(self, context: Any, frame_type: int, buf: Buffer) -> None:
         start = buf.tell()

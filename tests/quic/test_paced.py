@@ -114,3 +114,35 @@ def test_reset_returns_undelivered_bytes_to_the_connection_window(certs: DevCert
     assert pair.reset_seen
     # None of the stream reached the application, so aioquic's count of it is credited back at once.
     assert pair.server.receive_window()[1] == before + final_size
+
+
+def test_only_granted_streams_are_due_and_leave_once_announced(certs: DevCerts) -> None:
+    pair = Pair(certs)
+    pair.run()
+    streams = []
+    for _ in range(3):  # three open streams, each holding a full window
+        stream = pair.client.get_next_available_stream_id(is_unidirectional=True)
+        pair.client.send_stream_data(stream, b"x" * (2 * WINDOW))
+        streams.append(stream)
+    pair.run()
+    assert [pair.received[s] for s in streams] == [WINDOW] * 3
+    assert pair.server._limits_due == set()  # no grant: no stream is visited for its limit
+    pair.server.grant(streams[1], WINDOW // 2)
+    assert pair.server._limits_due == {streams[1]}
+    pair.run()
+    assert pair.server._limits_due == set()
+    assert [pair.received[s] for s in streams] == [WINDOW, WINDOW + WINDOW // 2, WINDOW]
+
+
+def test_a_lost_window_update_is_announced_again(certs: DevCerts) -> None:
+    pair = Pair(certs)
+    pair.run()
+    stream = pair.client.get_next_available_stream_id(is_unidirectional=True)
+    pair.client.send_stream_data(stream, b"x" * (8 * WINDOW))
+    pair.run()
+    assert pair.received[stream] == WINDOW
+    pair.server.grant(stream, WINDOW // 2)
+    lost = pair.server.datagrams_to_send(now=pair.now)  # the packet carrying MAX_STREAM_DATA never arrives
+    assert lost and pair.server._limits_due == set()
+    pair.run()
+    assert pair.received[stream] == WINDOW + WINDOW // 2
