@@ -361,17 +361,20 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             if r.handle in self._stalls:
                 self._resume.add(r.handle)
             run_sid: int | None = None  # credit is returned per run of messages from one stream
-            run = 0
-            while queue and len(out) < limit:
-                d, sid, credit = queue.popleft()
-                r.queue_bytes -= len(d.payload)
+            run = nbytes = 0
+            pop, append = queue.popleft, out.append
+            for _ in range(min(limit, len(queue))):
+                d, sid, credit = pop()
+                nbytes += len(d.payload)
                 if sid != run_sid:
                     self._credit_taken(run_sid, run)
                     run_sid, run = sid, 0
                 run += credit
-                for att in d.attachments:
-                    self._expose(att)
-                out.append(d)
+                if d.attachments:
+                    for att in d.attachments:
+                        self._expose(att)
+                append(d)
+            r.queue_bytes -= nbytes
             self._credit_taken(run_sid, run)
         self._run_resumed()
         return out
