@@ -22,6 +22,11 @@ every packet it builds; here only grants change a stream's window, so the
 streams that may have one to announce are kept in a set (a grant, or a lost
 MAX_STREAM_DATA, adds one) and written right after the connection limits,
 where aioquic's loop would have put them; its per-stream call does nothing.
+
+aioquic also offers every stream with unsent data a place in every packet,
+full or not; with hundreds of one-message streams queued (unordered sends)
+most offers find a full packet. Once no stream frame header fits, the rest of
+that packet's offers return at once (`_write_stream_frame`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ UPDATE_FRACTION = 4
 """A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
 
 
+MIN_STREAM_FRAME_HEADER = 4
+"""The smallest STREAM frame header aioquic writes (type, 1-byte stream id, 2-byte length): with less room left in
+a packet its `_write_stream_frame` sends nothing, not even a FIN."""
+
+
 def _hold(pending: int, peer_left: int, window: int) -> bool:
     """Whether to keep `pending` granted bytes unannounced: below a quarter window, and the peer still has more
     credit left than the update would add (so a peer that ran out always hears of any grant at once)."""
@@ -47,6 +57,8 @@ class PacedQuicConnection(QuicConnection):
 
     _limits_due: set[int]
     """Streams whose window may differ from what the peer was last told (see the module comment)."""
+    _full_packet: object = None
+    """The packet being built once no stream frame fits it any more."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -116,6 +128,15 @@ class PacedQuicConnection(QuicConnection):
 
     def _write_stream_limits(self, builder: Any, space: Any, stream: Any) -> None:
         """aioquic's per-stream, per-packet visit: nothing to do (`_write_due_stream_limits` wrote them)."""
+
+    def _write_stream_frame(self, builder: Any, space: Any, stream: Any, max_offset: int) -> int:
+        packet = builder._packet
+        if packet is self._full_packet:
+            return 0
+        if builder.remaining_flight_space < MIN_STREAM_FRAME_HEADER:  # (aioquic's own call writes nothing then)
+            self._full_packet = packet
+            return 0
+        return int(super()._write_stream_frame(builder, space, stream, max_offset))
 
     def _on_max_stream_data_delivery(self, delivery: QuicDeliveryState, stream: Any) -> None:
         super()._on_max_stream_data_delivery(delivery, stream)

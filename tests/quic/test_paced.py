@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from aioquic.quic import events as qe
+from aioquic.quic.connection import QuicConnection
 
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.paced import PacedQuicConnection
@@ -146,3 +150,38 @@ def test_a_lost_window_update_is_announced_again(certs: DevCerts) -> None:
     assert lost and pair.server._limits_due == set()
     pair.run()
     assert pair.received[stream] == WINDOW + WINDOW // 2
+
+
+def test_a_full_packet_takes_no_more_stream_offers(certs: DevCerts, monkeypatch: pytest.MonkeyPatch) -> None:
+    """aioquic offers every queued stream a place in every packet; once none fits, the offers cost nothing."""
+    pair = Pair(certs)
+    pair.run()
+    calls = 0
+    original = QuicConnection._write_stream_frame
+
+    def counted(self: QuicConnection, *args: Any, **kwargs: Any) -> int:
+        nonlocal calls
+        calls += 1
+        return int(original(self, *args, **kwargs))
+
+    monkeypatch.setattr(QuicConnection, "_write_stream_frame", counted)
+    streams = []
+    for _ in range(300):  # one-message streams, as unordered sends make them
+        stream = pair.client.get_next_available_stream_id(is_unidirectional=True)
+        pair.client.send_stream_data(stream, b"m" * 64, end_stream=True)
+        streams.append(stream)
+    packets = 0
+    for _ in range(200):  # the client's packets and the server's acks, until everything arrived
+        sent = pair.client.datagrams_to_send(now=pair.now)
+        packets += len(sent)
+        for data, _addr in sent:
+            pair.server.receive_datagram(data, ADDR, now=pair.now)
+        for data, _addr in pair.server.datagrams_to_send(now=pair.now):
+            pair.client.receive_datagram(data, ADDR, now=pair.now)
+        pair.run(rounds=0)
+        pair._drain_events()
+        pair.now += 0.001
+        if all(pair.received.get(s) == 64 for s in streams):
+            break
+    assert all(pair.received.get(s) == 64 for s in streams) and packets >= 10
+    assert calls <= 2 * len(streams)  # (aioquic alone: one per queued stream per packet, ~1,900 here)
