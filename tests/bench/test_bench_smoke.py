@@ -51,3 +51,15 @@ def test_bad_options_exit_2_with_one_line_and_start_nothing(bad: list[str], caps
     assert main(["bench", *bad]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("aqueduct bench: ")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("workload", ["ordered", "channels", "datagrams"])
+def test_cpu_per_message_prints_the_rate_and_both_ends(workload: str) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).parents[2] / "benchmarks" / "cpu_per_message.py"
+    out = subprocess.run([sys.executable, str(script), workload, "--seconds", "0.05"], capture_output=True,
+                         text=True, timeout=110, check=True).stdout
+    assert "/s; CPU per " in out and "sender " in out and "receiver " in out
