@@ -114,7 +114,7 @@ class RawCodec:
 
     def decode(self, payload: bytes, halves: Sequence[Half]) -> RawMessage:
         """Always a RawMessage, even without attachments."""
-        return RawMessage(payload, list(halves))
+        return RawMessage(payload, list(halves) if halves else [])
 
 
 DEFAULT_CODEC = CborCodec()

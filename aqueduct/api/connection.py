@@ -282,7 +282,9 @@ class Connection:
             if protocol.send_blocked(last) if last is not None else protocol.new_stream_blocked():
                 return self._send_waiting(handle, payload, halves, delivery)
         stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
-        self._count_sent(len(payload))
+        stats = self.stats  # (_count_sent, inline)
+        stats.messages_sent += 1
+        stats.bytes_sent += len(payload)
         protocol.flush()
         if protocol.send_blocked(stream):
             return self._wait_while(lambda: protocol.send_blocked(stream))
@@ -418,21 +420,23 @@ class Connection:
     def _decode_into(self, handle: int, taken: Sequence[app.Delivered], buf: deque[Prefetched]) -> None:
         decode, recording = self.codec.decode, self.recording
         nbytes = biggest = 0
+        append = buf.append
         for i, d in enumerate(taken):
-            size = len(d.payload)
+            payload, attachments = d.payload, d.attachments
+            size = len(payload)
             nbytes += size
             if size > biggest:
                 biggest = size
             halves: Sequence[Half] = (
                 [networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)
-                 for a in d.attachments]
-                if d.attachments
+                 for a in attachments]
+                if attachments
                 else ()
             )
             if recording is not None:
                 recording.on_received(d)
             try:
-                buf.append((decode(d.payload, halves), d.delivery, d.number))
+                append((decode(payload, halves), d.delivery, d.number))
             except Exception as exc:  # the codec refused it: the application gets the error in this message's turn
                 self._undecoded[handle] = (exc, taken[i + 1 :])
                 self._count_received(i + 1, nbytes)

@@ -461,7 +461,16 @@ class AqueductProtocol(QuicConnectionProtocol):
         """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
         if stream_id is None:
             return len(self.datagrams_queued) >= DATAGRAM_QUEUE_LIMIT
-        return self.unacked(stream_id) >= self.settings.send_buffer or self.connection_blocked()
+        # (`unacked(stream_id) >= send_buffer or connection_blocked()`, inline: two checks per message send)
+        stream = self._quic._streams.get(stream_id)
+        unacked = self._held_bytes if stream_id == self._held_sid else 0
+        if stream is not None:
+            unacked += len(stream.sender._buffer)
+        settings = self.settings
+        if unacked >= settings.send_buffer:
+            return True
+        limit = settings.connection_send_buffer
+        return self._unacked_upper >= limit and self.unacked_total() >= limit
 
     async def wait_writable(self, stream_id: int | None) -> None:
         """Wait until `send_blocked(stream_id)` is false; ConnectionLost if the connection ends first."""
