@@ -272,7 +272,9 @@ class Connection:
             if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._send_waiting(handle, payload, halves, delivery)
             engine.send_plain(handle, payload, delivery, self._loop.time())
-            self._count_sent(len(payload))
+            stats = self.stats
+            stats.messages_sent += 1
+            stats.bytes_sent += len(payload)
             protocol.flush()
             if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._wait_while(lambda: protocol.send_blocked(None))
@@ -282,7 +284,7 @@ class Connection:
             if protocol.send_blocked(last) if last is not None else protocol.new_stream_blocked():
                 return self._send_waiting(handle, payload, halves, delivery)
         stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
-        stats = self.stats  # (_count_sent, inline)
+        stats = self.stats
         stats.messages_sent += 1
         stats.bytes_sent += len(payload)
         protocol.flush()
@@ -443,11 +445,6 @@ class Connection:
                 return
         self._count_received(len(taken), nbytes)
         self._prefetch[handle] = max(1, min(PREFETCH_MESSAGES, PREFETCH_BYTES // max(1, biggest)))
-
-    def _count_sent(self, nbytes: int) -> None:
-        stats = self.stats
-        stats.messages_sent += 1
-        stats.bytes_sent += nbytes
 
     def _count_received(self, messages: int, nbytes: int) -> None:
         self.stats.messages_received += messages

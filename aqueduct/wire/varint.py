@@ -34,10 +34,10 @@ def encode_varint(value: int) -> bytes:
     """Encode `value` (0 to 2^64-1) as a minimal var len int."""
     if 0 <= value < 128:
         return SMALL_VARINTS[value]
-    if 0 < value < 16384:
-        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if 0 < value < 16384:  # (two and three bytes as one int: no tuple built; message numbers take these)
+        return ((value & 0x7F) | 0x80 | (value >> 7) << 8).to_bytes(2, "little")
     if 0 < value < 2097152:
-        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+        return ((value & 0x7F) | 0x80 | ((value >> 7) & 0x7F | 0x80) << 8 | (value >> 14) << 16).to_bytes(3, "little")
     if value < 0 or value > MAX_VARINT:
         raise ValueError(f"var len int out of range: {value}")
     out = bytearray()
