@@ -80,6 +80,10 @@ class Connection:
         self._receiver_ended: dict[int, EndReason] = {}
         self._sender_ended: dict[int, EndReason] = {}
         self._last_stream: dict[int, int | None] = {}
+        self._clear_sid: int | None = None
+        self._clear_writes = -1
+        """The stream a send last found not blocked, and protocol.stream_writes then: until another stream
+        write, the next send to it need not check again (see AqueductProtocol.stream_writes)."""
         self._bufs: dict[int, deque[Prefetched]] = {}
         """Receiver handle -> the buffer its Receiver prefetches into (cleared when the engine would discard)."""
         self._prefetch: dict[int, int] = {}
@@ -281,7 +285,12 @@ class Connection:
             return None
         else:
             last = self._last_stream.get(handle) if delivery is _ORDERED else None
-            if protocol.send_blocked(last) if last is not None else protocol.new_stream_blocked():
+            if last is None:
+                if protocol.new_stream_blocked():
+                    return self._send_waiting(handle, payload, halves, delivery)
+            elif (
+                last != self._clear_sid or protocol.stream_writes != self._clear_writes
+            ) and protocol.send_blocked(last):
                 return self._send_waiting(handle, payload, halves, delivery)
         stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
         stats = self.stats
@@ -290,6 +299,7 @@ class Connection:
         protocol.flush()
         if protocol.send_blocked(stream):
             return self._wait_while(lambda: protocol.send_blocked(stream))
+        self._clear_sid, self._clear_writes = stream, protocol.stream_writes
         return None
 
     async def _send_waiting(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> None:

@@ -134,6 +134,9 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._held_bytes = 0
         self._wrote = False  # the application wrote since the last transmit: its packet carries any pending ACK
         self._unsent = 0  # bytes written since the last transmit (TRANSMIT_EARLY)
+        self.stream_writes = 0
+        """Stream writes handed over so far: while it stands still no stream's unacked bytes can grow, so a
+        `send_blocked` that was false stays false (acks only shrink them); see Connection.send."""
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -347,6 +350,7 @@ class AqueductProtocol(QuicConnectionProtocol):
             n = len(data)
             self._unacked_upper += n
             self._unsent += n
+            self.stream_writes += 1
             if self._held_sid != sid:
                 self._write_held()
                 if cmd.end_stream:
