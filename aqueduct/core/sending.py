@@ -109,9 +109,9 @@ class SendingMixin:
         self._cmds.append(SendDatagram(data))
         s.next_unrel += 1
         s.undeclared += 1
-        if s.ctrl is not None:
-            delay = min(self.config.sent_unreliable_delay, self.rtt / 2)
-            self._timers.set_earlier(("su", s.handle), self.now + delay)
+        if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
+            half_rtt, cap = self.rtt / 2, self.config.sent_unreliable_delay
+            self._timers.set_earlier(("su", s.handle), self.now + (half_rtt if half_rtt < cap else cap))
 
     def _write_ordered(self: Engine, s: Sender, sid: int, payload: bytes) -> int:
         """One more plain message on an open ordered stream; returns its number.

@@ -342,7 +342,8 @@ class AqueductProtocol(QuicConnectionProtocol):
         sees them at once)."""
         if type(cmd) is tp.SendDatagram:  # (one per unreliable message)
             self._unsent += len(cmd.data)
-            self._write_held()
+            if self._held_sid is not None:
+                self._write_held()
             self._quic.send_datagram_frame(cmd.data)
             return
         if type(cmd) is tp.SendStreamData:
