@@ -71,11 +71,12 @@ class Transport:
 FULL = ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "channels", "setup_1rtt", "setup_0rtt")
 TRANSPORTS = [
     Transport("aqueduct ordered raw", "aqueduct", FULL),
-    Transport("aqueduct unordered raw", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99")),
+    Transport("aqueduct unordered raw", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), mode=Delivery.UNORDERED),
     Transport("aqueduct unreliable raw", "aqueduct", ("msg64",), mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
     Transport("aqueduct ordered cbor", "aqueduct", FULL, codec="cbor"),
-    Transport("aqueduct unordered cbor", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), codec="cbor"),
+    Transport("aqueduct unordered cbor", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), codec="cbor",
+              mode=Delivery.UNORDERED),
     Transport("aqueduct unreliable cbor", "aqueduct", ("msg64",), codec="cbor", mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
     Transport("aqueduct ordered raw tuned", "aqueduct", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99"),

@@ -63,3 +63,14 @@ def test_cpu_per_message_prints_the_rate_and_both_ends(workload: str) -> None:
     out = subprocess.run([sys.executable, str(script), workload, "--seconds", "0.05"], capture_output=True,
                          text=True, timeout=110, check=True).stdout
     assert "/s; CPU per " in out and "sender " in out and "receiver " in out
+
+
+def test_each_aqueduct_row_sends_in_the_mode_its_name_says() -> None:
+    """(The unordered rows once measured ordered channels: their Transport lacked the mode.)"""
+    from aqueduct.core.app import Delivery
+
+    for t in TRANSPORTS:
+        if t.family != "aqueduct":
+            continue
+        named = [m for m in Delivery if f" {m.value} " in f" {t.name} "]
+        assert named == [t.mode], t.name
