@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from ..quic.certs import DEV_NAMES, fingerprint, make_dev_certs
+
+OUTPUT_FILES = ("ca.pem", "ca.key", "cert.pem", "key.pem")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -14,11 +18,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--name", action="append", dest="names",
                    help=f"server name (repeatable; default: {', '.join(DEV_NAMES)})")
     p.add_argument("--days", type=int, default=365, help="validity in days (default: 365)")
+    p.add_argument("--force", action="store_true", help="replace certificate and key files that already exist")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Generate the files and print where they are."""
+    """Generate the files and print where they are; existing files are kept unless `--force`."""
+    existing = [name for name in OUTPUT_FILES if (Path(args.dir) / name).exists()]
+    if existing and not args.force:
+        print(f"aqueduct cert: {', '.join(existing)} already in {args.dir}; pass --force to replace them",
+              file=sys.stderr)
+        return 2
     paths = make_dev_certs(args.dir, tuple(args.names) if args.names else DEV_NAMES, args.days)
     print(f"CA certificate:     {paths.ca}")
     print(f"server certificate: {paths.cert}")
