@@ -14,6 +14,9 @@ from collections.abc import Sequence
 
 _COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "replay", "bench"]
 
+# Modules that only the `spark` extra installs: a command that needs one says how to get it.
+_SPARK_EXTRA = frozenset({"pyarrow", "pyspark", "matplotlib", "pandas"})
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
@@ -31,6 +34,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in _SPARK_EXTRA:
+            raise
+        print(f"aqueduct {args.command}: needs {missing}, which the spark extra installs: "
+              "pip install 'aqueduct-py[spark]'", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
