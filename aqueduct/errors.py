@@ -80,6 +80,16 @@ class ConnectionLost(ChannelError):
         self.code = code
 
 
+class ConnectError(ConnectionLost):
+    """The connection was never established: nothing listening, no answer in time, or TLS verification failed.
+
+    A `ConnectionLost`, so code that handles a lost connection handles a failed one too."""
+
+
+class ConfigError(AqueductError):
+    """Local configuration is unusable (a CA, certificate or key file missing or unreadable); nothing was sent."""
+
+
 class WouldBlock(AqueductError):
     """A non-blocking send found the peer's window full."""
 
@@ -104,6 +114,8 @@ __all__ = [
     "ChannelError",
     "ChannelLost",
     "CloseCode",
+    "ConfigError",
+    "ConnectError",
     "ConnectionLost",
     "EndReason",
     "LimitExceeded",

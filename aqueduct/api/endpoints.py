@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.config import EngineConfig
-from ..errors import ConnectionLost
+from ..errors import ConnectError, ConnectionLost
 from ..quic.endpoint import open_client, open_server
 from ..quic.protocol import AqueductProtocol
 from ..quic.settings import TransportSettings
@@ -32,6 +32,8 @@ from .connection import Connection
 
 HeaderItems = Iterable[tuple[str, bytes | str]]
 DEFAULT_PORT = 4433
+DEFAULT_CONNECT_TIMEOUT = 5.0
+"""Seconds `connect` waits for the handshake and the server's headers before `ConnectError`."""
 
 
 def _headers(headers: HeaderItems | dict[str, bytes | str] | None, codec: Codec) -> list[tuple[str, bytes]]:
@@ -80,14 +82,18 @@ def connect(
     settings: TransportSettings | None = None,
     engine_config: EngineConfig | None = None,
     record: Any = None,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> _Connecting:
     """Connect to an Aqueduct server; verify it against `ca` (PEM file), a pinned `fingerprint`, or system CAs.
 
     `record`: a directory (or `aqueduct.recording.Recorder`) to record this connection's traffic into.
+    Fails with `ConfigError` for an unusable CA file (before anything is sent), and with `ConnectError` when
+    nothing listens (at once, on ICMP port unreachable), when the handshake and the server's headers do not
+    complete within `connect_timeout` seconds, or when TLS verification fails.
     """
     return _Connecting(
         _connect(url, ca, fingerprint, headers, codec or DEFAULT_CODEC, session_ticket_store, early_data,
-                 server_name, settings, engine_config, record)
+                 server_name, settings, engine_config, record, connect_timeout)
     )
 
 
@@ -103,6 +109,7 @@ async def _connect(
     settings: TransportSettings | None,
     engine_config: EngineConfig | None,
     record: Any = None,
+    connect_timeout: float = 0.0,
 ) -> Connection:
     settings = settings or TransportSettings()
     host, port = parse_url(url)
@@ -118,11 +125,12 @@ async def _connect(
     if early_data and protocol.early_data_attempted:
         return conn
     try:
-        await asyncio.wait_for(asyncio.shield(protocol.handshake), settings.handshake_timeout)
-        await asyncio.wait_for(asyncio.shield(conn.ready), settings.handshake_timeout)
+        async with asyncio.timeout(connect_timeout):
+            await asyncio.shield(protocol.handshake)
+            await asyncio.shield(conn.ready)
     except TimeoutError:
-        protocol.close_connection(0, "handshake timeout")
-        raise ConnectionLost(f"no handshake with {host}:{port} within {settings.handshake_timeout} s") from None
+        protocol.close_connection(0, "connect timeout")
+        raise ConnectError(f"no answer from {host}:{port} within {connect_timeout} s") from None
     except BaseException:
         protocol.close_connection(0, "connect failed")
         raise

@@ -27,13 +27,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_files(args: argparse.Namespace) -> None:
+    """Every command's `--ca`, `--cert` and `--key` files are checked before the command starts (ConfigError)."""
+    from ..quic.credentials import check_ca_file, check_cert_and_key
+
+    if getattr(args, "ca", None) is not None:
+        check_ca_file(args.ca)
+    if getattr(args, "cert", None) is not None and getattr(args, "key", None) is not None:
+        check_cert_and_key(args.cert, args.key)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
+    from ..errors import ConfigError, ConnectError
+
     args = build_parser().parse_args(argv)
     try:
+        _check_files(args)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except (ConfigError, ConnectError) as exc:
+        print(f"aqueduct {args.command}: {exc}", file=sys.stderr)
+        return 2
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         if missing not in _SPARK_EXTRA:

@@ -73,6 +73,9 @@ async def open_client(
     sock = socket.socket(family, socket.SOCK_DGRAM)
     _tune_socket(sock, settings.socket_buffer)
     sock.bind(("::", 0) if family == socket.AF_INET6 else ("0.0.0.0", 0))
+    # A connected socket hears ICMP port-unreachable (as ConnectionRefusedError): nothing listening ends the
+    # attempt at once. aioquic's client never changes its server address, so the socket talks to one peer.
+    sock.connect(addr)
 
     def on_ticket(new: SessionTicket) -> None:
         # A pinned client stores tickets only from a server that passed the pin check.
@@ -84,7 +87,9 @@ async def open_client(
     def factory() -> AqueductProtocol:
         return AqueductProtocol(
             quic, side=Side.CLIENT, headers=headers, engine_config=engine_config, settings=settings,
-            pinned_fingerprint=pinned,
+            pinned_fingerprint=pinned, peer=f"{host}:{port}",
+            trust=("the pinned fingerprint" if pinned is not None else f"CA file {ca}" if ca is not None
+                   else "the system trust store"),
         )
 
     transport, protocol = await loop.create_datagram_endpoint(factory, sock=sock)

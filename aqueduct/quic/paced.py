@@ -59,6 +59,8 @@ class PacedQuicConnection(QuicConnection):
     """Streams whose window may differ from what the peer was last told (see the module comment)."""
     _full_packet: object = None
     """The packet being built once no stream frame fits it any more."""
+    closed_locally: bool = False
+    """This end began the close (aioquic's own TLS or protocol checks included), not the peer."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -87,6 +89,10 @@ class PacedQuicConnection(QuicConnection):
         return self._local_max_data.used, self._local_max_data.value
 
     # ---- aioquic overrides ----
+    def close(self, error_code: int = 0, frame_type: int | None = None, reason_phrase: str = "") -> None:
+        self.closed_locally = True
+        super().close(error_code=error_code, frame_type=frame_type, reason_phrase=reason_phrase)
+
     def _write_connection_limits(self, builder: Any, space: Any) -> None:
         limit, bidi, uni = self._local_max_data, self._local_max_streams_bidi, self._local_max_streams_uni
         if limit.value != limit.sent or bidi.value != bidi.sent or uni.value != uni.sent:

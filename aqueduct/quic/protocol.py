@@ -34,7 +34,7 @@ from aioquic.tls import Epoch
 from ..core import transport as tp
 from ..core.app import AppEvent
 from ..core.config import EngineConfig
-from ..errors import ConnectionLost
+from ..errors import ConnectError, ConnectionLost
 from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from .certs import fingerprint
@@ -46,6 +46,10 @@ if TYPE_CHECKING:
     from ..core.engine import Engine
 
 log = logging.getLogger("aqueduct.quic")
+# aioquic logs every connection error it closes with as a warning on its "quic" logger; without a handler
+# anywhere, Python's last-resort handler printed it beside the error we raise. A library adds a NullHandler;
+# an application that configures logging still sees these records through the root logger.
+logging.getLogger("quic").addHandler(logging.NullHandler())
 
 DATAGRAM_QUEUE_LIMIT = 64
 """Datagrams queued inside aioquic before an unreliable send waits (aioquic's queue is unbounded)."""
@@ -82,6 +86,11 @@ def paced_engine_config(config: EngineConfig, settings: TransportSettings, datag
     )
 
 
+def _is_tls_alert(code: int) -> bool:
+    """A QUIC CRYPTO_ERROR: a TLS alert (RFC 9001 section 4.8)."""
+    return QuicErrorCode.CRYPTO_ERROR <= code < QuicErrorCode.CRYPTO_ERROR + 256
+
+
 def consume_exception(fut: asyncio.Future[Any]) -> None:
     """Mark a future's exception as seen (it is also reported through other paths)."""
     if not fut.cancelled():
@@ -101,6 +110,8 @@ class AqueductProtocol(QuicConnectionProtocol):
         engine_config: EngineConfig | None = None,
         settings: TransportSettings | None = None,
         pinned_fingerprint: str | None = None,
+        peer: str = "",
+        trust: str = "",
     ) -> None:
         if type(quic) is QuicConnection:
             # aioquic's QuicServer builds plain QuicConnections; ours only adds methods, so re-class it.
@@ -111,6 +122,8 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._headers = tuple(headers)
         self._engine_config = engine_config or EngineConfig()
         self._pinned = pinned_fingerprint
+        self._peer = peer  # "host:port" as the application named it, for errors before the handshake completes
+        self._trust = trust  # what a client verifies the server against, for TLS failure messages
         self.engine: Engine | None = None
         self.listener: AppListener | None = None
         self.handshake: asyncio.Future[qe.HandshakeCompleted] = self._loop.create_future()
@@ -230,16 +243,32 @@ class AqueductProtocol(QuicConnectionProtocol):
 
     def _fail_handshake(self, why: str, code: int) -> None:
         if not self.handshake.done():
-            self.handshake.set_exception(ConnectionLost(why, code))
+            self.handshake.set_exception(ConnectError(why, code))
+
+    def error_received(self, exc: Exception) -> None:
+        """An ICMP error on a client's (connected) socket: port unreachable before the handshake ends the attempt."""
+        if self.side is Side.CLIENT and isinstance(exc, ConnectionRefusedError) and not self.handshake.done():
+            self._fail_handshake(f"nothing is listening at {self._peer} (ICMP port unreachable)", 0)
+            self._closing_locally = True
+            self._quic.close(0, None, "port unreachable")
+            if self._transport is not None:
+                self._loop.call_soon(self._transport.close)
+
+    def _handshake_failure(self, event: tp.ConnectionTerminated) -> ConnectError:
+        reason = event.reason or f"connection closed (code {event.error_code})"
+        if self.side is Side.CLIENT and _is_tls_alert(event.error_code) and self.quic.closed_locally:
+            # our TLS stack refused the server's certificate: say what it was checked against
+            name = self._quic.configuration.server_name
+            return ConnectError(f"TLS verification of {name} failed against {self._trust}: {reason}", event.error_code)
+        return ConnectError(reason, event.error_code)
 
     def _on_terminated(self, event: tp.ConnectionTerminated) -> None:
         for timer in (self._engine_timer, self._keepalive):
             if timer is not None:
                 timer.cancel()
         self._engine_timer = self._keepalive = None
-        reason = event.reason or f"connection closed (code {event.error_code})"
         if not self.handshake.done():
-            self.handshake.set_exception(ConnectionLost(reason, event.error_code))
+            self.handshake.set_exception(self._handshake_failure(event))
         if not self.terminated.done():
             self.terminated.set_result(event)
         if self.side is Side.CLIENT and self._transport is not None:

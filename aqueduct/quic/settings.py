@@ -18,6 +18,8 @@ from pathlib import Path
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.tls import SessionTicket
 
+from .credentials import check_ca_file, check_cert_and_key
+
 ALPN = "aqueduct"
 
 # Bytes of a 1-RTT packet that are not DATAGRAM payload: short header (1 + 20-byte CID max
@@ -95,12 +97,14 @@ def client_configuration(
     else:
         config.verify_mode = ssl.CERT_REQUIRED
         if ca is not None:
+            check_ca_file(ca)
             config.load_verify_locations(cafile=str(ca))
     return config
 
 
 def server_configuration(settings: TransportSettings, *, cert: str | Path, key: str | Path) -> QuicConfiguration:
-    """A server configuration with the given certificate chain (PEM) and key."""
+    """A server configuration with the given certificate chain (PEM) and key (ConfigError if either is unusable)."""
+    check_cert_and_key(cert, key)
     config = _base(settings, is_client=False)
     config.load_cert_chain(str(cert), str(key))
     return config

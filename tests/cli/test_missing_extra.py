@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from aqueduct import cli
+from aqueduct.quic.certs import DevCerts
 
 # Runs the CLI with pyarrow and pyspark made unimportable, as on an install without the extra.
 WITHOUT_SPARK = ("import sys; sys.modules['pyarrow'] = None; sys.modules['pyspark'] = None; "
@@ -18,11 +19,13 @@ WITHOUT_SPARK = ("import sys; sys.modules['pyarrow'] = None; sys.modules['pyspar
 
 @pytest.mark.parametrize("command", [
     ["analyze", "{rec}"],
-    ["replay", "{rec}", "--to", "aqueduct://127.0.0.1:9", "--ca", "{rec}/ca.pem"],
+    ["replay", "{rec}", "--to", "aqueduct://127.0.0.1:9", "--ca", "{ca}"],
     ["demo", "--record", "{rec}"],
 ])
-def test_missing_spark_extra_is_one_line_naming_the_install(tmp_path: Path, command: list[str]) -> None:
-    argv = [part.format(rec=tmp_path) for part in command]
+def test_missing_spark_extra_is_one_line_naming_the_install(
+    tmp_path: Path, certs: DevCerts, command: list[str]
+) -> None:
+    argv = [part.format(rec=tmp_path, ca=certs.ca) for part in command]
     out = subprocess.run([sys.executable, "-c", WITHOUT_SPARK, *argv], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2
     line = out.stderr.strip()

@@ -54,7 +54,8 @@ async def lossy(certs: DevCerts, loss: float, seed: int) -> AsyncIterator[tuple[
         acceptor = asyncio.ensure_future(accept())
         proxy = await ImpairProxy.start(server.address, up=impairment(loss), down=impairment(loss), seed=seed)
         try:
-            conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, settings=SETTINGS)
+            conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, settings=SETTINGS,
+                                          connect_timeout=SETTINGS.handshake_timeout)
             ledger.tap(conn)
             try:
                 yield conn, server_conns, proxy, ledger, traffic
@@ -138,7 +139,8 @@ async def test_blackout_longer_than_idle_timeout_ends_every_handle_with_connecti
 
         acceptor = asyncio.ensure_future(accept())
         proxy = await ImpairProxy.start(server.address, up=impairment(0.05), down=impairment(0.05), seed=31)
-        conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, settings=SETTINGS)
+        conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, settings=SETTINGS,
+                                          connect_timeout=SETTINGS.handshake_timeout)
         # open handles of every kind on both sides: senders, receivers, the entrypoint
         out_tx, out_rx = aqueduct.channel()
         in_tx, in_rx = aqueduct.channel()
