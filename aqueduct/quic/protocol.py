@@ -249,10 +249,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         """An ICMP error on a client's (connected) socket: port unreachable before the handshake ends the attempt."""
         if self.side is Side.CLIENT and isinstance(exc, ConnectionRefusedError) and not self.handshake.done():
             self._fail_handshake(f"nothing is listening at {self._peer} (ICMP port unreachable)", 0)
-            self._closing_locally = True
-            self._quic.close(0, None, "port unreachable")
-            if self._transport is not None:
-                self._loop.call_soon(self._transport.close)
+            self.close_connection(0, "port unreachable")  # the socket closes once aioquic has ended it
 
     def _handshake_failure(self, event: tp.ConnectionTerminated) -> ConnectError:
         reason = event.reason or f"connection closed (code {event.error_code})"
