@@ -6,6 +6,8 @@ from .wire.errors import CloseCode, ProtocolError
 
 if TYPE_CHECKING:
     from .api import (
+        Attempt,
+        Backoff,
         CborCodec,
         Codec,
         CodecError,
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
         Server,
         channel,
         connect,
+        reconnecting,
         serve,
     )
     from .core.app import Delivery
@@ -41,8 +44,8 @@ if TYPE_CHECKING:
 # The API names load on first use, so `import aqueduct.wire` stays free of asyncio and aioquic.
 _LAZY = {
     **dict.fromkeys(
-        ["CborCodec", "Codec", "CodecError", "CodecMismatch", "Connection", "Message", "RawCodec", "RawMessage",
-         "Receiver", "Sender", "Server", "channel", "connect", "serve"],
+        ["Attempt", "Backoff", "CborCodec", "Codec", "CodecError", "CodecMismatch", "Connection", "Message",
+         "RawCodec", "RawMessage", "Receiver", "Sender", "Server", "channel", "connect", "reconnecting", "serve"],
         ".api",
     ),
     "Delivery": ".core.app",
@@ -71,6 +74,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AqueductError",
+    "Attempt",
+    "Backoff",
     "CborCodec",
     "ChannelCancelled",
     "ChannelClosed",
@@ -101,5 +106,6 @@ __all__ = [
     "__version__",
     "channel",
     "connect",
+    "reconnecting",
     "serve",
 ]

@@ -4,8 +4,11 @@ from .codec import CborCodec, Codec, CodecError, RawCodec, RawMessage
 from .connection import CodecMismatch, Connection, Stats
 from .endpoints import Server, connect, serve
 from .halves import Message, Receiver, Sender, channel
+from .reconnect import Attempt, Backoff, reconnecting
 
 __all__ = [
+    "Attempt",
+    "Backoff",
     "CborCodec",
     "Codec",
     "CodecError",
@@ -20,5 +23,6 @@ __all__ = [
     "Stats",
     "channel",
     "connect",
+    "reconnecting",
     "serve",
 ]
