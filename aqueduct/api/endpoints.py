@@ -27,6 +27,7 @@ from ..quic.endpoint import open_client, open_server
 from ..quic.protocol import AqueductProtocol
 from ..quic.settings import TransportSettings
 from ..quic.tickets import ClientTicketStore, ServerTicketStore
+from ..wire.errors import CloseCode
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from .connection import Connection
 
@@ -185,8 +186,37 @@ class Server:
             raise StopAsyncIteration from None
 
     def _close(self) -> None:
-        self._closed = True
-        self._queue.put_nowait(None)
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(None)
+
+    async def drain(self, grace: float = 10.0, *, poll: float = 0.05) -> None:
+        """Shut down gracefully: accept nothing new, let open channels finish, then close with SHUTTING_DOWN.
+
+        New connections are dropped from now on and `async for conn in server` ends. A connection is closed
+        (code SHUTTING_DOWN) as soon as nothing but its entrypoint is open on it; whatever is still busy after
+        `grace` seconds is closed then. Returns once every connection has ended."""
+        self.admission.accepting = False
+        self._close()
+        deadline = asyncio.get_running_loop().time() + grace
+        while self.connections:
+            for conn in [c for c in self.connections if _idle(c)]:
+                self.connections.discard(conn)
+                await conn.close(CloseCode.SHUTTING_DOWN, "server shutting down", timeout=1.0)
+            if asyncio.get_running_loop().time() >= deadline:
+                break
+            await asyncio.sleep(poll)  # (a shutdown path: polling the engines' tables is simpler than events)
+        busy = list(self.connections)
+        await asyncio.gather(*(c.close(CloseCode.SHUTTING_DOWN, "server shutting down: grace period over",
+                                       timeout=1.0) for c in busy), return_exceptions=True)
+
+
+def _idle(conn: Connection) -> bool:
+    """Nothing but (at most) the client's entrypoint is open on this server connection."""
+    if conn.is_closed:
+        return True
+    senders, receivers = conn.engine.live_halves()
+    return senders == 0 and receivers <= 1
 
 
 @contextlib.asynccontextmanager

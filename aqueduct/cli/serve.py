@@ -1,8 +1,11 @@
 """`aqueduct serve --echo`: run the echo service (raw codec) until killed.
 
 Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0
-picks a free port) and one line per connection when it ends. SIGTERM stops
-it like Ctrl-C (the server closes, so a `--record` recording is sealed).
+picks a free port) and one line per connection when it ends. SIGTERM drains
+it (`Server.drain`: no new connections, open channels get `--grace` seconds
+to finish, then each connection closes with SHUTTING_DOWN) and it exits 0;
+Ctrl-C closes at once. Either way the server closes, so a `--record`
+recording is sealed.
 """
 
 from __future__ import annotations
@@ -29,15 +32,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--single-use-tickets", action="store_true",
                    help="single-use session tickets: 0-RTT data is processed before the handshake ends (replay-safe)")
     p.add_argument("--record", metavar="DIR", help="record every connection's traffic (Parquet) into DIR")
+    p.add_argument("--grace", type=float, default=10.0,
+                   help="seconds open channels get to finish after SIGTERM (default: 10)")
     p.set_defaults(func=run)
 
 
 async def _main(args: argparse.Namespace) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
                      single_use_tickets=args.single_use_tickets, record=args.record) as server:
-        main = asyncio.current_task()
-        assert main is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
+        drained: list[asyncio.Task[None]] = []
+
+        def on_sigterm() -> None:
+            if not drained:
+                print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
+                drained.append(asyncio.ensure_future(server.drain(args.grace)))
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
         host, port = server.address
         print(f"listening on {host}:{port}", flush=True)
         tasks: set[asyncio.Task[None]] = set()
@@ -57,14 +67,15 @@ async def _main(args: argparse.Namespace) -> None:
             task = asyncio.ensure_future(one(conn))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
+        if drained:  # the drain ended the loop: let it finish before the server closes what is left
+            await drained[0]
+            await asyncio.gather(*tasks, return_exceptions=True)  # each prints its connection's line
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
     try:
         asyncio.run(_main(args))
-    except asyncio.CancelledError:  # SIGTERM
-        return 0
     except OSError as exc:
         print(f"aqueduct serve: {exc}", file=sys.stderr)
         return 1

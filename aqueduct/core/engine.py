@@ -424,6 +424,11 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             raise ChannelClosed(f"unknown or dropped receiver {handle}")
         return r.end_reason if r.end_reported else None
 
+    def live_halves(self) -> tuple[int, int]:
+        """(senders, receivers) that have not ended; ended halves the application still holds do not count."""
+        return (sum(not s.end_reported for s in self._senders.values()),
+                sum(not r.end_reported for r in self._receivers.values()))
+
     def state_sizes(self) -> dict[str, int]:
         """Sizes of every table, for leak checks: all near zero once quiescent with every handle dropped.
 

@@ -3,9 +3,10 @@
 `LimitedQuicServer` is aioquic's QuicServer with three rules, all from
 TransportSettings. A datagram that would open a new connection (a full-size
 Initial for an unknown connection ID) is dropped without reply when its
-source address already holds `max_connections_per_address` connections or
-the server holds `max_connections` (the client's handshake then times out;
-a reply would be an amplification tool). Every accepted connection must
+source address already holds `max_connections_per_address` connections,
+the server holds `max_connections`, or the server is draining (`accepting`
+false); the client's handshake then times out (a reply would be an
+amplification tool). Every accepted connection must
 complete its TLS handshake *and* deliver the client's Aqueduct headers
 within `handshake_timeout`, else it is closed with LIMIT_EXCEEDED: a
 slow-loris client cannot hold a slot longer than that. A connection's slot
@@ -41,7 +42,9 @@ class LimitedQuicServer(QuicServer):
         self.per_address: dict[str, int] = {}
         """Live connections per client address."""
         self.refused = 0
-        """New connections dropped by a limit."""
+        """New connections dropped by a limit or because the server is draining."""
+        self.accepting = True
+        """False once the server drains: every new connection is dropped (and counted in `refused`)."""
         self.start_timeouts = 0
         self._drain_sock: socket.socket | None = None
         """Connections closed for not finishing start-up within handshake_timeout."""
@@ -65,7 +68,8 @@ class LimitedQuicServer(QuicServer):
         assert isinstance(data, bytes)
         host = str(addr[0])
         if self._opens_connection(data) and (
-            self.per_address.get(host, 0) >= self._settings.max_connections_per_address
+            not self.accepting
+            or self.per_address.get(host, 0) >= self._settings.max_connections_per_address
             or self.live >= self._settings.max_connections
         ):
             self.refused += 1

@@ -22,6 +22,8 @@ class CloseCode(IntEnum):
     DATAGRAMS_UNSUPPORTED = 5
     CODEC_MISMATCH = 6
     INTERNAL_ERROR = 7
+    SHUTTING_DOWN = 8
+    """The server is draining (Server.drain): reconnect later or elsewhere."""
 
 
 class ProtocolError(Exception):
