@@ -21,7 +21,7 @@ import logging
 from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import app
 from ..core.app import Delivery
@@ -58,14 +58,61 @@ class CodecMismatch(ConnectionLost):
     """The peer announced a different codec than ours."""
 
 
+class EventObserver(Protocol):
+    """What `Connection.metrics` must be (aqueduct.metrics.Metrics is one): told of every engine event batch."""
+
+    def on_events(self, events: list[app.AppEvent]) -> None: ...
+
+
 @dataclass
 class Stats:
-    """Counters of one connection."""
+    """Counters of one connection: totals, and the unordered and unreliable parts of them.
+
+    Ordered is the default mode, so only the two others are counted apart (one comparison per message);
+    `by_mode()` derives the ordered share."""
 
     messages_sent: int = 0
     bytes_sent: int = 0
     messages_received: int = 0
     bytes_received: int = 0
+    unordered_sent: int = 0
+    unordered_bytes_sent: int = 0
+    unreliable_sent: int = 0
+    unreliable_bytes_sent: int = 0
+    unordered_received: int = 0
+    unordered_bytes_received: int = 0
+    unreliable_received: int = 0
+    unreliable_bytes_received: int = 0
+
+    def by_mode(self) -> dict[str, tuple[int, int, int, int]]:
+        """mode -> (messages sent, bytes sent, messages received, bytes received)."""
+        unordered = (self.unordered_sent, self.unordered_bytes_sent, self.unordered_received,
+                     self.unordered_bytes_received)
+        unreliable = (self.unreliable_sent, self.unreliable_bytes_sent, self.unreliable_received,
+                      self.unreliable_bytes_received)
+        totals = (self.messages_sent, self.bytes_sent, self.messages_received, self.bytes_received)
+        ordered = tuple(t - a - b for t, a, b in zip(totals, unordered, unreliable, strict=True))
+        return {"ordered": ordered, "unordered": unordered, "unreliable": unreliable}  # type: ignore[dict-item]
+
+    def count_sent(self, delivery: Delivery, nbytes: int) -> None:
+        """One message sent (the general path; the hot path in Connection.send counts inline)."""
+        self.messages_sent += 1
+        self.bytes_sent += nbytes
+        if delivery is Delivery.UNRELIABLE:
+            self.unreliable_sent += 1
+            self.unreliable_bytes_sent += nbytes
+        elif delivery is Delivery.UNORDERED:
+            self.unordered_sent += 1
+            self.unordered_bytes_sent += nbytes
+
+    def count_received_apart(self, delivery: Delivery, nbytes: int) -> None:
+        """A received message that was not ordered (the totals are counted per batch)."""
+        if delivery is Delivery.UNRELIABLE:
+            self.unreliable_received += 1
+            self.unreliable_bytes_received += nbytes
+        else:
+            self.unordered_received += 1
+            self.unordered_bytes_received += nbytes
 
 
 class Connection:
@@ -99,6 +146,8 @@ class Connection:
         self.peer_headers: Headers = ()
         self.recording: ConnectionRecording | None = None
         """Set by `record=` (aqueduct/recording/hook.py): told of every event, send and take."""
+        self.metrics: EventObserver | None = None
+        """Set by `aqueduct.metrics.Metrics.track`: told of every batch of engine events."""
         protocol.listener = self._on_events
         if protocol.engine is not None:
             self._on_events(protocol.engine.events())
@@ -147,6 +196,8 @@ class Connection:
     def _on_events(self, events: list[app.AppEvent]) -> None:
         if self.recording is not None:
             self.recording.on_events(events)
+        if self.metrics is not None:
+            self.metrics.on_events(events)
         for ev in events:
             if isinstance(ev, app.MessageAvailable):
                 self._wake(ev.receiver)
@@ -237,8 +288,7 @@ class Connection:
             for half, created in zip(halves, result.created, strict=True):
                 self._bind_moved(half, created)
         self._last_stream[handle] = result.stream_id
-        self.stats.messages_sent += 1
-        self.stats.bytes_sent += len(payload)
+        self.stats.count_sent(delivery, len(payload))
         self._protocol.flush()
         return result.stream_id
 
@@ -279,6 +329,8 @@ class Connection:
             stats = self.stats
             stats.messages_sent += 1
             stats.bytes_sent += len(payload)
+            stats.unreliable_sent += 1
+            stats.unreliable_bytes_sent += len(payload)
             protocol.flush()
             if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._wait_while(lambda: protocol.send_blocked(None))
@@ -296,6 +348,9 @@ class Connection:
         stats = self.stats
         stats.messages_sent += 1
         stats.bytes_sent += len(payload)
+        if delivery is not _ORDERED:
+            stats.unordered_sent += 1
+            stats.unordered_bytes_sent += len(payload)
         protocol.flush()
         if protocol.send_blocked(stream):
             return self._wait_while(lambda: protocol.send_blocked(stream))
@@ -447,6 +502,8 @@ class Connection:
             )
             if recording is not None:
                 recording.on_received(d)
+            if d.delivery is not _ORDERED:
+                self.stats.count_received_apart(d.delivery, size)
             try:
                 append((decode(payload, halves), d.delivery, d.number))
             except Exception as exc:  # the codec refused it: the application gets the error in this message's turn

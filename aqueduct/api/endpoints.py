@@ -151,6 +151,10 @@ class Server:
         """The `aqueduct.recording.Recorder` every connection is recorded into (`serve(record=...)`), or None."""
         self.admission: Any = None
         """The QUIC listener with its admission counters (`refused`, `per_address`, `start_timeouts`)."""
+        self.metrics: Any = None
+        """The `aqueduct.metrics.Metrics` of this server (`serve(metrics=...)`), or None."""
+        self.metrics_address: tuple[str, int] | None = None
+        """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         conn = Connection(protocol, self.codec)
@@ -158,6 +162,8 @@ class Server:
             from ..recording.hook import ConnectionRecording
 
             ConnectionRecording(conn, self.recorder)
+        if self.metrics is not None:
+            self.metrics.track(conn, accepted=True)
         self.connections.add(conn)
         conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
 
@@ -232,10 +238,13 @@ async def serve(
     settings: TransportSettings | None = None,
     engine_config: EngineConfig | None = None,
     record: Any = None,
+    metrics: Any = None,
 ) -> AsyncIterator[Server]:
     """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`).
 
     `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
+    `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`), or an
+    `aqueduct.metrics.Metrics` to count into (served by the caller).
 
     With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
     impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
@@ -249,6 +258,16 @@ async def serve(
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])
     server.admission = quic_server
+    metrics_http = None
+    if metrics is not None:
+        from ..metrics import Metrics
+
+        server.metrics = metrics if isinstance(metrics, Metrics) else Metrics()
+        server.metrics.refused_by = quic_server
+        if not isinstance(metrics, Metrics):
+            metrics_http = await server.metrics.start_http(*metrics)
+            name = metrics_http.sockets[0].getsockname()
+            server.metrics_address = (name[0], name[1])
     owned_recorder = False
     if record is not None:
         from ..recording.hook import open_recorder
@@ -260,5 +279,10 @@ async def serve(
         server._close()
         await asyncio.gather(*(conn.close(timeout=1.0) for conn in list(server.connections)), return_exceptions=True)
         quic_server.close()
+        if server.metrics is not None:
+            server.metrics.stop()
+        if metrics_http is not None:
+            metrics_http.close()
+            await metrics_http.wait_closed()
         if owned_recorder:
             await asyncio.to_thread(server.recorder.close)

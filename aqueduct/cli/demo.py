@@ -22,6 +22,7 @@ from ..api.connection import Connection
 from ..api.endpoints import connect, serve
 from ..api.halves import Receiver, channel
 from ..errors import AqueductError, ChannelCancelled
+from ..metrics import FAMILIES, scrape_totals
 from ..quic.certs import make_dev_certs
 
 UPDATES = 300
@@ -33,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `demo` subcommand."""
     p = sub.add_parser("demo", help="run a live loopback demo of Aqueduct (no arguments needed)")
     p.add_argument("--record", metavar="DIR", help="record both sides' traffic (Parquet) into DIR")
+    p.add_argument("--metrics-port", type=int, default=0, metavar="P",
+                   help="serve the server's Prometheus metrics on 127.0.0.1:P during the demo (default: a free port)")
     p.set_defaults(func=run)
 
 
@@ -162,12 +165,23 @@ async def _display(conn: Connection, p: Progress, tty: bool) -> None:
         await asyncio.sleep(0.1)
 
 
-async def _main(record: str | None = None) -> int:
+async def _show_metrics(host: str, port: int) -> None:
+    """Scrape the demo server's metrics endpoint, as Prometheus would, and say what it holds."""
+    totals = await scrape_totals(host, port)
+    zero = [name.removeprefix("aqueduct_") for name in FAMILIES if not totals.get(name)]
+    print(f"  metrics scraped from http://{host}:{port}/metrics: {len(FAMILIES)} families, "
+          f"{len(FAMILIES) - len(zero)} non-zero" + (f" (zero: {', '.join(zero)})" if zero else ""))
+    shown = ("messages_received", "bytes_received", "messages_sent", "acked_messages", "channel_ends")
+    print("   " + ", ".join(f"{name} {totals[f'aqueduct_{name}']:,.0f}" for name in shown))
+
+
+async def _main(record: str | None = None, metrics_port: int = 0) -> int:
     tty = sys.stdout.isatty()
     with tempfile.TemporaryDirectory(prefix="aqueduct-demo-") as tmp:
         certs = make_dev_certs(tmp)
         print("aqueduct demo: a server and a client on loopback over QUIC + TLS (generated dev CA)")
-        async with serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, record=record) as server:
+        async with serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, record=record,
+                         metrics=("127.0.0.1", metrics_port)) as server:
             host, port = server.address
             print(f"  server listening on {host}:{port}")
             served: list[asyncio.Future[None]] = []
@@ -197,6 +211,8 @@ async def _main(record: str | None = None) -> int:
                       f"received {s.messages_received} ({s.bytes_received} bytes)")
                 print(f"  RTT: smoothed {conn.rtt * 1000:.2f} ms under load, minimum {conn.rtt_min * 1000:.2f} ms; "
                       f"total {elapsed:.2f} s")
+                assert server.metrics_address is not None
+                await _show_metrics(*server.metrics_address)
             acceptor.cancel()
             for task in served:
                 task.cancel()
@@ -205,7 +221,7 @@ async def _main(record: str | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo."""
-    code = asyncio.run(_main(args.record))
+    code = asyncio.run(_main(args.record, args.metrics_port))
     if args.record:
         print(f"recorded into {args.record}; analyze it with: aqueduct analyze {args.record}")
     return code

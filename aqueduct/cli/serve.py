@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--single-use-tickets", action="store_true",
                    help="single-use session tickets: 0-RTT data is processed before the handshake ends (replay-safe)")
     p.add_argument("--record", metavar="DIR", help="record every connection's traffic (Parquet) into DIR")
+    p.add_argument("--metrics-port", type=int, metavar="P",
+                   help="serve Prometheus metrics on http://HOST:P/metrics (HOST: --metrics-host; 0: pick a port)")
+    p.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (default: 127.0.0.1)")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
     p.set_defaults(func=run)
@@ -39,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 async def _main(args: argparse.Namespace) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets, record=args.record) as server:
+                     single_use_tickets=args.single_use_tickets, record=args.record,
+                     metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port)) as server:
         drained: list[asyncio.Task[None]] = []
 
         def on_sigterm() -> None:
@@ -50,6 +54,8 @@ async def _main(args: argparse.Namespace) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
         host, port = server.address
         print(f"listening on {host}:{port}", flush=True)
+        if server.metrics_address is not None:
+            print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
         tasks: set[asyncio.Task[None]] = set()
 
         async def one(conn: object) -> None:

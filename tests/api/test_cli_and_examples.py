@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,3 +80,8 @@ def test_demo_runs() -> None:
     assert result.returncode == 0, result.stderr
     for marker in ("request/reply", "subscription", "telemetry", "cancel", "summary:", "RTT"):
         assert marker in result.stdout
+    # the demo scrapes its server's Prometheus endpoint: every traffic family counted something; the zero
+    # ones may only be those that count failures the demo does not provoke
+    line = next(x for x in result.stdout.splitlines() if "metrics scraped from http://127.0.0.1:" in x)
+    zero = set(re.findall(r"zero: ([a-z_, ]+)\)", line)[0].split(", ")) if "zero:" in line else set()
+    assert zero <= {"connections_refused", "nacked_messages", "limit_closes", "auth_failures"}, line
