@@ -1,6 +1,6 @@
 """`aqueduct bench`: the side-by-side benchmark (Aqueduct, raw aioquic, asyncio TCP) in one bounded run.
 
-Defaults take about 2-3 minutes on a 2-core machine: 5 alternating rounds
+Defaults take about 1.5 minutes on a 2-core machine: 5 alternating rounds
 of 0.3 s measurements per cell, the API memory figure at 10,000 channels,
 and the engine-only costs at 100,000 channels. Prints a table; `--json`
 writes every sample and figure, `--plot` a PNG. See aqueduct/bench/.
