@@ -1,11 +1,13 @@
-"""Shared by the examples: a throwaway dev certificate and a served-in-the-background server."""
+"""Shared by the examples: a throwaway dev certificate, a served-in-the-background server, and `run`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any
 
 import aqueduct
 from aqueduct.quic.certs import DevCerts, make_dev_certs
@@ -35,3 +37,19 @@ async def running_server(
                 acceptor.cancel()
                 for task in tasks:
                     task.cancel()
+
+
+def run(main: Coroutine[Any, Any, None]) -> None:
+    """Run an example's `main()`; Ctrl-C stops it quietly (exit status 130, no traceback)."""
+    try:
+        asyncio.run(main)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def exit_with(main: Callable[[], int | None]) -> None:
+    """Exit with a synchronous `main()`'s status; Ctrl-C stops it quietly (status 130, no traceback)."""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aeron_echo_messages import run_until, send_message, string_poller
+from _aeron_echo import run_until, send_message, string_poller
+from _common import exit_with
 
 from aeron_compat import Aeron, ChannelUriStringBuilder, Context, Header, Image, Publication, Subscription
 
@@ -408,4 +409,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main)

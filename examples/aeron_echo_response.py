@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aeron_echo_messages import run_until, send_message, string_poller
+from _aeron_echo import run_until, send_message, string_poller
+from _common import exit_with
 
 from aeron_compat import Aeron, ChannelUriStringBuilder, Context, Header, Image, Publication
 
@@ -179,4 +180,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from _common import running_server
+from _common import run, running_server
 
 import aqueduct
 
@@ -72,4 +72,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main())

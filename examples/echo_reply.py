@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from _common import running_server
+from _common import run, running_server
 
 import aqueduct
 
@@ -24,4 +22,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main())

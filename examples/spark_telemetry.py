@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import exit_with
+
 import aqueduct
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.spark.session import spark_session
@@ -165,4 +167,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    exit_with(main)

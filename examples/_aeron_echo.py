@@ -54,3 +54,4 @@ def run_until(step: Callable[[], int], done: Callable[[], bool], seconds: float 
         if not step():
             time.sleep(0.001)
     return True
+
