@@ -171,7 +171,7 @@ class AqueductNetwork(Matcher):
         async for conn in server:
             self.spawn(self._accepted(endpoint, conn))
 
-    async def _accepted(self, endpoint: str, conn: Connection) -> None:
+    async def _accepted(self, endpoint: str, conn: Connection[Any]) -> None:
         hello = await conn.entrypoint.recv()
         if not isinstance(hello, dict) or not isinstance(hello.get("back"), Sender):
             await conn.close()

@@ -44,7 +44,7 @@ def dev_certs(directory: Path | None = None) -> DevCerts:
     return names
 
 
-def peer_of(conn: Connection) -> str:
+def peer_of(conn: Connection[Any]) -> str:
     """The peer's UDP address as host:port."""
     with contextlib.suppress(AttributeError, IndexError):
         addr = conn.protocol.quic._network_paths[0].addr
@@ -56,7 +56,7 @@ def peer_of(conn: Connection) -> str:
 class Link:
     """One Aqueduct connection between two drivers, with an ordered control channel each way."""
 
-    def __init__(self, net: AqueductNetwork, conn: Connection, out: Sender, inc: Receiver, peer: str,
+    def __init__(self, net: AqueductNetwork, conn: Connection[Any], out: Sender[Any], inc: Receiver[Any], peer: str,
                  endpoint: str | None = None, listener: str | None = None) -> None:
         self.id = next(_link_ids)
         self.net, self.conn, self.out, self.inc, self.peer = net, conn, out, inc, peer

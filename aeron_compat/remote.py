@@ -77,8 +77,8 @@ class RemoteSink:
         self.eos: int | None = None
         self.dropped = False
         self._wake = asyncio.Event()
-        self._tx: Sender | None = None
-        self._status: Receiver | None = None
+        self._tx: Sender[Any] | None = None
+        self._status: Receiver[Any] | None = None
 
     # --- any thread ----------------------------------------------------------------------------------
     @property
@@ -129,7 +129,7 @@ class RemoteSink:
             status_task.cancel()
             self._detach()
 
-    async def _pump(self, tx: Sender, reliable: bool, link: Link) -> None:
+    async def _pump(self, tx: Sender[Any], reliable: bool, link: Link) -> None:
         limit = BATCH_BYTES if reliable else max(link.datagram_limit - DATAGRAM_OVERHEAD, 64)
         while not self.dropped:
             if not self.queue:
@@ -188,8 +188,8 @@ class RemoteSession:
         self.term_length = int(msg["tl"])
         self.window = int(msg["win"])
         self.reliable = bool(msg["rel"])
-        self.data: Receiver = msg["data"]
-        self.status: Sender = msg["status"]
+        self.data: Receiver[Any] = msg["data"]
+        self.status: Sender[Any] = msg["status"]
         join = int(msg["join"])
         self.received = join
         self.reported = join

@@ -1,4 +1,8 @@
-"""aqueduct: typed, networked message channels over QUIC (the Aqueduct protocol)."""
+"""aqueduct: typed, networked message channels over QUIC (the Aqueduct protocol).
+
+Every public name is listed in `__all__` (and by `dir(aqueduct)`); the API names load on first use, so
+`import aqueduct.wire` stays free of asyncio and aioquic.
+"""
 
 from typing import TYPE_CHECKING, Any
 
@@ -14,17 +18,23 @@ if TYPE_CHECKING:
         CodecMismatch,
         Connection,
         Message,
+        OneshotReceiver,
+        OneshotSender,
         RawCodec,
         RawMessage,
         Receiver,
         Sender,
         Server,
+        Stats,
         channel,
         connect,
+        oneshot,
         reconnecting,
+        request,
         serve,
     )
     from .core.app import Delivery
+    from .core.config import EngineConfig
     from .errors import (
         AqueductError,
         ChannelCancelled,
@@ -34,25 +44,29 @@ if TYPE_CHECKING:
         ConfigError,
         ConnectError,
         ConnectionLost,
+        EndReason,
         LimitExceeded,
         ReceiverDropped,
+        Timeout,
+        ValidationError,
         WouldBlock,
     )
     from .quic.settings import TransportSettings
     from .quic.tickets import FileTicketStore, MemoryTicketStore
 
-# The API names load on first use, so `import aqueduct.wire` stays free of asyncio and aioquic.
 _LAZY = {
     **dict.fromkeys(
         ["Attempt", "Backoff", "CborCodec", "Codec", "CodecError", "CodecMismatch", "Connection", "Message",
-         "RawCodec", "RawMessage", "Receiver", "Sender", "Server", "channel", "connect", "reconnecting", "serve"],
+         "OneshotReceiver", "OneshotSender", "RawCodec", "RawMessage", "Receiver", "Sender", "Server", "Stats",
+         "channel", "connect", "oneshot", "reconnecting", "request", "serve"],
         ".api",
     ),
     "Delivery": ".core.app",
+    "EngineConfig": ".core.config",
     **dict.fromkeys(
         ["AqueductError", "ChannelCancelled", "ChannelClosed", "ChannelError", "ChannelLost", "ConfigError",
-         "ConnectError", "ConnectionLost",
-         "LimitExceeded", "ReceiverDropped", "WouldBlock"],
+         "ConnectError", "ConnectionLost", "EndReason", "LimitExceeded", "ReceiverDropped", "Timeout",
+         "ValidationError", "WouldBlock"],
         ".errors",
     ),
     "TransportSettings": ".quic.settings",
@@ -68,6 +82,10 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(module, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
 
 
 __version__ = "0.1.0"
@@ -90,10 +108,14 @@ __all__ = [
     "Connection",
     "ConnectionLost",
     "Delivery",
+    "EndReason",
+    "EngineConfig",
     "FileTicketStore",
     "LimitExceeded",
     "MemoryTicketStore",
     "Message",
+    "OneshotReceiver",
+    "OneshotSender",
     "ProtocolError",
     "RawCodec",
     "RawMessage",
@@ -101,11 +123,15 @@ __all__ = [
     "ReceiverDropped",
     "Sender",
     "Server",
+    "Stats",
+    "Timeout",
     "TransportSettings",
+    "ValidationError",
     "WouldBlock",
-    "__version__",
     "channel",
     "connect",
+    "oneshot",
     "reconnecting",
+    "request",
     "serve",
 ]

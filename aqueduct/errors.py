@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
-from .wire.errors import CloseCode, ProtocolError
+from .wire.errors import AqueductError, CloseCode, ProtocolError
 
 
 class ResetCode(IntEnum):
@@ -34,10 +34,6 @@ class EndReason(Enum):
     """Either: the local application closed or dropped this half."""
     CONNECTION_LOST = "connection lost"
     """Either: the connection went away."""
-
-
-class AqueductError(Exception):
-    """Base of every error aqueduct raises to applications."""
 
 
 class ChannelError(AqueductError):
@@ -90,6 +86,22 @@ class ConfigError(AqueductError):
     """Local configuration is unusable (a CA, certificate or key file missing or unreadable); nothing was sent."""
 
 
+class ValidationError(AqueductError, TypeError):
+    """A value does not fit its channel's type: refused before sending, or a received message that was dropped.
+
+    `channel` names the channel, `path` the place in the value (`$.items[2].qty`), `expected` and `received`
+    the types there. A TypeError too, as a wrong-typed argument is."""
+
+    def __init__(self, message: str, *, channel: str = "", path: str = "$", expected: str = "",
+                 received: str = "") -> None:
+        super().__init__(message)
+        self.channel, self.path, self.expected, self.received = channel, path, expected, received
+
+
+class Timeout(AqueductError, TimeoutError):
+    """A `timeout=` given to send, recv or request ran out (a TimeoutError too)."""
+
+
 class WouldBlock(AqueductError):
     """A non-blocking send found the peer's window full."""
 
@@ -122,5 +134,7 @@ __all__ = [
     "ProtocolError",
     "ReceiverDropped",
     "ResetCode",
+    "Timeout",
+    "ValidationError",
     "WouldBlock",
 ]

@@ -66,7 +66,7 @@ class Metrics(Collector):
     def __init__(self, *, sample_seconds: float = 1.0, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self.sample_seconds = sample_seconds
-        self.live: set[Connection] = set()
+        self.live: set[Connection[Any]] = set()
         self.accepted = 0
         self.refused_by: Any = None
         """The server's admission counters (`refused`, `start_timeouts`), when serving."""
@@ -91,7 +91,7 @@ class Metrics(Collector):
         self._sampler: asyncio.TimerHandle | None = None
 
     # ---- fed by the API ----
-    def track(self, conn: Connection, *, accepted: bool = False) -> None:
+    def track(self, conn: Connection[Any], *, accepted: bool = False) -> None:
         """Count `conn` from now on (a server calls this for every connection it accepts)."""
         self.live.add(conn)
         if accepted:
@@ -118,7 +118,7 @@ class Metrics(Collector):
         if not fut.cancelled() and fut.exception() is None:
             self.handshakes.labels("0rtt" if fut.result().early_data_accepted else "1rtt").inc()
 
-    def _on_closed(self, conn: Connection, fut: asyncio.Future[app.ConnectionClosed]) -> None:
+    def _on_closed(self, conn: Connection[Any], fut: asyncio.Future[app.ConnectionClosed]) -> None:
         self.live.discard(conn)
         for totals, counts in zip(self._ended, conn.stats.by_mode().values(), strict=True):
             for i, n in enumerate(counts):

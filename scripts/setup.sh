@@ -11,8 +11,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
 fi
 stamp="$VENV/.aqueduct-installed"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   echo "setup: installing aqueduct-py with its dev and spark extras (first time: a few minutes)" >&2
-  "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark]"
+  # compat mode: a plain path entry, so type checkers (mypy) find the package from any directory
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark]" --config-settings editable_mode=compat
   touch "$stamp"
 fi

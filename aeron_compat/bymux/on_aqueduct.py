@@ -53,10 +53,10 @@ class ChannelStream(BufferedStream):
         self,
         conn: ChannelConnection,
         stream_id: int,
-        out_data: Sender,
-        out_ctl: Sender,
-        in_data: Receiver,
-        in_ctl: Receiver,
+        out_data: Sender[Any],
+        out_ctl: Sender[Any],
+        in_data: Receiver[Any],
+        in_ctl: Receiver[Any],
     ) -> None:
         super().__init__(stream_id)
         self._conn = conn
@@ -250,8 +250,8 @@ class ChannelConnection(StreamAcceptor[ChannelStream]):
 
     def __init__(
         self,
-        ctl_out: Sender,
-        ctl_in: Receiver,
+        ctl_out: Sender[Any],
+        ctl_in: Receiver[Any],
         *,
         initiator: bool,
         window: int = DEFAULT_WINDOW,
@@ -397,7 +397,7 @@ class ChannelConnection(StreamAcceptor[ChannelStream]):
         self._pulse.fire()
 
 
-async def open_on_aqueduct(sender: Sender, **options: int) -> ChannelConnection:
+async def open_on_aqueduct(sender: Sender[Any], **options: int) -> ChannelConnection:
     """Start bymux-on-Aqueduct as the initiator: offer control channels through `sender` (e.g. an entrypoint)."""
     out_tx, out_rx = channel()
     back_tx, back_rx = channel()
@@ -405,7 +405,7 @@ async def open_on_aqueduct(sender: Sender, **options: int) -> ChannelConnection:
     return await ChannelConnection(out_tx, back_rx, initiator=True, **options)._start()
 
 
-async def accept_on_aqueduct(receiver: Receiver, **options: int) -> ChannelConnection:
+async def accept_on_aqueduct(receiver: Receiver[Any], **options: int) -> ChannelConnection:
     """Start bymux-on-Aqueduct as the responder from the next message on `receiver`."""
     offer = await receiver.recv()
     if not isinstance(offer, dict) or not isinstance(offer.get(OFFER_KEY), list) or len(offer[OFFER_KEY]) != 2:

@@ -1,10 +1,11 @@
-"""The asyncio API: connect / serve, Connection, Sender / Receiver, channel(), codecs."""
+"""The asyncio API: connect / serve, Connection, Sender / Receiver, channel(), oneshot(), request(), codecs."""
 
 from .codec import CborCodec, Codec, CodecError, RawCodec, RawMessage
 from .connection import CodecMismatch, Connection, Stats
 from .endpoints import Server, connect, serve
-from .halves import Message, Receiver, Sender, channel
+from .halves import Message, OneshotReceiver, OneshotSender, Receiver, Sender, channel, oneshot
 from .reconnect import Attempt, Backoff, reconnecting
+from .request import request
 
 __all__ = [
     "Attempt",
@@ -15,6 +16,8 @@ __all__ = [
     "CodecMismatch",
     "Connection",
     "Message",
+    "OneshotReceiver",
+    "OneshotSender",
     "RawCodec",
     "RawMessage",
     "Receiver",
@@ -23,6 +26,8 @@ __all__ = [
     "Stats",
     "channel",
     "connect",
+    "oneshot",
     "reconnecting",
+    "request",
     "serve",
 ]

@@ -7,7 +7,8 @@ the connection header `codec`; a peer announcing a different one fails the
 connection at connect time (CloseCode.CODEC_MISMATCH).
 
 `CborCodec` (cbor2) finds halves anywhere in the payload and writes each as
-CBOR tag `ATTACHMENT_TAG` holding the attachment index. `RawCodec` carries
+CBOR tag `ATTACHMENT_TAG` holding the attachment index; a value cbor2 does
+not know (a dataclass, msgspec.Struct, enum) goes as its msgspec builtins. `RawCodec` carries
 bytes as they are, with the halves as a separate list (`RawMessage`).
 """
 
@@ -18,7 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import cbor2
+import msgspec
 
+from ..errors import AqueductError
+from . import validation
 from .halves import Half, Receiver, Sender
 
 CODEC_HEADER = "codec"
@@ -26,7 +30,7 @@ ATTACHMENT_TAG = 24945
 """CBOR tag (0x6171, "aq") whose content is the index of an attachment of the message."""
 
 
-class CodecError(ValueError):
+class CodecError(AqueductError, ValueError):
     """A payload could not be encoded or decoded by the connection's codec."""
 
 
@@ -57,7 +61,13 @@ class CborCodec:
 
         def default(encoder: cbor2.CBOREncoder, value: Any) -> None:
             if not isinstance(value, Sender | Receiver):
-                raise CodecError(f"cannot encode {type(value).__name__} as CBOR")
+                # dataclasses, msgspec Structs, enums, ...: their builtins (halves inside kept for this hook)
+                try:
+                    plain = msgspec.to_builtins(value, builtin_types=validation.PASS_THROUGH)
+                except TypeError:
+                    raise CodecError(f"cannot encode {type(value).__name__} as CBOR") from None
+                encoder.encode(plain)
+                return
             if id(value) in seen:
                 raise CodecError("the same channel half appears twice in one message")
             seen.add(id(value))

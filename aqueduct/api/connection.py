@@ -21,7 +21,7 @@ import logging
 from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..core import app
 from ..core.app import Delivery
@@ -35,10 +35,21 @@ from ..errors import (
     WouldBlock,
 )
 from ..quic.protocol import DATAGRAM_QUEUE_LIMIT, AqueductProtocol, consume_exception
+from ..wire.channel_id import ChannelId
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
 from .codec import CODEC_HEADER, Codec
-from .halves import Half, Prefetched, Receiver, Sender, attach_kind, networked_receiver, networked_sender
+from .halves import (
+    Half,
+    Prefetched,
+    Receiver,
+    Sender,
+    attach_kind,
+    networked_half,
+    networked_receiver,
+    networked_sender,
+)
+from .validation import spec_for
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
@@ -115,10 +126,16 @@ class Stats:
             self.unordered_bytes_received += nbytes
 
 
-class Connection:
-    """One Aqueduct connection: `entrypoint`, `peer_headers`, `close()`; `async with` closes it."""
+E = TypeVar("E")
 
-    def __init__(self, protocol: AqueductProtocol, codec: Codec) -> None:
+
+class Connection(Generic[E]):
+    """One Aqueduct connection: `entrypoint`, `peer_headers`, `close()`; `async with` closes it.
+
+    `E` is the entrypoint half: `Sender[T]` on a client that connected with `entrypoint=T`, `Receiver[T]` on
+    a server that serves with `entrypoint=T` (T: Any without it)."""
+
+    def __init__(self, protocol: AqueductProtocol, codec: Codec, entrypoint_type: Any = None) -> None:
         self._protocol = protocol
         self.codec = codec
         self.stats = Stats()
@@ -139,8 +156,9 @@ class Connection:
         self._drops: deque[tuple[int, bool]] = deque()
         """Handles of collected halves (and whether each is a receiver) not yet told to the engine."""
         self._drop_scheduled = False
-        self._entrypoint: Sender | Receiver | None = None
-        self.ready: asyncio.Future[Connection] = self._loop.create_future()
+        self._entrypoint: Sender[Any] | Receiver[Any] | None = None
+        self._entrypoint_spec = spec_for(entrypoint_type) if entrypoint_type is not None else None
+        self.ready: asyncio.Future[Connection[Any]] = self._loop.create_future()
         self.ready.add_done_callback(consume_exception)
         self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
         self.peer_headers: Headers = ()
@@ -153,6 +171,7 @@ class Connection:
             self._on_events(protocol.engine.events())
             if protocol.engine.entrypoint is not None and protocol.side.name == "CLIENT":
                 self._entrypoint = networked_sender(self, protocol.engine.entrypoint)
+                self._entrypoint._spec = self._entrypoint_spec
 
     # ---- properties ----
     @property
@@ -167,11 +186,16 @@ class Connection:
         return self._protocol
 
     @property
-    def entrypoint(self) -> Any:
+    def entrypoint(self) -> E:
         """Client: the Sender to the server's entrypoint. Server: the Receiver of the client's entrypoint."""
         if self._entrypoint is None:
             raise ConnectionLost("the connection has no entrypoint (peer headers not received)")
-        return self._entrypoint
+        return self._entrypoint  # type: ignore[return-value]
+
+    def channel_name(self, handle: int) -> str:
+        """How errors name the channel behind an engine handle: its channel ID, as the wire spells it."""
+        channel = self._protocol.engine.channel_of(handle) if self._protocol.engine is not None else None
+        return f"channel {ChannelId(channel)!r}" if channel is not None else f"channel handle {handle}"
 
     def header(self, name: str) -> bytes | None:
         """The first peer header called `name`, if any."""
@@ -219,6 +243,7 @@ class Connection:
         self.peer_headers = ev.headers
         if ev.entrypoint is not None:
             self._entrypoint = networked_receiver(self, ev.entrypoint)
+            self._entrypoint._spec = self._entrypoint_spec
         theirs = self.header(CODEC_HEADER)
         if theirs != self.codec.name.encode():
             # worded for both ends: the peer may be the one that reads it (as the close reason)
@@ -495,7 +520,7 @@ class Connection:
             if size > biggest:
                 biggest = size
             halves: Sequence[Half] = (
-                [networked_sender(self, a.handle) if a.is_sender else networked_receiver(self, a.handle)
+                [networked_half(self, a.handle, is_sender=a.is_sender, oneshot=ChannelId(a.channel).oneshot)
                  for a in attachments]
                 if attachments
                 else ()
@@ -592,14 +617,14 @@ class Connection:
         """Wait until the connection ends."""
         return await asyncio.shield(self.closed)
 
-    async def __aenter__(self) -> Connection:
+    async def __aenter__(self) -> Connection[E]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
 
-def _take_over_sender(half: Sender) -> Sender:
+def _take_over_sender(half: Sender[Any]) -> Sender[Any]:
     """A fresh Sender owning `half`'s network handle; `half` is marked moved."""
     link, handle = half._link, half._handle
     assert link is not None and handle is not None
@@ -607,9 +632,9 @@ def _take_over_sender(half: Sender) -> Sender:
     return networked_sender(link, handle)
 
 
-def _take_over_receiver(half: Receiver) -> Receiver:
+def _take_over_receiver(half: Receiver[Any]) -> Receiver[Any]:
     """A fresh Receiver owning `half`'s source (pipe leftovers and network handle); `half` is marked moved."""
-    fresh = Receiver()
+    fresh: Receiver[Any] = Receiver()
     fresh._pipe = half._pipe
     fresh._buf, half._buf = half._buf, fresh._buf  # what it prefetched goes first
     link, handle = half._link, half._handle
@@ -619,7 +644,7 @@ def _take_over_receiver(half: Receiver) -> Receiver:
     return fresh
 
 
-async def relay(src: Receiver, dst: Sender) -> None:
+async def relay(src: Receiver[Any], dst: Sender[Any]) -> None:
     """Forward a channel we hold both ends of (a networked half sent on): messages, then finish or cancel."""
     try:
         while True:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from ..core.app import Delivery
 from ..errors import AqueductError
@@ -23,7 +24,7 @@ ECHO_MODE = {Delivery.ORDERED: Delivery.ORDERED, Delivery.UNORDERED: Delivery.OR
              Delivery.UNRELIABLE: Delivery.UNRELIABLE}
 
 
-async def serve_receiver(rx: Receiver, tasks: set[asyncio.Task[int]]) -> int:
+async def serve_receiver(rx: Receiver[Any], tasks: set[asyncio.Task[int]]) -> int:
     """Echo every message of `rx` until it ends; returns how many messages it saw."""
     seen = 0
     with contextlib.suppress(AqueductError):
@@ -47,7 +48,7 @@ async def serve_receiver(rx: Receiver, tasks: set[asyncio.Task[int]]) -> int:
     return seen
 
 
-async def echo_connection(conn: Connection) -> int:
+async def echo_connection(conn: Connection[Any]) -> int:
     """Serve one connection's entrypoint by the echo rule until it ends; returns messages seen there."""
     tasks: set[asyncio.Task[int]] = set()
     try:

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Generator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
 from urllib.parse import urlsplit
 
 from ..core.config import EngineConfig
@@ -30,6 +30,13 @@ from ..quic.tickets import ClientTicketStore, ServerTicketStore
 from ..wire.errors import CloseCode
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from .connection import Connection
+from .halves import Receiver, Sender
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+T = TypeVar("T")
+C = TypeVar("C")
 
 HeaderItems = Iterable[tuple[str, bytes | str]]
 DEFAULT_PORT = 4433
@@ -51,17 +58,17 @@ def parse_url(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port or DEFAULT_PORT
 
 
-class _Connecting:
+class _Connecting(Generic[C]):
     """Awaitable and async context manager returned by `connect`."""
 
     def __init__(self, coro: Any) -> None:
         self._coro = coro
-        self._conn: Connection | None = None
+        self._conn: Connection[C] | None = None
 
-    def __await__(self) -> Generator[Any, None, Connection]:
+    def __await__(self) -> Generator[Any, None, Connection[C]]:
         return self._coro.__await__()  # type: ignore[no-any-return]
 
-    async def __aenter__(self) -> Connection:
+    async def __aenter__(self) -> Connection[C]:
         self._conn = await self._coro
         return self._conn
 
@@ -70,9 +77,30 @@ class _Connecting:
             await self._conn.close()
 
 
+class ConnectOptions(TypedDict, total=False):
+    """The keywords of `connect` besides `entrypoint` (see `connect`)."""
+
+    ca: str | Path | None
+    fingerprint: str | None
+    headers: HeaderItems | dict[str, bytes | str] | None
+    codec: Codec | None
+    session_ticket_store: ClientTicketStore | None
+    early_data: bool
+    server_name: str | None
+    settings: TransportSettings | None
+    engine_config: EngineConfig | None
+    record: Any
+    connect_timeout: float
+
+
+@overload
+def connect(url: str, *, entrypoint: None = None, **options: Unpack[ConnectOptions]) -> _Connecting[Sender[Any]]: ...
+@overload
+def connect(url: str, *, entrypoint: type[T], **options: Unpack[ConnectOptions]) -> _Connecting[Sender[T]]: ...
 def connect(
     url: str,
     *,
+    entrypoint: Any = None,
     ca: str | Path | None = None,
     fingerprint: str | None = None,
     headers: HeaderItems | dict[str, bytes | str] | None = None,
@@ -84,17 +112,18 @@ def connect(
     engine_config: EngineConfig | None = None,
     record: Any = None,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-) -> _Connecting:
+) -> _Connecting[Any]:
     """Connect to an Aqueduct server; verify it against `ca` (PEM file), a pinned `fingerprint`, or system CAs.
 
     `record`: a directory (or `aqueduct.recording.Recorder`) to record this connection's traffic into.
     Fails with `ConfigError` for an unusable CA file (before anything is sent), and with `ConnectError` when
     nothing listens (at once, on ICMP port unreachable), when the handshake and the server's headers do not
     complete within `connect_timeout` seconds, or when TLS verification fails.
+    `entrypoint=T`: `conn.entrypoint` is a `Sender[T]`, checked as every typed Sender is.
     """
     return _Connecting(
         _connect(url, ca, fingerprint, headers, codec or DEFAULT_CODEC, session_ticket_store, early_data,
-                 server_name, settings, engine_config, record, connect_timeout)
+                 server_name, settings, engine_config, record, connect_timeout, entrypoint)
     )
 
 
@@ -111,14 +140,15 @@ async def _connect(
     engine_config: EngineConfig | None,
     record: Any = None,
     connect_timeout: float = 0.0,
-) -> Connection:
+    entrypoint: Any = None,
+) -> Connection[Any]:
     settings = settings or TransportSettings()
     host, port = parse_url(url)
     protocol = await open_client(
         host, port, headers=_headers(headers, codec), settings=settings, engine_config=engine_config, ca=ca,
         fingerprint=fingerprint, server_name=server_name, tickets=tickets,
     )
-    conn = Connection(protocol, codec)
+    conn: Connection[Any] = Connection(protocol, codec, entrypoint)
     if record is not None:
         from ..recording.hook import record_connection
 
@@ -138,14 +168,17 @@ async def _connect(
     return conn
 
 
-class Server:
-    """A listening Aqueduct server: `async for conn in server` (or `await server.accept()`)."""
+class Server(Generic[C]):
+    """A listening Aqueduct server: `async for conn in server` (or `await server.accept()`).
 
-    def __init__(self, codec: Codec) -> None:
+    Its connections are `Connection[Receiver[T]]` when served with `entrypoint=T`."""
+
+    def __init__(self, codec: Codec, entrypoint_type: Any = None) -> None:
         self.codec = codec
+        self.entrypoint_type = entrypoint_type
         self.address: tuple[str, int] = ("", 0)
-        self.connections: set[Connection] = set()
-        self._queue: asyncio.Queue[Connection | None] = asyncio.Queue()
+        self.connections: set[Connection[C]] = set()
+        self._queue: asyncio.Queue[Connection[C] | None] = asyncio.Queue()
         self._closed = False
         self.recorder: Any = None
         """The `aqueduct.recording.Recorder` every connection is recorded into (`serve(record=...)`), or None."""
@@ -157,7 +190,7 @@ class Server:
         """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
-        conn = Connection(protocol, self.codec)
+        conn: Connection[C] = Connection(protocol, self.codec, self.entrypoint_type)
         if self.recorder is not None:
             from ..recording.hook import ConnectionRecording
 
@@ -167,13 +200,13 @@ class Server:
         self.connections.add(conn)
         conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
 
-        def ready(fut: asyncio.Future[Connection]) -> None:
+        def ready(fut: asyncio.Future[Connection[C]]) -> None:
             if not fut.cancelled() and fut.exception() is None:
                 self._queue.put_nowait(conn)
 
         conn.ready.add_done_callback(ready)
 
-    async def accept(self) -> Connection:
+    async def accept(self) -> Connection[C]:
         """The next connection whose client headers arrived (ConnectionLost once the server is closed)."""
         if self._closed:
             raise ConnectionLost("server closed")
@@ -182,10 +215,10 @@ class Server:
             raise ConnectionLost("server closed")
         return conn
 
-    def __aiter__(self) -> AsyncIterator[Connection]:
+    def __aiter__(self) -> AsyncIterator[Connection[C]]:
         return self
 
-    async def __anext__(self) -> Connection:
+    async def __anext__(self) -> Connection[C]:
         try:
             return await self.accept()
         except ConnectionLost:
@@ -217,7 +250,7 @@ class Server:
                                        timeout=1.0) for c in busy), return_exceptions=True)
 
 
-def _idle(conn: Connection) -> bool:
+def _idle(conn: Connection[Any]) -> bool:
     """Nothing but (at most) the client's entrypoint is open on this server connection."""
     if conn.is_closed:
         return True
@@ -225,11 +258,49 @@ def _idle(conn: Connection) -> bool:
     return senders == 0 and receivers <= 1
 
 
+class ServeOptions(TypedDict, total=False):
+    """The keywords of `serve` besides `cert`, `key` and `entrypoint` (see `serve`)."""
+
+    headers: HeaderItems | dict[str, bytes | str] | None
+    codec: Codec | None
+    single_use_tickets: bool
+    settings: TransportSettings | None
+    engine_config: EngineConfig | None
+    record: Any
+    metrics: Any
+
+
+@overload
+def serve(
+    host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: None = None,
+    **options: Unpack[ServeOptions],
+) -> contextlib.AbstractAsyncContextManager[Server[Receiver[Any]]]: ...
+@overload
+def serve(
+    host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: type[T], **options: Unpack[ServeOptions],
+) -> contextlib.AbstractAsyncContextManager[Server[Receiver[T]]]: ...
+def serve(
+    host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: Any = None, **options: Any,
+) -> contextlib.AbstractAsyncContextManager[Server[Any]]:
+    """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`).
+
+    `entrypoint=T`: each connection's `conn.entrypoint` is a `Receiver[T]` (every message converted to T).
+    `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
+    `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`), or an
+    `aqueduct.metrics.Metrics` to count into (served by the caller).
+
+    With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
+    impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
+    """
+    return _serve(host, port, cert=cert, key=key, entrypoint=entrypoint, **options)
+
+
 @contextlib.asynccontextmanager
-async def serve(
+async def _serve(
     host: str,
     port: int,
     *,
+    entrypoint: Any,
     cert: str | Path,
     key: str | Path,
     headers: HeaderItems | dict[str, bytes | str] | None = None,
@@ -239,17 +310,8 @@ async def serve(
     engine_config: EngineConfig | None = None,
     record: Any = None,
     metrics: Any = None,
-) -> AsyncIterator[Server]:
-    """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`).
-
-    `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
-    `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`), or an
-    `aqueduct.metrics.Metrics` to count into (served by the caller).
-
-    With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
-    impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
-    """
-    server = Server(codec or DEFAULT_CODEC)
+) -> AsyncIterator[Server[Any]]:
+    server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint)
     transport, quic_server = await open_server(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
         headers=_headers(headers, server.codec), settings=settings, engine_config=engine_config,

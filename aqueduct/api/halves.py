@@ -11,6 +11,14 @@ the network channel. A half that is already networked (bound to another
 channel) is forwarded by a relay task instead. A networked receiver reads
 from a small deque its connection fills a batch at a time (Connection.fill).
 
+Typed channels: `channel(T)` gives both halves the spec of T (validation.py). A typed Sender checks each
+value before it is queued or sent (ValidationError, nothing sent) and hands the codec its builtins; a
+typed Receiver converts what arrives from the network into T (a local pipe already holds T objects). A
+received message that does not fit is dropped (it was taken, so it is acknowledged as processed) and, by
+the receiver's `on_invalid` policy, raised from `recv` ("raise", the default), skipped ("drop"), or
+raised after closing the receiver ("close"). Oneshot halves carry one message: the channel ID's oneshot
+bit on the wire, a capacity-one pipe locally.
+
 Dropping a half (garbage collection) ends it like the engine does: an
 unfinished sender cancels, a receiver closes. That is `__del__` on the
 slotted halves, guarded by one flag (`_drops`: cleared once a half is moved,
@@ -24,13 +32,18 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from ..core.app import AttachKind, Delivery
-from ..errors import ERROR_FOR_REASON, ChannelClosed, EndReason, ReceiverDropped, WouldBlock
+from ..errors import ERROR_FOR_REASON, ChannelClosed, EndReason, ReceiverDropped, Timeout, ValidationError, WouldBlock
+from .validation import TypeSpec, register_half_types, spec_for
+
+T = TypeVar("T")
+R = TypeVar("R")
+OnInvalid = Literal["raise", "drop", "close"]
 
 DEFAULT_LOCAL_CAPACITY = 1024
 ModeLike = Delivery | str
@@ -44,18 +57,30 @@ def as_delivery(mode: ModeLike) -> Delivery:
 
 
 @dataclass(frozen=True)
-class Message:
+class Message(Generic[T]):
     """A received message: the decoded value and how it travelled."""
 
-    value: Any
+    value: T
     delivery: Delivery = Delivery.ORDERED
     number: int = 0
+
+
+async def within(seconds: float | None, aw: Awaitable[R], what: str) -> R:
+    """`await aw`, or Timeout after `seconds` (None: no limit)."""
+    if seconds is None:
+        return await aw
+    try:
+        async with asyncio.timeout(seconds):
+            return await aw
+    except TimeoutError:
+        raise Timeout(f"{what}: no result within {seconds} s") from None
 
 
 class Link(Protocol):
     """What a networked half needs from its connection (implemented by api.connection)."""
 
     def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None: ...
+    def channel_name(self, handle: int) -> str: ...
     def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None: ...
     def finish(self, handle: int) -> None: ...
     def cancel(self, handle: int) -> None: ...
@@ -72,13 +97,13 @@ class _Pipe:
     __slots__ = ("_waiters", "capacity", "count", "ended", "items", "receiver", "receiver_gone", "sender")
 
     def __init__(self, capacity: int) -> None:
-        self.items: deque[Message] = deque()
+        self.items: deque[Message[Any]] = deque()
         self.capacity = capacity
         self.ended: EndReason | None = None
         self.receiver_gone = False
         self.count = 0
-        self.sender: weakref.ref[Sender] | None = None
-        self.receiver: weakref.ref[Receiver] | None = None
+        self.sender: weakref.ref[Sender[Any]] | None = None
+        self.receiver: weakref.ref[Receiver[Any]] | None = None
         self._waiters: list[asyncio.Future[None]] = []
 
     def wake(self) -> None:
@@ -118,7 +143,7 @@ def _raise_end(reason: EndReason | None, what: str) -> None:
 class _Half:
     """What both halves share: where they talk (a local pipe or a network link) and what dropping one does."""
 
-    __slots__ = ("__weakref__", "_done", "_drops", "_handle", "_link", "_pipe")
+    __slots__ = ("__weakref__", "_done", "_drops", "_handle", "_link", "_pipe", "_spec")
 
     def __init__(self) -> None:
         self._drops = False
@@ -128,6 +153,8 @@ class _Half:
         self._link: Link | None = None
         self._handle: int | None = None
         self._done: str | None = None
+        self._spec: TypeSpec | None = None
+        """The message type's spec (validation.py), or None: any value, nothing checked."""
 
     def __del__(self) -> None:
         if self._drops:
@@ -141,8 +168,28 @@ class _Half:
         """Whether this half talks to a channel on a connection."""
         return self._link is not None
 
+    @property
+    def message_type(self) -> Any:
+        """The type every message on this channel has (Any: untyped)."""
+        return self._spec.tp if self._spec is not None else Any
 
-class Sender(_Half):
+    def _adopt(self, spec: TypeSpec | None) -> None:
+        """Take the message type a typed message declares for this (untyped) half, and so does its partner."""
+        self._spec = spec
+        pipe = self._pipe
+        if pipe is not None:
+            ref = pipe.receiver if isinstance(self, Sender) else pipe.sender
+            partner = ref() if ref is not None else None
+            if partner is not None and partner._spec is None:
+                partner._spec = spec
+
+    def _where(self) -> str:
+        if self._link is not None and self._handle is not None:
+            return self._link.channel_name(self._handle)
+        return "a local channel"
+
+
+class Sender(_Half, Generic[T]):
     """The sending half of a channel: `send`, `try_send`, `finish`, `cancel`; `async with` finishes."""
 
     __slots__ = ("mode",)
@@ -181,13 +228,18 @@ class Sender(_Half):
             raise ChannelClosed(f"sender is {self._done}")
 
     # ---- API ----
-    async def send(self, obj: Any, mode: ModeLike | None = None) -> None:
-        """Send `obj`; waits while the peer's window (or the local queue) is full."""
+    async def send(self, obj: T, mode: ModeLike | None = None, *, timeout: float | None = None) -> None:
+        """Send `obj`; waits while the peer's window (or the local queue) is full (Timeout after `timeout` s).
+
+        On a typed channel a value that is not a T raises ValidationError and nothing is sent."""
+        if timeout is not None:
+            return await within(timeout, self.send(obj, mode), f"send on {self._where()}")
         delivery = self.mode if mode is None else as_delivery(mode)
+        wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
         while True:
             link = self._link
             if link is not None and self._done is None:  # networked: one call; a wait only if one is due
-                waiting = link.send(self._handle, obj, delivery)  # type: ignore[arg-type]
+                waiting = link.send(self._handle, wire, delivery)  # type: ignore[arg-type]
                 if waiting is not None:
                     await waiting
                 return
@@ -201,13 +253,14 @@ class Sender(_Half):
                 return
             await pipe.wait()
 
-    def try_send(self, obj: Any, mode: ModeLike | None = None) -> None:
+    def try_send(self, obj: T, mode: ModeLike | None = None) -> None:
         """Send `obj` now, or raise WouldBlock if the window (or local queue) is full."""
         delivery = self.mode if mode is None else as_delivery(mode)
         self._check()
+        wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
         if self._link is not None:
             assert self._handle is not None
-            self._link.send_nowait(self._handle, obj, delivery)
+            self._link.send_nowait(self._handle, wire, delivery)
             return
         pipe = self._pipe
         assert pipe is not None
@@ -256,7 +309,7 @@ class Sender(_Half):
             self._pipe.end(reason)
         self._done = "finished" if reason is EndReason.FINISHED else "cancelled"
 
-    async def __aenter__(self) -> Sender:
+    async def __aenter__(self) -> Sender[T]:
         return self
 
     async def __aexit__(
@@ -274,15 +327,18 @@ class Sender(_Half):
         return f"<Sender {where} {self._done or 'open'}>"
 
 
-class Receiver(_Half):
+class Receiver(_Half, Generic[T]):
     """The receiving half of a channel: `recv`, `async for`, `close`."""
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "on_invalid")
 
     def __init__(self) -> None:
         super().__init__()
         self._buf: deque[Prefetched] = deque()
         """Messages a networked receiver took from the engine ahead of the application (Connection.fill)."""
+        self.on_invalid: OnInvalid = "raise"
+        """What a received message that does not fit the channel's type does: ValidationError from `recv`
+        ("raise"), nothing ("drop": skipped), or ValidationError after closing this receiver ("close")."""
 
     def _set_pipe(self, pipe: _Pipe) -> None:
         self._pipe = pipe
@@ -310,14 +366,27 @@ class Receiver(_Half):
             self._pipe.wake()
         self._link = self._handle = None
 
-    async def recv_message(self) -> Message:
+    async def recv_message(self, *, timeout: float | None = None) -> Message[T]:
         """The next message with its delivery mode; StopAsyncIteration after a finish, typed errors otherwise."""
+        if timeout is not None:
+            return await within(timeout, self.recv_message(), f"recv on {self._where()}")
         while True:
             if self._done is not None:
                 raise ChannelClosed(f"receiver is {self._done}")
             buf = self._buf
             if buf:
-                return Message(*buf.popleft())
+                value, delivery, number = buf.popleft()
+                if self._spec is not None:
+                    try:
+                        value = self._spec.convert(value, where=self._where())
+                    except ValidationError:
+                        _discard_halves(value)  # the halves it carried go with it, at once (not when collected)
+                        if self.on_invalid == "drop":
+                            continue
+                        if self.on_invalid == "close":
+                            self.close()
+                        raise
+                return Message(value, delivery, number)
             pipe = self._pipe
             if pipe is not None and pipe.items:
                 msg = pipe.items.popleft()
@@ -332,12 +401,12 @@ class Receiver(_Half):
                 _raise_end(pipe.ended, "channel")
             await pipe.wait()
 
-    async def recv(self) -> Any:
-        """The next message's decoded value (StopAsyncIteration at the end after a finish)."""
+    async def recv(self, *, timeout: float | None = None) -> T:
+        """The next message's value (StopAsyncIteration at the end after a finish; Timeout after `timeout` s)."""
         buf = self._buf
-        if buf:  # (empty once closed or moved)
-            return buf.popleft()[0]
-        return (await self.recv_message()).value
+        if buf and self._spec is None:  # (empty once closed or moved)
+            return buf.popleft()[0]  # type: ignore[no-any-return]
+        return (await self.recv_message(timeout=timeout)).value
 
     def close(self) -> None:
         """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
@@ -353,16 +422,16 @@ class Receiver(_Half):
             self._pipe.receiver_dropped()
         self._done = "closed"
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncIterator[T]:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> T:
         buf = self._buf
-        if buf:  # the common case on a busy channel: what the last fill took (empty once closed or moved)
-            return buf.popleft()[0]
+        if buf and self._spec is None:  # the common case on a busy channel: what the last fill took
+            return buf.popleft()[0]  # type: ignore[no-any-return]
         return (await self.recv_message()).value  # (not via recv: one coroutine less per message)
 
-    async def __aenter__(self) -> Receiver:
+    async def __aenter__(self) -> Receiver[T]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -373,34 +442,143 @@ class Receiver(_Half):
         return f"<Receiver {where} {self._done or 'open'}>"
 
 
-Half = Sender | Receiver
+class OneshotSender(Sender[T]):
+    """The sending half of a oneshot channel: exactly one `send`, which also finishes the channel."""
+
+    __slots__ = ()
+
+    async def send(self, obj: T, mode: ModeLike | None = None, *, timeout: float | None = None) -> None:
+        """Send the one message (ChannelClosed if it was sent already); the channel is then finished."""
+        self._check()
+        await super().send(obj, mode, timeout=timeout)
+        if self._link is None:  # (on a connection the engine finishes a oneshot channel after its message)
+            self._end(EndReason.FINISHED)
+        else:
+            self._done = "finished"
+
+    def try_send(self, obj: T, mode: ModeLike | None = None) -> None:
+        """Send the one message now, or WouldBlock."""
+        super().try_send(obj, mode)
+        if self._link is None:
+            self._end(EndReason.FINISHED)
+        else:
+            self._done = "finished"
+
+    def __repr__(self) -> str:
+        return "<Oneshot" + super().__repr__()[1:]
 
 
-def channel(mode: ModeLike = Delivery.ORDERED, capacity: int = DEFAULT_LOCAL_CAPACITY) -> tuple[Sender, Receiver]:
-    """A new channel as (Sender, Receiver); in-process until a half is sent inside a message."""
-    pipe = _Pipe(capacity)
-    tx, rx = Sender(mode=mode), Receiver()
-    tx._set_pipe(pipe)
-    rx._set_pipe(pipe)
+class OneshotReceiver(Receiver[T]):
+    """The receiving half of a oneshot channel: `recv` gives the one message."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<Oneshot" + super().__repr__()[1:]
+
+
+register_half_types(Sender, Receiver, OneshotSender, OneshotReceiver)
+
+Half = Sender[Any] | Receiver[Any]
+
+
+def _discard_halves(value: Any) -> None:
+    """End every half inside a received value that is being dropped: senders cancel, receivers close."""
+    if isinstance(value, Sender):
+        if value._done is None:
+            value.cancel()
+    elif isinstance(value, Receiver):
+        value.close()
+    elif isinstance(value, dict):
+        for item in value.values():
+            _discard_halves(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _discard_halves(item)
+
+
+@overload
+def channel(
+    mode: ModeLike = ..., /, *, capacity: int = ..., on_invalid: OnInvalid = ...
+) -> tuple[Sender[Any], Receiver[Any]]: ...
+@overload
+def channel(
+    *, mode: ModeLike, capacity: int = ..., on_invalid: OnInvalid = ...
+) -> tuple[Sender[Any], Receiver[Any]]: ...
+@overload
+def channel(
+    message_type: type[T], mode: ModeLike = ..., capacity: int = ..., *, on_invalid: OnInvalid = ...
+) -> tuple[Sender[T], Receiver[T]]: ...
+def channel(
+    message_type: Any = None,
+    mode: ModeLike = Delivery.ORDERED,
+    capacity: int = DEFAULT_LOCAL_CAPACITY,
+    *,
+    on_invalid: OnInvalid = "raise",
+) -> tuple[Sender[Any], Receiver[Any]]:
+    """A new channel as (Sender, Receiver); in-process until a half is sent inside a message.
+
+    `channel(T)`: every message is a T, checked before sending and converted on arrival; `channel()`: any
+    value. (`channel("unordered")` still names a mode: a string or Delivery first is the mode.)"""
+    if isinstance(message_type, str | Delivery):
+        message_type, mode = None, message_type
+    tx: Sender[Any] = Sender(mode=mode)
+    rx: Receiver[Any] = Receiver()
+    _pair(tx, rx, message_type, capacity)
+    rx.on_invalid = on_invalid
     return tx, rx
 
 
-def networked_sender(link: Link, handle: int) -> Sender:
-    """A Sender bound to a network channel (an attachment we received)."""
-    tx = Sender()
+@overload
+def oneshot() -> tuple[OneshotSender[Any], OneshotReceiver[Any]]: ...
+@overload
+def oneshot(message_type: type[T]) -> tuple[OneshotSender[T], OneshotReceiver[T]]: ...
+def oneshot(message_type: Any = None) -> tuple[OneshotSender[Any], OneshotReceiver[Any]]:
+    """A oneshot channel: one message, then finished (the spec's oneshot channel ID bit on the wire)."""
+    tx: OneshotSender[Any] = OneshotSender()
+    rx: OneshotReceiver[Any] = OneshotReceiver()
+    _pair(tx, rx, message_type, 1)
+    return tx, rx
+
+
+def _pair(tx: Sender[Any], rx: Receiver[Any], message_type: Any, capacity: int) -> None:
+    pipe = _Pipe(capacity)
+    tx._spec = rx._spec = spec_for(message_type) if message_type is not None else None
+    tx._set_pipe(pipe)
+    rx._set_pipe(pipe)
+
+
+def networked_half(link: Link, handle: int, *, is_sender: bool, oneshot: bool = False) -> Half:
+    """A half bound to a network channel (an attachment we received); untyped until a message type types it."""
+    half: Half
+    if is_sender:
+        half = OneshotSender() if oneshot else Sender()
+    else:
+        half = OneshotReceiver() if oneshot else Receiver()
+    half._bind(link, handle)
+    return half
+
+
+def networked_sender(link: Link, handle: int) -> Sender[Any]:
+    """A Sender bound to a network channel."""
+    tx: Sender[Any] = Sender()
     tx._bind(link, handle)
     return tx
 
 
-def networked_receiver(link: Link, handle: int) -> Receiver:
-    """A Receiver bound to a network channel (an attachment we received)."""
-    rx = Receiver()
+def networked_receiver(link: Link, handle: int) -> Receiver[Any]:
+    """A Receiver bound to a network channel."""
+    rx: Receiver[Any] = Receiver()
     rx._bind(link, handle)
     return rx
+
+
+_KINDS = {Sender: AttachKind.SENDER, Receiver: AttachKind.RECEIVER, OneshotSender: AttachKind.ONESHOT_SENDER,
+          OneshotReceiver: AttachKind.ONESHOT_RECEIVER}
 
 
 def attach_kind(half: Half) -> AttachKind:
     """The engine attachment for handing `half` to the peer."""
     if half._done is not None:
         raise ChannelClosed(f"cannot send a half that is {half._done}")
-    return AttachKind.SENDER if isinstance(half, Sender) else AttachKind.RECEIVER
+    return _KINDS[type(half)]

@@ -102,7 +102,7 @@ def reconnecting(
                         **connect_kwargs)
 
 
-class Reconnecting(AsyncIterator[Connection]):
+class Reconnecting(AsyncIterator[Connection[Any]]):
     """The async iterator (and async context manager) that `reconnecting` returns."""
 
     def __init__(
@@ -122,7 +122,7 @@ class Reconnecting(AsyncIterator[Connection]):
         self._rng = rng or random.Random()
         connect_kwargs.setdefault("session_ticket_store", MemoryTicketStore())
         self._kwargs = connect_kwargs
-        self.connection: Connection | None = None
+        self.connection: Connection[Any] | None = None
         """The connection of the current loop turn."""
         self.connections = 0
         """Connections made so far."""
@@ -131,7 +131,7 @@ class Reconnecting(AsyncIterator[Connection]):
     def __aiter__(self) -> Reconnecting:
         return self
 
-    async def __anext__(self) -> Connection:
+    async def __anext__(self) -> Connection[Any]:
         await self._close_current()
         if self._closed:
             raise StopAsyncIteration

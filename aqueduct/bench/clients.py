@@ -70,7 +70,7 @@ class AqueductClient:
         self.codec = codec
         self.mode = mode
         self.settings = bench_settings(tuned)
-        self.conn: aqueduct.Connection | None = None
+        self.conn: aqueduct.Connection[Any] | None = None
         self.tickets = WaitableTickets()
 
     def _codec(self) -> aqueduct.Codec:
@@ -85,14 +85,14 @@ class AqueductClient:
         if self.conn is not None:
             await self.conn.close()
 
-    async def _command(self, cmd: bytes, mode: Delivery) -> tuple[aqueduct.Sender, aqueduct.Receiver]:
+    async def _command(self, cmd: bytes, mode: Delivery) -> tuple[aqueduct.Sender[Any], aqueduct.Receiver[Any]]:
         assert self.conn is not None
         tx, rx = aqueduct.channel(mode)
         reply_tx, reply_rx = aqueduct.channel()
         await self.conn.entrypoint.send(pack(self.codec, cmd, [rx, reply_tx]))
         return tx, reply_rx
 
-    async def _count(self, reply: aqueduct.Receiver) -> bytes:
+    async def _count(self, reply: aqueduct.Receiver[Any]) -> bytes:
         return unpack(self.codec, await reply.recv())[0]
 
     async def oneway(self, size: int, window: float, limit: int) -> Rate:

@@ -72,7 +72,7 @@ async def _aq_command(codec: str, cmd: bytes, halves: list[Any]) -> None:
     held.clear()
 
 
-async def _aq_connection(conn: aqueduct.Connection, codec: str, tasks: set[asyncio.Task[None]]) -> None:
+async def _aq_connection(conn: aqueduct.Connection[Any], codec: str, tasks: set[asyncio.Task[None]]) -> None:
     try:
         async for obj in conn.entrypoint:
             cmd, halves = unpack(codec, obj)
@@ -83,7 +83,7 @@ async def _aq_connection(conn: aqueduct.Connection, codec: str, tasks: set[async
         pass
 
 
-async def _aq_accept(server: aqueduct.Server, codec: str) -> None:
+async def _aq_accept(server: aqueduct.Server[Any], codec: str) -> None:
     tasks: set[asyncio.Task[None]] = set()
     async for conn in server:
         task = asyncio.ensure_future(_aq_connection(conn, codec, tasks))

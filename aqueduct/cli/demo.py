@@ -56,7 +56,7 @@ async def _subscribe(req: dict[str, Any]) -> None:
 
 async def _telemetry(req: dict[str, Any]) -> None:
     count = 0
-    lane: Receiver = req["lane"]
+    lane: Receiver[Any] = req["lane"]
     with contextlib.suppress(AqueductError):
         async for _sample in lane:
             count += 1
@@ -65,7 +65,7 @@ async def _telemetry(req: dict[str, Any]) -> None:
 
 
 async def _upload(req: dict[str, Any]) -> None:
-    chunks: Receiver = req["chunks"]
+    chunks: Receiver[Any] = req["chunks"]
     got, outcome = 0, "finished"
     try:
         async for _chunk in chunks:
@@ -79,7 +79,7 @@ async def _upload(req: dict[str, Any]) -> None:
 HANDLERS = {"time": _time, "subscribe": _subscribe, "telemetry": _telemetry, "upload": _upload}
 
 
-async def _serve_connection(conn: Connection) -> None:
+async def _serve_connection(conn: Connection[Any]) -> None:
     tasks = set()
     async for req in conn.entrypoint:
         tasks.add(asyncio.ensure_future(HANDLERS[req["op"]](req)))
@@ -103,12 +103,12 @@ class Progress:
             print(("\r\033[K" if tty else "") + "  ✓ " + self.lines[self.shown], flush=True)
             self.shown += 1
 
-    def status(self, conn: Connection) -> str:
+    def status(self, conn: Connection[Any]) -> str:
         return (f"  subscription {self.updates:3d}/{UPDATES} | telemetry sent {self.samples_sent:3d}/{SAMPLES} | "
                 f"upload {self.chunks_sent:2d} chunks | rtt {conn.rtt * 1000:5.2f} ms")
 
 
-async def _client(conn: Connection, p: Progress) -> None:
+async def _client(conn: Connection[Any], p: Progress) -> None:
     async def request_reply() -> None:
         reply_tx, reply_rx = channel()
         await conn.entrypoint.send({"op": "time", "reply": reply_tx})
@@ -153,7 +153,7 @@ async def _client(conn: Connection, p: Progress) -> None:
     await asyncio.gather(request_reply(), subscription(), telemetry(), upload())
 
 
-async def _display(conn: Connection, p: Progress, tty: bool) -> None:
+async def _display(conn: Connection[Any], p: Progress, tty: bool) -> None:
     ticks = 0
     while True:
         p.flush(tty)

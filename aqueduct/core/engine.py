@@ -424,6 +424,11 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             raise ChannelClosed(f"unknown or dropped receiver {handle}")
         return r.end_reason if r.end_reported else None
 
+    def channel_of(self, handle: int) -> int | None:
+        """The channel ID of a sender or receiver handle (None once the engine forgot it)."""
+        half = self._senders.get(handle) or self._receivers.get(handle)
+        return None if half is None else int(half.channel)
+
     def live_halves(self) -> tuple[int, int]:
         """(senders, receivers) that have not ended; ended halves the application still holds do not count."""
         return (sum(not s.end_reported for s in self._senders.values()),

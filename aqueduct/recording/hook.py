@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _peer(conn: Connection) -> str:
+def _peer(conn: Connection[Any]) -> str:
     paths = getattr(conn.protocol.quic, "_network_paths", None)
     if not paths:
         return ""
@@ -39,7 +39,7 @@ def _peer(conn: Connection) -> str:
 class ConnectionRecording:
     """Records one API connection through a tap of `recorder`."""
 
-    def __init__(self, conn: Connection, recorder: Recorder, *, owns_recorder: bool = False,
+    def __init__(self, conn: Connection[Any], recorder: Recorder, *, owns_recorder: bool = False,
                  stats_seconds: float = 1.0) -> None:  # fmt: skip
         """Attach to `conn` (sets `conn.recording`) and start the stats timer."""
         self.recorder = recorder
@@ -129,7 +129,7 @@ def open_recorder(target: str | os.PathLike[str] | Recorder) -> tuple[Recorder, 
     return Recorder(target), True
 
 
-def record_connection(conn: Connection, target: str | os.PathLike[str] | Recorder) -> ConnectionRecording:
+def record_connection(conn: Connection[Any], target: str | os.PathLike[str] | Recorder) -> ConnectionRecording:
     """Start recording `conn` into `target` (a directory or a Recorder)."""
     recorder, owned = open_recorder(target)
     return ConnectionRecording(conn, recorder, owns_recorder=owned)

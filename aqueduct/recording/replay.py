@@ -105,5 +105,5 @@ async def replay(
                     await asyncio.sleep(delay)
             await sender.send(msg.payload, mode=msg.delivery)
         await sender.finish()
-        await asyncio.wait_for(conn.sender_ended(sender._handle), timeout)
+        await asyncio.wait_for(sender.ended(), timeout)
     return len(replay_plan.messages)

@@ -47,7 +47,7 @@ class ChannelRecord:
     received: list[tuple[int, Delivery, int]] = field(default_factory=list)
     """(seq, delivery, number) in the order the application got them."""
     sender_key: HandleKey | None = None
-    sender_conn: Connection | None = None
+    sender_conn: Connection[Any] | None = None
     sender_end: EndReason | None = None
     receiver_end: EndReason | None = None
     uncertain: bool = False
@@ -93,13 +93,13 @@ class Ledger:
             self.acks.pop(rec.sender_key, None)
             self.nacks.pop(rec.sender_key, None)
 
-    def forget_connection(self, conn: Connection) -> None:
+    def forget_connection(self, conn: Connection[Any]) -> None:
         """Drop every ack record of a finished connection."""
         for table in (self.acks, self.nacks):
             for k in [k for k in table if k[0] == id(conn)]:
                 del table[k]
 
-    def tap(self, conn: Connection) -> None:
+    def tap(self, conn: Connection[Any]) -> None:
         """Record the acks and nacks `conn`'s engine reports, then pass its events on as before."""
         proto = conn.protocol
         inner = proto.listener
@@ -188,7 +188,7 @@ class Ledger:
             bad.append(f"channel {rec.cid}: unreliable acked {sorted(acked_u)} != delivered {sorted(got_u)}")
         self.acks_checked += 1
 
-    async def settle(self, rec: ChannelRecord, conn: Connection, guard: float) -> None:
+    async def settle(self, rec: ChannelRecord, conn: Connection[Any], guard: float) -> None:
         """Wait (event-driven) until the channel's acks are all in, then check them.
 
         The sender ends when its finish is sent; acks may still be on the way. If the sender's
@@ -253,13 +253,13 @@ class TreeTraffic:
         task.add_done_callback(self.tasks.discard)
         return task
 
-    async def root(self, entry: Sender) -> int:
+    async def root(self, entry: Sender[Any]) -> int:
         """Start one tree: a reliable message on `entry` carrying a new channel's half; returns its cid."""
         rec, half = self._child(self._rng(0, f"root{self.ledger._next_cid}"), depth=0)
         await entry.send({"c": 0, "s": 0, "h": [[rec.cid, half]]})
         return rec.cid
 
-    async def serve_entry(self, rx: Receiver) -> None:
+    async def serve_entry(self, rx: Receiver[Any]) -> None:
         """Serve the trees arriving on an entrypoint receiver until it ends (not itself checked)."""
         with contextlib.suppress(ChannelError, StopAsyncIteration):
             while True:
@@ -267,7 +267,7 @@ class TreeTraffic:
 
     def _child(
         self, rng: random.Random, depth: int, parent: tuple[int, int] | None = None
-    ) -> tuple[ChannelRecord, Sender | Receiver]:
+    ) -> tuple[ChannelRecord, Sender[Any] | Receiver[Any]]:
         """A new channel; one half goes to the peer, we serve the other."""
         rec = self.ledger.new_channel()
         rec.parent = parent
@@ -298,7 +298,7 @@ class TreeTraffic:
             else:
                 self._forget(rec)
 
-    async def _settle(self, rec: ChannelRecord, conn: Connection) -> None:
+    async def _settle(self, rec: ChannelRecord, conn: Connection[Any]) -> None:
         try:
             await self.ledger.settle(rec, conn, self.shape.guard)
         finally:
@@ -338,7 +338,7 @@ class TreeTraffic:
             self._forget(rec)
         return len(orphans)
 
-    async def produce(self, tx: Sender, rec: ChannelRecord, depth: int) -> None:
+    async def produce(self, tx: Sender[Any], rec: ChannelRecord, depth: int) -> None:
         """Send a random batch on `tx`, then finish or cancel; record its end."""
         shape, rng = self.shape, self._rng(rec.cid, "produce")
         counts = {True: 0, False: 0}
@@ -381,7 +381,7 @@ class TreeTraffic:
         finally:
             self._done(rec)
 
-    async def drain(self, rx: Receiver, rec: ChannelRecord, depth: int) -> None:
+    async def drain(self, rx: Receiver[Any], rec: ChannelRecord, depth: int) -> None:
         """Receive until the end (or close early), serving attached halves; record what came."""
         shape, rng = self.shape, self._rng(rec.cid, "drain")
         close_after = rng.randint(0, shape.max_messages) if rng.random() < shape.close_early_probability else None

@@ -26,7 +26,13 @@ class CloseCode(IntEnum):
     """The server is draining (Server.drain): reconnect later or elsewhere."""
 
 
-class ProtocolError(Exception):
+class AqueductError(Exception):
+    """Base of every error aqueduct raises to applications (re-exported as `aqueduct.AqueductError`).
+
+    It lives in the wire layer, the bottom floor, so that the wire's own ProtocolError can be one."""
+
+
+class ProtocolError(AqueductError):
     """The peer broke the Aqueduct spec; the connection must close with `code`."""
 
     def __init__(self, message: str, code: CloseCode = CloseCode.PROTOCOL_VIOLATION) -> None:

@@ -1,0 +1,156 @@
+"""Typed channels at run time: a `TypeSpec` checks what is sent and converts what arrives (msgspec).
+
+Theory of operation. `channel(T)` gives both halves the spec of T (`spec_for`, cached per type). On the
+sending side `check` turns the value into builtins (`msgspec.to_builtins`, channel halves passed through
+untouched) and converts those back to T (`msgspec.convert`): a value that does not fit fails there, with
+the field path, before anything is queued or sent, and what goes on to the codec is the builtins. On the
+receiving side `convert` turns the decoded payload into T. Halves inside a message reach msgspec as
+custom objects: `_half_hook` checks that the right kind of half stands where the type says (a Sender
+where `Sender[X]` is declared, ...) and gives the half the spec of X, so attachments arrive typed.
+
+msgspec was measured against pydantic and a hand-written checker for a 3-field message (specs/DECISIONS.md,
+"Typed channels"); it covers dataclasses, msgspec.Struct, TypedDict, builtins and their containers,
+Optional, unions and enums. A pydantic model is converted by pydantic itself when pydantic is installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import typing
+from typing import Any
+
+import msgspec
+
+from ..errors import ValidationError
+
+
+class TypeSpec:
+    """How one message type T is checked before sending and converted after receiving."""
+
+    __slots__ = ("_pydantic", "name", "tp")
+
+    def __init__(self, tp: Any) -> None:
+        self.tp = tp
+        self.name = type_name(tp)
+        self._pydantic = _pydantic_adapter(tp)
+
+    def check(self, value: Any, *, where: str) -> Any:
+        """The wire form (builtins, halves kept) of `value` if it is a T; ValidationError otherwise."""
+        try:
+            if self._pydantic is not None:
+                return self._pydantic.dump_python(self._pydantic.validate_python(value), mode="python")
+            wire = msgspec.to_builtins(value, builtin_types=PASS_THROUGH)
+            msgspec.convert(wire, self.tp, dec_hook=_check_hook, builtin_types=BYTES)
+            return wire
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            raise _error(exc, where, self.name, value, sending=True) from None
+
+    def convert(self, value: Any, *, where: str) -> Any:
+        """`value` (a decoded payload) as a T, attachments typed; ValidationError if it does not fit."""
+        try:
+            if self._pydantic is not None:
+                return self._pydantic.validate_python(value)
+            return msgspec.convert(value, self.tp, dec_hook=_adopt_hook, builtin_types=BYTES)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            raise _error(exc, where, self.name, value, sending=False) from None
+
+
+@functools.lru_cache(maxsize=1024)
+def spec_for(tp: Any) -> TypeSpec | None:
+    """The spec of `tp`; None for Any (nothing is checked)."""
+    if tp is Any or tp is object:
+        return None
+    return TypeSpec(tp)
+
+
+def type_name(tp: Any) -> str:
+    """A readable name of a type or type expression."""
+    if isinstance(tp, type) and not typing.get_args(tp):
+        return tp.__qualname__
+    return str(tp).replace("typing.", "").replace("aqueduct.api.halves.", "")
+
+
+# ---- halves inside typed messages ----
+BYTES: tuple[type, ...] = (bytes, bytearray, memoryview)
+"""Byte strings stay byte strings (CBOR carries them as such; msgspec would make them base64 text)."""
+PASS_THROUGH: tuple[type, ...] = BYTES
+"""Types `to_builtins` hands on unchanged (the codec encodes them); halves.py adds the half classes."""
+
+_HALF_ORIGINS: dict[type, str] = {}
+"""Half class -> what it is called in errors, registered by halves.py (it imports this module)."""
+
+
+def register_half_types(*classes: type) -> None:
+    """Called once by halves.py: these classes travel through msgspec untouched and are typed by `_adopt_hook`."""
+    global PASS_THROUGH
+    PASS_THROUGH = (*PASS_THROUGH, *classes)
+    for cls in classes:
+        _HALF_ORIGINS[cls] = cls.__name__
+
+
+def _expected_half(tp: Any) -> tuple[type, Any]:
+    origin = typing.get_origin(tp) or tp
+    if origin not in _HALF_ORIGINS:
+        raise TypeError(f"Expected `{type_name(tp)}`")
+    args = typing.get_args(tp)
+    return origin, (args[0] if args else Any)
+
+
+def _matching_half(tp: Any, obj: Any) -> tuple[Any, Any]:
+    origin, inner = _expected_half(tp)
+    if type(obj) is not origin:  # (a oneshot half is no stand-in for a multishot one, nor the reverse)
+        raise TypeError(f"Expected `{_HALF_ORIGINS[origin]}`, got `{type(obj).__name__}`")
+    return obj, inner
+
+
+def _check_hook(tp: Any, obj: Any) -> Any:
+    """Sending: a half stands where the type wants one; a typed half must carry the declared type, an
+    untyped one takes it (with its local partner: the reply receiver of a request learns the reply type)."""
+    half, inner = _matching_half(tp, obj)
+    spec = half._spec
+    if spec is None:
+        half._adopt(spec_for(inner))
+    elif inner is not Any and spec.tp != inner:
+        raise TypeError(f"Expected `{type_name(tp)}`, got a channel of `{spec.name}`")
+    return half
+
+
+def _adopt_hook(tp: Any, obj: Any) -> Any:
+    """Receiving: a half stands where the type wants one; it takes the declared message type."""
+    half, inner = _matching_half(tp, obj)
+    if half._spec is None:
+        half._spec = spec_for(inner)
+    return half
+
+
+# ---- errors ----
+_MSGSPEC_ERROR = re.compile(r"(?P<what>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
+_EXPECTED = re.compile(r"Expected `(?P<expected>[^`]*)`(?:, got `(?P<got>[^`]*)`)?")
+
+
+def _error(exc: Exception, where: str, type_label: str, value: Any, *, sending: bool) -> ValidationError:
+    text = str(exc)
+    match = _MSGSPEC_ERROR.match(text)
+    what, path = (match["what"], match["path"]) if match else (text, None)
+    expected = got = None
+    found = _EXPECTED.search(what)
+    if found:
+        expected, got = found["expected"], found["got"]
+    path = path or "$"
+    if got is None:
+        got = type(value).__name__ if path == "$" else "a value that does not fit"
+    verb = "cannot send on" if sending else "invalid message on"
+    message = f"{verb} {where} (type {type_label}): at {path}: {what}"
+    return ValidationError(message, channel=where, path=path, expected=expected or type_label, received=got)
+
+
+def _pydantic_adapter(tp: Any) -> Any:
+    """A pydantic TypeAdapter for pydantic models (only if pydantic is installed and `tp` is a model)."""
+    try:
+        import pydantic
+    except ImportError:
+        return None
+    if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
+        return pydantic.TypeAdapter(tp)
+    return None
