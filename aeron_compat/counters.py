@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -46,6 +47,34 @@ def base_dir() -> Path:
         return Path(env)
     user = os.environ.get("USER") or str(os.getuid())
     return Path(tempfile.gettempdir()) / f"aeron_compat-{user}"
+
+
+def sweep_stale_driver_dirs(base: Path) -> list[Path]:
+    """Remove `driver-<pid>-<n>` directories under `base` whose process is gone; return what was removed.
+
+    A driver removes its own directory when it closes; a process that was killed cannot, so the next
+    driver to start clears up after it (as Aeron's own driver checks a stale CnC file's liveness)."""
+    removed = []
+    for path in base.glob("driver-*-*") if base.is_dir() else ():
+        try:
+            pid = int(path.name.split("-")[1])
+        except ValueError:
+            continue
+        if pid == os.getpid() or _alive(pid):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 class Counters:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .codes import RegistrationError
 from .context import Context
-from .counters import Counters, base_dir, write_snapshot
+from .counters import Counters, base_dir, sweep_stale_driver_dirs, write_snapshot
 from .ids import next_correlation_id
 from .image import Image
 from .logbuffer import compute_position, position_bits_to_shift
@@ -62,6 +62,8 @@ class MediaDriver:
         self._started = time.time()
         self._own_dir = self.ctx.aeron_dir is None
         self.directory = Path(self.ctx.aeron_dir or base_dir() / f"driver-{os.getpid()}-{self.driver_id}")
+        if self._own_dir:
+            sweep_stale_driver_dirs(self.directory.parent)
         self._stop = threading.Event()
         self._conductor: threading.Thread | None = None
         if self.ctx.counters_interval > 0:
