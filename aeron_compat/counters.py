@@ -67,16 +67,6 @@ def sweep_stale_driver_dirs(base: Path) -> list[Path]:
     return removed
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
-
-
 class Counters:
     """System counters of one driver, safe to update from any thread (`add`, or an owned `shard`)."""
 
