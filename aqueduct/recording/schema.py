@@ -84,6 +84,8 @@ OUT = "out"
 """`direction` of what this side sends (and of a channel half it holds the sender of)."""
 IN = "in"
 """`direction` of what this side receives."""
+RELIABLE = "reliable"
+"""`delivery` of a reliable message on the receiving side: the wire does not say ordered or unordered."""
 
 
 def make_row(time_ns: int, kind: Kind | str, connection: str, **fields: object) -> Row:

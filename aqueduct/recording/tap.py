@@ -26,7 +26,7 @@ from ..core.app import (
     SenderEnded,
 )
 from ..errors import EndReason
-from .schema import COLUMNS, END_KIND, IN, OUT, Kind
+from .schema import COLUMNS, END_KIND, IN, OUT, RELIABLE, Kind
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 _now = time.time_ns
 _SENT = Kind.MESSAGE_SENT.value
 _RECEIVED = Kind.MESSAGE_RECEIVED.value
+_RELIABLE = RELIABLE
+_UNRELIABLE = Delivery.UNRELIABLE
 _ACKED = Kind.ACKED.value
 _NACKED = Kind.NACKED.value
 _EMPTY: tuple[int, ...] = ()
@@ -91,9 +93,14 @@ class ConnectionTap:
         payload: bytes,
         attachments: Sequence[int] = _EMPTY,
     ) -> None:
-        """This side took message `number` from `channel`."""
+        """This side took message `number` from `channel`.
+
+        The wire does not tell ordered from unordered stream messages, so a reliable message is recorded with
+        delivery `reliable` (the sending side's rows, and the paired view, say which it was).
+        """
         self._record(
-            (_now(), _RECEIVED, self.id, channel, IN, delivery.value, number, len(payload), attachments,
+            (_now(), _RECEIVED, self.id, channel, IN, _UNRELIABLE.value if delivery is _UNRELIABLE else _RELIABLE,
+             number, len(payload), attachments,
              payload if self._payloads else None, None, None, None, None, None, None, None)
         )  # fmt: skip
 
