@@ -261,12 +261,29 @@ def connection_stats(events: DataFrame) -> DataFrame:
             F.max(F.when(stats, F.col("rtt_us"))).alias("rtt_max_us"),
             F.avg(F.when(stats, F.col("cwnd"))).alias("cwnd_mean"),
             F.max(F.when(stats, F.col("bytes_in_flight"))).alias("bytes_in_flight_max"),
-            (F.max(F.when(stats, F.col("packets_lost"))) - F.min(F.when(stats, F.col("packets_lost")))).alias(
-                "packets_lost"
-            ),
         )
+        .join(packets_lost(events), "connection", "left")
         .orderBy("connection")
     )
+
+
+def packets_lost(events: DataFrame) -> DataFrame:
+    """Per recorded QUIC connection (one endpoint): packets it declared lost, as the sum of the per-interval
+    increases of its cumulative counter, counted from 0 at the start; a decrease means the counter restarted
+    (from 0), so the new value is that interval's increase. (Last minus first missed the losses before the first
+    sample and undercounted across a restart.)"""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    samples = events.filter((F.col("kind") == Kind.CONNECTION_STATS.value) & F.col("packets_lost").isNotNull())
+    previous = F.lag("packets_lost", 1, 0).over(Window.partitionBy("connection").orderBy("time_ns"))
+    value = F.col("packets_lost")
+    return (
+        samples.select("connection", value.alias("v"), previous.alias("prev"))
+        .groupBy("connection")
+        .agg(F.sum(F.when(F.col("v") >= F.col("prev"), F.col("v") - F.col("prev")).otherwise(F.col("v")))
+             .alias("packets_lost"))
+    )  # fmt: skip
 
 
 def _trees(channels: pa.Table, edges: pa.Table) -> tuple[pa.Table, pa.Table]:

@@ -51,10 +51,21 @@ def table_text(table: pa.Table, columns: list[str], limit: int) -> str:
     return "\n".join(lines)
 
 
+NOTES: dict[str, list[str]] = {
+    "connection_stats": [
+        "packets_lost: QUIC packets this endpoint declared lost over the connection (the sum of the increases of "
+        "its cumulative counter between samples, from 0 at the start; a drop counts as a restart). QUIC resends what "
+        "a lost packet carried: it is not a lost message.",
+    ],
+}
+"""Lines printed under a section: what its figures mean."""
+
+
 def render(tables: dict[str, pa.Table]) -> str:
     """The whole report."""
     parts = []
     for name, title, columns, limit in SECTIONS:
         if name in tables:
-            parts.append(f"== {title} ==\n{table_text(tables[name], columns, limit)}")
+            notes = "".join(f"\n  {line}" for line in NOTES.get(name, ()))
+            parts.append(f"== {title} ==\n{table_text(tables[name], columns, limit)}{notes}")
     return "\n\n".join(parts)

@@ -35,6 +35,9 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tap.acked(9, False, 1, 2)
         tap.received(13, 0, Delivery.ORDERED, b"c" * 7)
         tap.ended(9, True, EndReason.FINISHED)
+        # QUIC's cumulative lost-packet counter: 3 lost before the first sample, then a restart (5 -> 2)
+        for lost in (3, 5, 5, 2, 4):
+            tap.stats(0.001, 14720, 0, lost)
     return path
 
 
@@ -144,3 +147,12 @@ def test_outputs_written_and_rendered(tables: dict[str, pa.Table], tmp_path: Pat
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     text = render(tables)
     assert "Per delivery mode" in text and "unreliable" in text and "conn-0001" in text
+
+
+def test_packets_lost_sums_per_interval_increases(tables: dict[str, pa.Table], events: list[dict[str, Any]]) -> None:
+    stats = {r["connection"]: r for r in tables["connection_stats"].to_pylist()}
+    # 3 before the first sample, +2, +0, a restart counting 2, +2 (max minus min said 3)
+    assert stats["live"]["packets_lost"] == 9
+    for conn, row in stats.items():
+        assert row["packets_lost"] == expected.packets_lost(events, conn), conn
+    assert "packets_lost: QUIC packets" in render(tables)
