@@ -130,15 +130,26 @@ def flow_metrics(core: DataFrame) -> tuple[DataFrame, DataFrame]:
         .groupingSets(sets, *FLOW_KEYS)
         .agg(
             F.grouping_id().alias("gid"),
+            F.count(F.lit(1)).alias("latency_samples"),
             F.percentile_approx("latency_ns", list(QUANTILES), PERCENTILE_ACCURACY).alias("lat"),
         )
         .select(
             F.col("gid").cast("int").alias("gid"),
             *FLOW_KEYS,
+            "latency_samples",
             *[(F.col("lat")[i] / 1e6).alias(name) for i, name in enumerate(LATENCY_COLUMNS)],
         )
     )
     return counts, latencies
+
+
+def percentile_label(samples: int) -> str:
+    """How exact the percentiles over `samples` latencies are: Spark's percentile_approx is off by at most
+    samples / PERCENTILE_ACCURACY ranks, so up to PERCENTILE_ACCURACY samples it is the exact nearest-rank
+    percentile (the smallest sample with at least q of all samples at or below it)."""
+    if samples <= PERCENTILE_ACCURACY:
+        return "exact"
+    return f"approx ±{math.ceil(samples / PERCENTILE_ACCURACY)} ranks"
 
 
 def split_flows(counts: pa.Table, latencies: pa.Table) -> dict[str, pa.Table]:
@@ -150,6 +161,10 @@ def split_flows(counts: pa.Table, latencies: pa.Table) -> dict[str, pa.Table]:
         part = counts.filter(pc.equal(counts["gid"], gid)).drop_columns(dropped)
         lat = latencies.filter(pc.equal(latencies["gid"], gid)).drop_columns(dropped)
         part = part.join(lat, list(keys), join_type="left outer")
+        samples = [n or 0 for n in part["latency_samples"].to_pylist()]
+        part = part.set_column(
+            part.schema.get_field_index("latency_samples"), "latency_samples", pa.array(samples, pa.int64())
+        ).append_column("percentiles", pa.array([percentile_label(n) if n else None for n in samples], pa.string()))
         out[name] = part.take(pc.sort_indices(part, [(k, "ascending") for k in keys]))
     return out
 

@@ -12,13 +12,14 @@ import pyarrow as pa
 SECTIONS: list[tuple[str, str, list[str], int]] = [
     ("summary", "Recording", ["events", "connections", "channels", "messages", "bytes", "span_s"], 1),
     ("by_delivery", "Per delivery mode", ["delivery", "direction", "messages", "bytes", "msgs_per_s", "acked",
-                                          "nacked", "nack_rate", "loss_rate", "p50_ms", "p99_ms", "p999_ms"], 20),
+                                          "nacked", "nack_rate", "loss_rate", "p50_ms", "p99_ms", "p999_ms",
+                                          "percentiles"], 20),
     ("by_connection", "Per connection", ["connection", "direction", "messages", "bytes", "msgs_per_s", "nack_rate",
-                                         "p50_ms", "p99_ms", "p999_ms"], 20),
+                                         "p50_ms", "p99_ms", "p999_ms", "percentiles"], 20),
     ("flows", "Per connection, channel and delivery mode (first rows)", ["connection", "channel", "delivery",
                                                                         "direction", "messages", "bytes",
                                                                         "msgs_per_s", "nack_rate", "p50_ms",
-                                                                        "p99_ms"], 20),
+                                                                        "p99_ms", "percentiles"], 20),
     ("top_channels", "Top channels by bytes", ["connection", "channel", "delivery", "messages", "bytes",
                                                "lifetime_s", "end_state", "depth", "fanout"], 10),
     ("trees", "Attachment trees", ["connection", "channels", "roots", "max_depth", "max_fanout", "mean_fanout"], 20),
@@ -51,7 +52,14 @@ def table_text(table: pa.Table, columns: list[str], limit: int) -> str:
     return "\n".join(lines)
 
 
+_PERCENTILES = (
+    "p50/p99/p999_ms: ack latency percentiles (nearest rank). percentiles: exact, or approx ±N ranks "
+    "(Spark's percentile_approx at accuracy 10,000 is off by at most samples/10,000 ranks)."
+)
 NOTES: dict[str, list[str]] = {
+    "by_delivery": [_PERCENTILES],
+    "by_connection": [_PERCENTILES],
+    "flows": [_PERCENTILES],
     "connection_stats": [
         "packets_lost: QUIC packets this endpoint declared lost over the connection (the sum of the increases of "
         "its cumulative counter between samples, from 0 at the start; a drop counts as a restart). QUIC resends what "
