@@ -41,6 +41,13 @@ def _peer(conn: Connection) -> str:
     return f"{addr[0]}:{addr[1]}"
 
 
+def _link(conn: Connection) -> str | None:
+    """What both sides of a QUIC connection know alike: the original destination connection id (chosen by the
+    client, kept by the server through a retry), as hex. A guarded read of aioquic's connection."""
+    cid = getattr(conn.protocol.quic, "_original_destination_connection_id", None)
+    return cid.hex() if isinstance(cid, bytes) and cid else None
+
+
 class ConnectionRecording:
     """Records one API connection through a tap of `recorder`."""
 
@@ -49,7 +56,7 @@ class ConnectionRecording:
         """Attach to `conn` (sets `conn.recording`) and start the stats timer."""
         self.recorder = recorder
         self.owns_recorder = owns_recorder
-        self.tap = recorder.connection(conn.protocol.side.name.lower(), _peer(conn))
+        self.tap = recorder.connection(conn.protocol.side.name.lower(), _peer(conn), link=_link(conn))
         self.stats_seconds = stats_seconds
         self._conn = conn
         self._channels: dict[int, int] = {}

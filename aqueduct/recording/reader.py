@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .schema import FORMAT_VERSION, METADATA_KEY, SCHEMA
+from .schema import METADATA_KEY, READABLE_VERSIONS, SCHEMA
 from .segments import sealed_segments
 
 
@@ -27,8 +27,13 @@ def read_segment(path: str | os.PathLike[str], columns: list[str] | None = None)
     except (OSError, pa.ArrowException) as exc:
         raise RecordingError(f"unreadable segment {path}: {exc}") from exc
     version = (table.schema.metadata or {}).get(METADATA_KEY)
-    if version != FORMAT_VERSION.encode():
-        raise RecordingError(f"segment {path} has recording format {version!r}, expected {FORMAT_VERSION}")
+    if version is None or version.decode(errors="replace") not in READABLE_VERSIONS:
+        raise RecordingError(f"segment {path} has recording format {version!r}, expected one of {READABLE_VERSIONS}")
+    for field in SCHEMA:  # (an older version's missing columns read as null)
+        if field.name not in table.column_names and (columns is None or field.name in columns):
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    if columns is None:
+        table = table.select(list(SCHEMA.names))
     return table
 
 

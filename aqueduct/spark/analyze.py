@@ -46,8 +46,9 @@ HIST_BINS_PER_DECADE = 20
 MESSAGE_KINDS = (Kind.MESSAGE_SENT.value, Kind.MESSAGE_RECEIVED.value)
 OUTCOME_KINDS = (Kind.ACKED.value, Kind.NACKED.value)
 EVENT_COLUMNS = [
-    "time_ns", "kind", "connection", "channel", "direction", "delivery", "length", "attachments", "latency_ns",
-    "parent", "detail", "rtt_us", "cwnd", "bytes_in_flight", "packets_lost",
+    "time_ns", "kind", "connection", "channel", "direction", "delivery", "number", "length", "attachments",
+    "latency_ns",
+    "parent", "detail", "rtt_us", "cwnd", "bytes_in_flight", "packets_lost", "link", "host",
 ]  # fmt: skip
 CORE_COLUMNS = ["time_ns", "kind", "connection", "channel", "direction", "delivery", "length", "latency_ns"]
 """What most aggregations need (Parquet reads only these columns). Not cached: measured, a cache costs more to
@@ -56,17 +57,29 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 """C1-only JIT: a JVM that starts and warms up fast; C2's peak speed only pays off on large inputs."""
 QUICK_JIT_EVENTS = 5_000_000
 """`--jit auto` uses QUICK_JIT below this many events (see benchmarks/spark_bench.py)."""
-STEPS = 7
+STEPS = 8
 """Progress steps of `analyze`."""
 RESULT_ORDER = [
     "summary", "flows", "by_connection", "by_delivery", "channels", "trees", "top_channels", "timeline",
-    "latency_histogram", "connection_stats",
+    "latency_histogram", "connection_stats", "paired_channels",
 ]  # fmt: skip
 
 
-def load_events(spark: SparkSession, path: str) -> DataFrame:
-    """The recording's sealed segments, without payloads."""
-    return spark.read.option("pathGlobFilter", "*.parquet").parquet(path).select(*EVENT_COLUMNS)
+def spark_schema() -> str:
+    """The recording schema as a Spark DDL string (an explicit schema: a version-1 segment's missing columns read
+    as null, and Spark does not sample files to infer one)."""
+    from aqueduct.recording.schema import SCHEMA
+
+    names = {pa.int64(): "BIGINT", pa.string(): "STRING", pa.float64(): "DOUBLE", pa.binary(): "BINARY",
+             pa.list_(pa.int64()): "ARRAY<BIGINT>"}  # fmt: skip
+    return ", ".join(f"`{f.name}` {names[f.type]}" for f in SCHEMA)
+
+
+def load_events(spark: SparkSession, path: str | list[str]) -> DataFrame:
+    """The recording's sealed segments (a directory, or a list of segment files), without payloads."""
+    paths = [path] if isinstance(path, str) else path
+    reader = spark.read.schema(spark_schema()).option("pathGlobFilter", "*.parquet")
+    return reader.parquet(*paths).select(*EVENT_COLUMNS)
 
 
 FLOW_KEYS = ["connection", "channel", "delivery", "direction"]
@@ -301,6 +314,89 @@ def packets_lost(events: DataFrame) -> DataFrame:
     )  # fmt: skip
 
 
+FATES = ("delivered", "cancelled", "lost_nacked", "lost_in_transit", "in_flight_at_end")
+"""What became of a sent message, in the order they are decided (see `paired_channels`)."""
+
+
+def paired_channels(events: DataFrame) -> DataFrame:
+    """Per channel of every connection recorded on both sides (two `connection_opened` rows with one `link`):
+    each message the sending side sent, matched with the receiving side's `message_received` by (channel,
+    reliable or unreliable space, number), counted once under its fate: `delivered` (taken by the receiving
+    application); else `cancelled` (the channel was cancelled: not a loss); else `lost_nacked` (the sender was
+    told it was lost); else `lost_in_transit` (the channel or the connection ended without it); else
+    `in_flight_at_end` (still under way when the recording ends). One-way latency (receive minus send time)
+    only where both sides were recorded on one host, one clock."""
+    from pyspark.sql import functions as F
+
+    kind = F.col("kind")
+    opened = events.filter((kind == Kind.CONNECTION_OPENED.value) & F.col("link").isNotNull()).select(
+        "connection", "link", "host", F.split("detail", " ")[0].alias("side")
+    )
+    links = (
+        opened.groupBy("link")
+        .agg(F.countDistinct("connection").alias("sides"), F.countDistinct("host").alias("hosts"))
+        .filter(F.col("sides") == 2)
+    )
+    sides = F.broadcast(opened.join(links, "link").select("connection", "link", "side", "hosts"))
+    ev = events.drop("link", "host").join(sides, "connection")
+    space = F.when(F.col("delivery") == "unreliable", "unreliable").otherwise("reliable").alias("space")
+    key = ["link", "channel", "space", "number"]
+    sent = ev.filter(kind == Kind.MESSAGE_SENT.value).select(
+        "link", "channel", space, "number", F.col("side").alias("sender"), "delivery", "hosts",
+        F.col("time_ns").alias("sent_ns"),
+    )  # fmt: skip
+    received = (
+        ev.filter(kind == Kind.MESSAGE_RECEIVED.value)
+        .select("link", "channel", space, "number", F.col("time_ns").alias("received_ns"))
+        .groupBy(*key)
+        .agg(F.min("received_ns").alias("received_ns"))
+    )
+    nacked = (
+        ev.filter(kind == Kind.NACKED.value)
+        .select("link", "channel", space, "number")
+        .distinct()
+        .withColumn("nacked", F.lit(True))
+    )
+    over = (
+        ev.filter(kind.isin(*END_KINDS))
+        .groupBy("link", "channel")
+        .agg(F.max(F.when(kind == Kind.CHANNEL_CANCELLED.value, True)).alias("cancelled"))
+        .withColumn("ended", F.lit(True))
+    )
+    closed = ev.filter(kind == Kind.CONNECTION_CLOSED.value).select("link").distinct().withColumn("closed", F.lit(True))
+    m = (
+        sent.join(received, key, "left")
+        .join(nacked, key, "left")
+        .join(over, ["link", "channel"], "left")
+        .join(closed, "link", "left")
+    )
+    fate = (
+        F.when(F.col("received_ns").isNotNull(), "delivered")
+        .when(F.col("cancelled"), "cancelled")
+        .when(F.col("nacked"), "lost_nacked")
+        .when(F.col("ended") | F.col("closed"), "lost_in_transit")
+        .otherwise("in_flight_at_end")
+    )
+    one_way = F.when(F.col("hosts") == 1, F.col("received_ns") - F.col("sent_ns"))
+    return (
+        m.select("link", "channel", "sender", "delivery", fate.alias("fate"), one_way.alias("one_way_ns"))
+        .groupBy("link", "channel")
+        .agg(
+            F.first("sender").alias("sender"),
+            F.array_join(F.array_sort(F.collect_set("delivery")), ",").alias("delivery"),
+            F.count(F.lit(1)).alias("sent"),
+            *[F.count(F.when(F.col("fate") == f, 1)).alias(f) for f in FATES],
+            F.count("one_way_ns").alias("one_way_samples"),
+            (F.percentile_approx("one_way_ns", 0.5, PERCENTILE_ACCURACY) / 1e6).alias("one_way_p50_ms"),
+            (F.percentile_approx("one_way_ns", 0.99, PERCENTILE_ACCURACY) / 1e6).alias("one_way_p99_ms"),
+            (F.max("one_way_ns") / 1e6).alias("one_way_max_ms"),
+        )
+        .select("link", "channel", "sender", "delivery", "sent", *FATES, "one_way_samples", "one_way_p50_ms",
+                "one_way_p99_ms", "one_way_max_ms")
+        .orderBy("link", "channel")
+    )  # fmt: skip
+
+
 def _trees(channels: pa.Table, edges: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Add parent/depth/fanout to the channel table; per-connection tree summary."""
     per_conn_channels: dict[str, list[int]] = defaultdict(list)
@@ -376,6 +472,8 @@ def analyze(spark: SparkSession, path: str, progress: Progress | None = None) ->
         out["latency_histogram"] = latency_histogram(core).toArrow()
     with progress.step("connection stats"):
         out["connection_stats"] = connection_stats(events).toArrow()
+    with progress.step("both sides paired per channel"):
+        out["paired_channels"] = paired_channels(events).toArrow()
     connections = len(
         {*out["by_connection"]["connection"].to_pylist(), *out["trees"]["connection"].to_pylist(),
          *out["connection_stats"]["connection"].to_pylist()}

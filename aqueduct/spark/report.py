@@ -23,6 +23,12 @@ SECTIONS: list[tuple[str, str, list[str], int]] = [
     ("top_channels", "Top channels by bytes", ["connection", "channel", "delivery", "messages", "bytes",
                                                "lifetime_s", "end_state", "depth", "fanout"], 10),
     ("trees", "Attachment trees", ["connection", "channels", "roots", "max_depth", "max_fanout", "mean_fanout"], 20),
+    ("paired_channels", "Channels recorded on both sides (each message once)", ["link", "channel", "sender",
+                                                                              "delivery", "sent", "delivered",
+                                                                              "cancelled", "lost_nacked",
+                                                                              "lost_in_transit",
+                                                                              "in_flight_at_end", "one_way_p50_ms",
+                                                                              "one_way_p99_ms"], 20),
     ("connection_stats", "Connections", ["connection", "opened_as", "samples", "rtt_p50_us", "rtt_max_us", "cwnd_mean",
                                               "bytes_in_flight_max", "packets_lost"], 20),
 ]  # fmt: skip
@@ -57,6 +63,13 @@ _PERCENTILES = (
     "(Spark's percentile_approx at accuracy 10,000 is off by at most samples/10,000 ranks)."
 )
 NOTES: dict[str, list[str]] = {
+    "paired_channels": [
+        "Both sides of a connection (one link) matched per message: delivered = taken by the receiving application;"
+        " cancelled = its channel was cancelled (not a loss); lost_nacked = the sender was told it was lost;"
+        " lost_in_transit = the channel or connection ended without it; in_flight_at_end = under way when the "
+        "recording ends. one_way_*: receive minus send time, only with both sides on one host (one clock). "
+        "The per-side tables above count a message once per recorded side.",
+    ],
     "by_delivery": [_PERCENTILES],
     "by_connection": [_PERCENTILES],
     "flows": [_PERCENTILES],

@@ -80,3 +80,12 @@ async def test_a_finished_then_dropped_sender_records_its_end(certs: DevCerts, t
     # and every receiver the server dropped after the end has exactly one end row too
     rx_ends = [e for e in server if e["kind"] == "channel_finished" and e["channel"] in data_channels]
     assert sorted(e["channel"] for e in rx_ends) == sorted(data_channels)
+
+
+async def test_both_sides_record_the_link_they_share(certs: DevCerts, tmp_path: Path) -> None:
+    client, server = await _run(certs, tmp_path)
+    (c_open,) = [e for e in client if e["kind"] == "connection_opened"]
+    (s_open,) = [e for e in server if e["kind"] == "connection_opened"]
+    assert c_open["connection"] != s_open["connection"]
+    assert c_open["link"] and c_open["link"] == s_open["link"]
+    assert c_open["host"] and c_open["host"] == s_open["host"]
