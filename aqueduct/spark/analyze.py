@@ -435,8 +435,9 @@ def _trees(channels: pa.Table, edges: pa.Table) -> tuple[pa.Table, pa.Table]:
     return channels, pa.Table.from_pylist(rows, schema=schema)
 
 
-def analyze(spark: SparkSession, path: str, progress: Progress | None = None) -> dict[str, pa.Table]:
-    """Run every aggregation over the recording at `path`; the result tables, by name."""
+def analyze(spark: SparkSession, path: str | list[str], progress: Progress | None = None) -> dict[str, pa.Table]:
+    """Run every aggregation over the recording at `path` (a directory, or a list of segment files); the result
+    tables, by name."""
     from pyspark.sql import functions as F
 
     progress = progress or Progress(STEPS, out=io.StringIO())
@@ -514,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Analyze, write, print and draw; the exit status."""
+    from aqueduct.recording.reader import BadSegment, RecordingError, check_segments
     from aqueduct.recording.segments import sealed_segments
     from aqueduct.spark.report import render
     from aqueduct.spark.session import JavaMissing, spark_session, under_spark_submit
@@ -524,6 +526,18 @@ def run(args: argparse.Namespace) -> int:
     if is_local and (not local_path.is_dir() or not sealed_segments(local_path)):
         print(f"aqueduct analyze: no sealed recording segments in {recording}", file=sys.stderr)
         return 2
+    source: str | list[str] = recording
+    skipped: list[BadSegment] = []
+    if is_local:
+        try:
+            good, skipped = check_segments(local_path, skip_bad=args.skip_bad)
+        except RecordingError as exc:
+            print(f"aqueduct analyze: {exc} (--skip-bad leaves such files out)", file=sys.stderr)
+            return 2
+        if not good:
+            print(f"aqueduct analyze: no good segments in {recording} ({len(skipped)} bad)", file=sys.stderr)
+            return 2
+        source = [str(p.resolve()) for p in good]
     out_dir = Path(args.out or f"{recording.rstrip('/')}.analysis")
     out_dir.mkdir(parents=True, exist_ok=True)
     jit = args.jit
@@ -547,9 +561,17 @@ def run(args: argparse.Namespace) -> int:
     progress.note(
         f"Spark {spark.version} up in {time.monotonic() - started:.1f} s (master {spark.sparkContext.master})"
     )
+    for bad in skipped:
+        progress.note(f"aqueduct analyze: skipped {bad}")
+    if skipped:
+        progress.note(f"aqueduct analyze: skipped {len(skipped)} bad file(s) of {len(skipped) + len(source)}")
     progress.watch(spark.sparkContext)
     try:
-        tables = analyze(spark, str(local_path.resolve()) if is_local else recording, progress)
+        tables = analyze(spark, source, progress)
+    except Exception as exc:  # a Spark failure (e.g. damage inside a data page): one line, not a JVM trace
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        print(f"aqueduct analyze: Spark failed: {first[:500]}", file=sys.stderr)
+        return 1
     finally:
         progress.close()
         spark.stop()
