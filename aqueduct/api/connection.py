@@ -461,6 +461,8 @@ class Connection(Generic[E]):
         engine, now = self.engine, self._loop.time()
         while drops:
             handle, receiver = drops.popleft()
+            if self.recording is not None:
+                self.recording.on_dropped(handle, receiver)  # (the engine reports no end for a dropped half)
             try:
                 if receiver:
                     self._forget_buffer(handle, discard=True)

@@ -6,7 +6,12 @@ then calls `on_events` with every batch of engine application events,
 Handles become channel ids through a cache filled as halves are seen, with
 a fall-back look-up in the engine's half tables (a read-only peek at the
 engine's internals: the engine has no public handle-to-channel call). A
-loop timer samples the QUIC connection's stats every `stats_seconds`. A
+loop timer samples the QUIC connection's stats every `stats_seconds`.
+The engine reports no end for a half the application has dropped, so
+`on_dropped` (called by the Connection as it hands a drop to the engine)
+keeps each dropped, not yet ended half and records its end once the
+engine's state shows it (swept after the drop, on each event batch, each
+stats sample and at close). A
 recorder created here from a path is closed (on a thread) when the
 connection ends; a Recorder passed in belongs to the caller.
 """
@@ -36,6 +41,13 @@ def _peer(conn: Connection[Any]) -> str:
     return f"{addr[0]}:{addr[1]}"
 
 
+def _link(conn: Connection[Any]) -> str | None:
+    """What both sides of a QUIC connection know alike: the original destination connection id (chosen by the
+    client, kept by the server through a retry), as hex. A guarded read of aioquic's connection."""
+    cid = getattr(conn.protocol.quic, "_original_destination_connection_id", None)
+    return cid.hex() if isinstance(cid, bytes) and cid else None
+
+
 class ConnectionRecording:
     """Records one API connection through a tap of `recorder`."""
 
@@ -44,13 +56,15 @@ class ConnectionRecording:
         """Attach to `conn` (sets `conn.recording`) and start the stats timer."""
         self.recorder = recorder
         self.owns_recorder = owns_recorder
-        self.tap = recorder.connection(conn.protocol.side.name.lower(), _peer(conn))
+        self.tap = recorder.connection(conn.protocol.side.name.lower(), _peer(conn), link=_link(conn))
         self.stats_seconds = stats_seconds
         self._conn = conn
         self._channels: dict[int, int] = {}
         self._probe = QuicStatsProbe(conn.protocol.quic)
         self._loop = asyncio.get_running_loop()
         self._timer: asyncio.TimerHandle | None = self._loop.call_later(stats_seconds, self._sample)
+        self._dropped: list[tuple[Any, int, bool]] = []
+        """(engine half, channel, outgoing) of dropped halves whose end is not recorded yet."""
         conn.closed.add_done_callback(self._on_closed)
         conn.recording = self
 
@@ -75,6 +89,31 @@ class ConnectionRecording:
         app_event, channel_of = self.tap.app_event, self.channel_of
         for ev in events:
             app_event(ev, channel_of)
+        if self._dropped:
+            self._sweep_dropped()
+
+    def on_dropped(self, handle: int, receiver: bool) -> None:
+        """The application dropped a half (called before the engine hears of it, which then reports no end)."""
+        engine: Any = self._conn.protocol.engine
+        if engine is None:
+            return
+        half = (engine._receivers if receiver else engine._senders).get(handle)
+        if half is None or half.end_reason is not None:  # unknown, or ended already (its event was recorded)
+            return
+        channel = self.channel_of(handle)
+        if channel is not None:
+            if not self._dropped:
+                self._loop.call_soon(self._sweep_dropped)  # (a drop that ends the half at once)
+            self._dropped.append((half, channel, not receiver))
+
+    def _sweep_dropped(self) -> None:
+        still = []
+        for half, channel, outgoing in self._dropped:
+            if half.end_reason is not None:
+                self.tap.ended(channel, outgoing, half.end_reason)
+            else:
+                still.append((half, channel, outgoing))
+        self._dropped = still
 
     def on_sent(self, handle: int, payload: bytes, delivery: Delivery, result: SendResult) -> None:
         """The engine accepted a message on sender `handle`."""
@@ -104,6 +143,7 @@ class ConnectionRecording:
 
     # ---- stats and closing ----
     def _sample(self) -> None:
+        self._sweep_dropped()
         self.tap.stats(*self._probe.sample())
         self._timer = self._loop.call_later(self.stats_seconds, self._sample)
 
@@ -111,6 +151,7 @@ class ConnectionRecording:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._sweep_dropped()
         self.tap.stats(*self._probe.sample())
         if self.owns_recorder:
             self._loop.run_in_executor(None, self._close_recorder)

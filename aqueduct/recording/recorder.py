@@ -85,11 +85,14 @@ class Recorder:
             self._signalled = True
             self._wake.set()
 
-    def connection(self, side: str, peer: str = "", connection_id: str | None = None) -> ConnectionTap:
-        """A tap for one connection: the API layer reports that connection's traffic through it."""
+    def connection(
+        self, side: str, peer: str = "", connection_id: str | None = None, link: str | None = None
+    ) -> ConnectionTap:
+        """A tap for one connection: the API layer reports that connection's traffic through it. `link`: the
+        identity both sides of the connection share (pairs the two sides' recordings)."""
         from .tap import ConnectionTap
 
-        return ConnectionTap(self, side=side, peer=peer, connection_id=connection_id)
+        return ConnectionTap(self, side=side, peer=peer, connection_id=connection_id, link=link)
 
     # ---- control ----
     def flush(self, timeout: float | None = 10.0) -> None:

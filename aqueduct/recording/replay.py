@@ -5,7 +5,9 @@
 connection, by default the channel with the most messages, and turns them
 into (offset from the first message, delivery mode, payload). A recording
 made without payloads (the default) replays zero-filled payloads of the
-recorded lengths. `replay()` connects with the raw codec, so the recorded
+recorded lengths. Received reliable messages (`reliable`: the receiving
+side cannot tell ordered from unordered) are replayed ordered, in the order
+they were taken. `replay()` connects with the raw codec, so the recorded
 bytes are exactly what travels, sends on the entrypoint, finishes it and
 waits until the peer has everything.
 """
@@ -22,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..core.app import Delivery
 from .reader import RecordingError, read_recording
-from .schema import Kind
+from .schema import RELIABLE, Kind
 
 DIRECTION_KIND = {"out": Kind.MESSAGE_SENT.value, "in": Kind.MESSAGE_RECEIVED.value}
 
@@ -72,7 +74,7 @@ def plan(
     messages = [
         ReplayMessage(
             (r["time_ns"] - t0) / 1e9,
-            Delivery(r["delivery"]),
+            Delivery.ORDERED if r["delivery"] == RELIABLE else Delivery(r["delivery"]),
             r["payload"] if r["payload"] is not None else bytes(r["length"]),
             r["payload"] is not None,
         )

@@ -15,8 +15,10 @@ import pyarrow as pa
 
 from ..errors import EndReason
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 """Stored in each segment's key-value metadata under `METADATA_KEY`."""
+READABLE_VERSIONS = ("1", "2")
+"""Versions readers accept: version 1 lacks the `link` and `host` columns (read as null)."""
 METADATA_KEY = b"aqueduct.recording.version"
 
 
@@ -70,6 +72,8 @@ SCHEMA = pa.schema(
         pa.field("cwnd", pa.int64()),
         pa.field("bytes_in_flight", pa.int64()),
         pa.field("packets_lost", pa.int64()),
+        pa.field("link", pa.string()),
+        pa.field("host", pa.string()),
     ],
     metadata={METADATA_KEY: FORMAT_VERSION.encode()},
 )
@@ -84,6 +88,8 @@ OUT = "out"
 """`direction` of what this side sends (and of a channel half it holds the sender of)."""
 IN = "in"
 """`direction` of what this side receives."""
+RELIABLE = "reliable"
+"""`delivery` of a reliable message on the receiving side: the wire does not say ordered or unordered."""
 
 
 def make_row(time_ns: int, kind: Kind | str, connection: str, **fields: object) -> Row:

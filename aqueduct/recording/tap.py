@@ -11,6 +11,7 @@ outcome's latency; that memory is capped at `max_pending` (oldest dropped).
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,14 +27,17 @@ from ..core.app import (
     SenderEnded,
 )
 from ..errors import EndReason
-from .schema import COLUMNS, END_KIND, IN, OUT, Kind
+from .schema import COLUMNS, END_KIND, IN, OUT, RELIABLE, Kind
 
 if TYPE_CHECKING:
     from .recorder import Recorder
 
 _now = time.time_ns
+_HOST = socket.gethostname()
 _SENT = Kind.MESSAGE_SENT.value
 _RECEIVED = Kind.MESSAGE_RECEIVED.value
+_RELIABLE = RELIABLE
+_UNRELIABLE = Delivery.UNRELIABLE
 _ACKED = Kind.ACKED.value
 _NACKED = Kind.NACKED.value
 _EMPTY: tuple[int, ...] = ()
@@ -52,15 +56,18 @@ class ConnectionTap:
         peer: str = "",
         connection_id: str | None = None,
         max_pending: int = 1 << 20,
+        link: str | None = None,
     ) -> None:
-        """Records `connection_opened` with `side` and `peer` in its detail."""
+        """Records `connection_opened` with `side` and `peer` in its detail, `link` (the identity both sides of
+        the connection share, if known) and this host's name."""
         self.recorder = recorder
         self.id = connection_id or uuid.uuid4().hex[:16]
         self.max_pending = max_pending
         self._record = recorder.record
         self._payloads = recorder.payloads
         self._pending: dict[tuple[int, bool, int], tuple[int, str]] = {}
-        self._record((_now(), Kind.CONNECTION_OPENED.value, self.id, *_tail(detail=f"{side} {peer}".strip())))
+        self._record((_now(), Kind.CONNECTION_OPENED.value, self.id, *_tail(
+            detail=f"{side} {peer}".strip(), link=link, host=_HOST)))  # fmt: skip
 
     # ---- messages (hot path) ----
     def sent(
@@ -76,7 +83,7 @@ class ConnectionTap:
         mode = delivery.value
         self._record(
             (now, _SENT, self.id, channel, OUT, mode, number, len(payload), attachments,
-             payload if self._payloads else None, None, None, None, None, None, None, None)
+             payload if self._payloads else None, None, None, None, None, None, None, None, None, None)
         )  # fmt: skip
         pending = self._pending
         pending[(channel, delivery is not Delivery.UNRELIABLE, number)] = (now, mode)
@@ -91,10 +98,15 @@ class ConnectionTap:
         payload: bytes,
         attachments: Sequence[int] = _EMPTY,
     ) -> None:
-        """This side took message `number` from `channel`."""
+        """This side took message `number` from `channel`.
+
+        The wire does not tell ordered from unordered stream messages, so a reliable message is recorded with
+        delivery `reliable` (the sending side's rows, and the paired view, say which it was).
+        """
         self._record(
-            (_now(), _RECEIVED, self.id, channel, IN, delivery.value, number, len(payload), attachments,
-             payload if self._payloads else None, None, None, None, None, None, None, None)
+            (_now(), _RECEIVED, self.id, channel, IN, _UNRELIABLE.value if delivery is _UNRELIABLE else _RELIABLE,
+             number, len(payload), attachments,
+             payload if self._payloads else None, None, None, None, None, None, None, None, None, None)
         )  # fmt: skip
 
     # ---- outcomes ----
@@ -116,7 +128,7 @@ class ConnectionTap:
             latency = None if sent_ns is None else now - sent_ns
             record(
                 (now, kind, self.id, channel, OUT, mode, number, None, None, None, latency,
-                 None, None, None, None, None, None)
+                 None, None, None, None, None, None, None, None)
             )  # fmt: skip
 
     # ---- channels ----

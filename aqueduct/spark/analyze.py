@@ -46,8 +46,9 @@ HIST_BINS_PER_DECADE = 20
 MESSAGE_KINDS = (Kind.MESSAGE_SENT.value, Kind.MESSAGE_RECEIVED.value)
 OUTCOME_KINDS = (Kind.ACKED.value, Kind.NACKED.value)
 EVENT_COLUMNS = [
-    "time_ns", "kind", "connection", "channel", "direction", "delivery", "length", "attachments", "latency_ns",
-    "parent", "detail", "rtt_us", "cwnd", "bytes_in_flight", "packets_lost",
+    "time_ns", "kind", "connection", "channel", "direction", "delivery", "number", "length", "attachments",
+    "latency_ns",
+    "parent", "detail", "rtt_us", "cwnd", "bytes_in_flight", "packets_lost", "link", "host",
 ]  # fmt: skip
 CORE_COLUMNS = ["time_ns", "kind", "connection", "channel", "direction", "delivery", "length", "latency_ns"]
 """What most aggregations need (Parquet reads only these columns). Not cached: measured, a cache costs more to
@@ -56,17 +57,29 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 """C1-only JIT: a JVM that starts and warms up fast; C2's peak speed only pays off on large inputs."""
 QUICK_JIT_EVENTS = 5_000_000
 """`--jit auto` uses QUICK_JIT below this many events (see benchmarks/spark_bench.py)."""
-STEPS = 7
+STEPS = 8
 """Progress steps of `analyze`."""
 RESULT_ORDER = [
     "summary", "flows", "by_connection", "by_delivery", "channels", "trees", "top_channels", "timeline",
-    "latency_histogram", "connection_stats",
+    "latency_histogram", "connection_stats", "paired_channels",
 ]  # fmt: skip
 
 
-def load_events(spark: SparkSession, path: str) -> DataFrame:
-    """The recording's sealed segments, without payloads."""
-    return spark.read.option("pathGlobFilter", "*.parquet").parquet(path).select(*EVENT_COLUMNS)
+def spark_schema() -> str:
+    """The recording schema as a Spark DDL string (an explicit schema: a version-1 segment's missing columns read
+    as null, and Spark does not sample files to infer one)."""
+    from aqueduct.recording.schema import SCHEMA
+
+    names = {pa.int64(): "BIGINT", pa.string(): "STRING", pa.float64(): "DOUBLE", pa.binary(): "BINARY",
+             pa.list_(pa.int64()): "ARRAY<BIGINT>"}  # fmt: skip
+    return ", ".join(f"`{f.name}` {names[f.type]}" for f in SCHEMA)
+
+
+def load_events(spark: SparkSession, path: str | list[str]) -> DataFrame:
+    """The recording's sealed segments (a directory, or a list of segment files), without payloads."""
+    paths = [path] if isinstance(path, str) else path
+    reader = spark.read.schema(spark_schema()).option("pathGlobFilter", "*.parquet")
+    return reader.parquet(*paths).select(*EVENT_COLUMNS)
 
 
 FLOW_KEYS = ["connection", "channel", "delivery", "direction"]
@@ -130,15 +143,26 @@ def flow_metrics(core: DataFrame) -> tuple[DataFrame, DataFrame]:
         .groupingSets(sets, *FLOW_KEYS)
         .agg(
             F.grouping_id().alias("gid"),
+            F.count(F.lit(1)).alias("latency_samples"),
             F.percentile_approx("latency_ns", list(QUANTILES), PERCENTILE_ACCURACY).alias("lat"),
         )
         .select(
             F.col("gid").cast("int").alias("gid"),
             *FLOW_KEYS,
+            "latency_samples",
             *[(F.col("lat")[i] / 1e6).alias(name) for i, name in enumerate(LATENCY_COLUMNS)],
         )
     )
     return counts, latencies
+
+
+def percentile_label(samples: int) -> str:
+    """How exact the percentiles over `samples` latencies are: Spark's percentile_approx is off by at most
+    samples / PERCENTILE_ACCURACY ranks, so up to PERCENTILE_ACCURACY samples it is the exact nearest-rank
+    percentile (the smallest sample with at least q of all samples at or below it)."""
+    if samples <= PERCENTILE_ACCURACY:
+        return "exact"
+    return f"approx ±{math.ceil(samples / PERCENTILE_ACCURACY)} ranks"
 
 
 def split_flows(counts: pa.Table, latencies: pa.Table) -> dict[str, pa.Table]:
@@ -150,6 +174,10 @@ def split_flows(counts: pa.Table, latencies: pa.Table) -> dict[str, pa.Table]:
         part = counts.filter(pc.equal(counts["gid"], gid)).drop_columns(dropped)
         lat = latencies.filter(pc.equal(latencies["gid"], gid)).drop_columns(dropped)
         part = part.join(lat, list(keys), join_type="left outer")
+        samples = [n or 0 for n in part["latency_samples"].to_pylist()]
+        part = part.set_column(
+            part.schema.get_field_index("latency_samples"), "latency_samples", pa.array(samples, pa.int64())
+        ).append_column("percentiles", pa.array([percentile_label(n) if n else None for n in samples], pa.string()))
         out[name] = part.take(pc.sort_indices(part, [(k, "ascending") for k in keys]))
     return out
 
@@ -261,12 +289,112 @@ def connection_stats(events: DataFrame) -> DataFrame:
             F.max(F.when(stats, F.col("rtt_us"))).alias("rtt_max_us"),
             F.avg(F.when(stats, F.col("cwnd"))).alias("cwnd_mean"),
             F.max(F.when(stats, F.col("bytes_in_flight"))).alias("bytes_in_flight_max"),
-            (F.max(F.when(stats, F.col("packets_lost"))) - F.min(F.when(stats, F.col("packets_lost")))).alias(
-                "packets_lost"
-            ),
         )
+        .join(packets_lost(events), "connection", "left")
         .orderBy("connection")
     )
+
+
+def packets_lost(events: DataFrame) -> DataFrame:
+    """Per recorded QUIC connection (one endpoint): packets it declared lost, as the sum of the per-interval
+    increases of its cumulative counter, counted from 0 at the start; a decrease means the counter restarted
+    (from 0), so the new value is that interval's increase. (Last minus first missed the losses before the first
+    sample and undercounted across a restart.)"""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    samples = events.filter((F.col("kind") == Kind.CONNECTION_STATS.value) & F.col("packets_lost").isNotNull())
+    previous = F.lag("packets_lost", 1, 0).over(Window.partitionBy("connection").orderBy("time_ns"))
+    value = F.col("packets_lost")
+    return (
+        samples.select("connection", value.alias("v"), previous.alias("prev"))
+        .groupBy("connection")
+        .agg(F.sum(F.when(F.col("v") >= F.col("prev"), F.col("v") - F.col("prev")).otherwise(F.col("v")))
+             .alias("packets_lost"))
+    )  # fmt: skip
+
+
+FATES = ("delivered", "cancelled", "lost_nacked", "lost_in_transit", "in_flight_at_end")
+"""What became of a sent message, in the order they are decided (see `paired_channels`)."""
+
+
+def paired_channels(events: DataFrame) -> DataFrame:
+    """Per channel of every connection recorded on both sides (two `connection_opened` rows with one `link`):
+    each message the sending side sent, matched with the receiving side's `message_received` by (channel,
+    reliable or unreliable space, number), counted once under its fate: `delivered` (taken by the receiving
+    application); else `cancelled` (the channel was cancelled: not a loss); else `lost_nacked` (the sender was
+    told it was lost); else `lost_in_transit` (the channel or the connection ended without it); else
+    `in_flight_at_end` (still under way when the recording ends). One-way latency (receive minus send time)
+    only where both sides were recorded on one host, one clock."""
+    from pyspark.sql import functions as F
+
+    kind = F.col("kind")
+    opened = events.filter((kind == Kind.CONNECTION_OPENED.value) & F.col("link").isNotNull()).select(
+        "connection", "link", "host", F.split("detail", " ")[0].alias("side")
+    )
+    links = (
+        opened.groupBy("link")
+        .agg(F.countDistinct("connection").alias("sides"), F.countDistinct("host").alias("hosts"))
+        .filter(F.col("sides") == 2)
+    )
+    sides = F.broadcast(opened.join(links, "link").select("connection", "link", "side", "hosts"))
+    ev = events.drop("link", "host").join(sides, "connection")
+    space = F.when(F.col("delivery") == "unreliable", "unreliable").otherwise("reliable").alias("space")
+    key = ["link", "channel", "space", "number"]
+    sent = ev.filter(kind == Kind.MESSAGE_SENT.value).select(
+        "link", "channel", space, "number", F.col("side").alias("sender"), "delivery", "hosts",
+        F.col("time_ns").alias("sent_ns"),
+    )  # fmt: skip
+    received = (
+        ev.filter(kind == Kind.MESSAGE_RECEIVED.value)
+        .select("link", "channel", space, "number", F.col("time_ns").alias("received_ns"))
+        .groupBy(*key)
+        .agg(F.min("received_ns").alias("received_ns"))
+    )
+    nacked = (
+        ev.filter(kind == Kind.NACKED.value)
+        .select("link", "channel", space, "number")
+        .distinct()
+        .withColumn("nacked", F.lit(True))
+    )
+    over = (
+        ev.filter(kind.isin(*END_KINDS))
+        .groupBy("link", "channel")
+        .agg(F.max(F.when(kind == Kind.CHANNEL_CANCELLED.value, True)).alias("cancelled"))
+        .withColumn("ended", F.lit(True))
+    )
+    closed = ev.filter(kind == Kind.CONNECTION_CLOSED.value).select("link").distinct().withColumn("closed", F.lit(True))
+    m = (
+        sent.join(received, key, "left")
+        .join(nacked, key, "left")
+        .join(over, ["link", "channel"], "left")
+        .join(closed, "link", "left")
+    )
+    fate = (
+        F.when(F.col("received_ns").isNotNull(), "delivered")
+        .when(F.col("cancelled"), "cancelled")
+        .when(F.col("nacked"), "lost_nacked")
+        .when(F.col("ended") | F.col("closed"), "lost_in_transit")
+        .otherwise("in_flight_at_end")
+    )
+    one_way = F.when(F.col("hosts") == 1, F.col("received_ns") - F.col("sent_ns"))
+    return (
+        m.select("link", "channel", "sender", "delivery", fate.alias("fate"), one_way.alias("one_way_ns"))
+        .groupBy("link", "channel")
+        .agg(
+            F.first("sender").alias("sender"),
+            F.array_join(F.array_sort(F.collect_set("delivery")), ",").alias("delivery"),
+            F.count(F.lit(1)).alias("sent"),
+            *[F.count(F.when(F.col("fate") == f, 1)).alias(f) for f in FATES],
+            F.count("one_way_ns").alias("one_way_samples"),
+            (F.percentile_approx("one_way_ns", 0.5, PERCENTILE_ACCURACY) / 1e6).alias("one_way_p50_ms"),
+            (F.percentile_approx("one_way_ns", 0.99, PERCENTILE_ACCURACY) / 1e6).alias("one_way_p99_ms"),
+            (F.max("one_way_ns") / 1e6).alias("one_way_max_ms"),
+        )
+        .select("link", "channel", "sender", "delivery", "sent", *FATES, "one_way_samples", "one_way_p50_ms",
+                "one_way_p99_ms", "one_way_max_ms")
+        .orderBy("link", "channel")
+    )  # fmt: skip
 
 
 def _trees(channels: pa.Table, edges: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -307,8 +435,9 @@ def _trees(channels: pa.Table, edges: pa.Table) -> tuple[pa.Table, pa.Table]:
     return channels, pa.Table.from_pylist(rows, schema=schema)
 
 
-def analyze(spark: SparkSession, path: str, progress: Progress | None = None) -> dict[str, pa.Table]:
-    """Run every aggregation over the recording at `path`; the result tables, by name."""
+def analyze(spark: SparkSession, path: str | list[str], progress: Progress | None = None) -> dict[str, pa.Table]:
+    """Run every aggregation over the recording at `path` (a directory, or a list of segment files); the result
+    tables, by name."""
     from pyspark.sql import functions as F
 
     progress = progress or Progress(STEPS, out=io.StringIO())
@@ -344,6 +473,8 @@ def analyze(spark: SparkSession, path: str, progress: Progress | None = None) ->
         out["latency_histogram"] = latency_histogram(core).toArrow()
     with progress.step("connection stats"):
         out["connection_stats"] = connection_stats(events).toArrow()
+    with progress.step("both sides paired per channel"):
+        out["paired_channels"] = paired_channels(events).toArrow()
     connections = len(
         {*out["by_connection"]["connection"].to_pylist(), *out["trees"]["connection"].to_pylist(),
          *out["connection_stats"]["connection"].to_pylist()}
@@ -384,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Analyze, write, print and draw; the exit status."""
+    from aqueduct.recording.reader import BadSegment, RecordingError, check_segments
     from aqueduct.recording.segments import sealed_segments
     from aqueduct.spark.report import render
     from aqueduct.spark.session import JavaMissing, spark_session, under_spark_submit
@@ -394,6 +526,18 @@ def run(args: argparse.Namespace) -> int:
     if is_local and (not local_path.is_dir() or not sealed_segments(local_path)):
         print(f"aqueduct analyze: no sealed recording segments in {recording}", file=sys.stderr)
         return 2
+    source: str | list[str] = recording
+    skipped: list[BadSegment] = []
+    if is_local:
+        try:
+            good, skipped = check_segments(local_path, skip_bad=args.skip_bad)
+        except RecordingError as exc:
+            print(f"aqueduct analyze: {exc} (--skip-bad leaves such files out)", file=sys.stderr)
+            return 2
+        if not good:
+            print(f"aqueduct analyze: no good segments in {recording} ({len(skipped)} bad)", file=sys.stderr)
+            return 2
+        source = [str(p.resolve()) for p in good]
     out_dir = Path(args.out or f"{recording.rstrip('/')}.analysis")
     out_dir.mkdir(parents=True, exist_ok=True)
     jit = args.jit
@@ -417,9 +561,17 @@ def run(args: argparse.Namespace) -> int:
     progress.note(
         f"Spark {spark.version} up in {time.monotonic() - started:.1f} s (master {spark.sparkContext.master})"
     )
+    for bad in skipped:
+        progress.note(f"aqueduct analyze: skipped {bad}")
+    if skipped:
+        progress.note(f"aqueduct analyze: skipped {len(skipped)} bad file(s) of {len(skipped) + len(source)}")
     progress.watch(spark.sparkContext)
     try:
-        tables = analyze(spark, str(local_path.resolve()) if is_local else recording, progress)
+        tables = analyze(spark, source, progress)
+    except Exception as exc:  # a Spark failure (e.g. damage inside a data page): one line, not a JVM trace
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        print(f"aqueduct analyze: Spark failed: {first[:500]}", file=sys.stderr)
+        return 1
     finally:
         progress.close()
         spark.stop()

@@ -14,6 +14,12 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument("--out", default=None, help="where result tables and charts go (default: RECORDING.analysis)")
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
     parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="leave out files that are not readable segments of a known format (default: stop at the first, "
+        "naming it); says how many were skipped",
+    )
+    parser.add_argument(
         "--jit",
         choices=["auto", "quick", "full"],
         default="auto",

@@ -85,7 +85,7 @@ def test_empty_recording_reads_as_empty(tmp_path: Path) -> None:
 
 def test_foreign_parquet_is_rejected(tmp_path: Path) -> None:
     pq.write_table(pa.table({"x": [1]}), tmp_path / "other.parquet")
-    with pytest.raises(RecordingError, match="format"):
+    with pytest.raises(RecordingError, match=r"other\.parquet: not an aqueduct recording segment"):
         read_events(tmp_path)
 
 
@@ -94,7 +94,7 @@ def test_truncated_segment_is_rejected(tmp_path: Path) -> None:
         rec.record(make_row(1, Kind.CONNECTION_OPENED, "c"))
     (seg,) = sealed_segments(tmp_path)
     seg.write_bytes(seg.read_bytes()[:-20])
-    with pytest.raises(RecordingError, match="unreadable"):
+    with pytest.raises(RecordingError, match="not a readable Parquet file"):
         read_events(tmp_path)
 
 

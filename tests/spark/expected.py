@@ -68,3 +68,15 @@ def percentile_bounds(sorted_values: list[int], q: float) -> tuple[int, int]:
     n = len(sorted_values)
     rank = max(1, math.ceil(q * n))
     return sorted_values[max(0, rank - 2)], sorted_values[min(n - 1, rank)]
+
+
+def packets_lost(events: list[dict[str, Any]], connection: str) -> int:
+    """Sum of the increases of a connection's cumulative lost-packet counter from 0; a decrease is a restart."""
+    total = last = 0
+    samples = sorted((e["time_ns"], e["packets_lost"]) for e in events
+                     if e["connection"] == connection and e["kind"] == "connection_stats"
+                     and e["packets_lost"] is not None)  # fmt: skip
+    for _t, value in samples:
+        total += value - last if value >= last else value
+        last = value
+    return total

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from aqueduct.core.app import Delivery
 from aqueduct.errors import EndReason
 from aqueduct.recording import Recorder, read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
-from aqueduct.spark.analyze import QUANTILES, analyze, write_tables
+from aqueduct.spark.analyze import PERCENTILE_ACCURACY, QUANTILES, analyze, percentile_label, write_tables
 from aqueduct.spark.charts import draw
 from aqueduct.spark.report import render
 
@@ -35,6 +36,9 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tap.acked(9, False, 1, 2)
         tap.received(13, 0, Delivery.ORDERED, b"c" * 7)
         tap.ended(9, True, EndReason.FINISHED)
+        # QUIC's cumulative lost-packet counter: 3 lost before the first sample, then a restart (5 -> 2)
+        for lost in (3, 5, 5, 2, 4):
+            tap.stats(0.001, 14720, 0, lost)
     return path
 
 
@@ -144,3 +148,33 @@ def test_outputs_written_and_rendered(tables: dict[str, pa.Table], tmp_path: Pat
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     text = render(tables)
     assert "Per delivery mode" in text and "unreliable" in text and "conn-0001" in text
+
+
+def test_packets_lost_sums_per_interval_increases(tables: dict[str, pa.Table], events: list[dict[str, Any]]) -> None:
+    stats = {r["connection"]: r for r in tables["connection_stats"].to_pylist()}
+    # 3 before the first sample, +2, +0, a restart counting 2, +2 (max minus min said 3)
+    assert stats["live"]["packets_lost"] == 9
+    for conn, row in stats.items():
+        assert row["packets_lost"] == expected.packets_lost(events, conn), conn
+    assert "packets_lost: QUIC packets" in render(tables)
+
+
+def test_percentiles_say_how_exact_they_are(tables: dict[str, pa.Table], events: list[dict[str, Any]]) -> None:
+    want = expected.flows(events)
+    exact = 0
+    for r in tables["flows"].to_pylist():
+        lat = want[(r["connection"], r["channel"], r["delivery"], r["direction"])]["latencies"]
+        assert r["latency_samples"] == len(lat)
+        if not lat:
+            continue
+        # few samples: the nearest-rank percentile itself, and labelled so
+        assert r["percentiles"] == "exact"
+        for q, name in zip(QUANTILES, ("p50_ms", "p99_ms", "p999_ms"), strict=True):
+            assert r[name] == lat[max(1, math.ceil(q * len(lat))) - 1] / 1e6, (r["channel"], name)
+        exact += 1
+    assert exact >= 7
+    assert percentile_label(PERCENTILE_ACCURACY) == "exact"
+    assert percentile_label(PERCENTILE_ACCURACY * 50 + 1) == "approx ±51 ranks"
+    text = render(tables)
+    assert "percentile_approx at accuracy 10,000" in text
+    assert any(line.endswith(" exact") for line in text.splitlines())  # the label column is shown

@@ -132,7 +132,7 @@ def test_analyze_on_a_standalone_cluster(cluster: str, tmp_path: Path) -> None:
     log = out / "spark.log"
     assert result.returncode == 0, result.stderr[-3000:] + (log.read_text()[-3000:] if log.exists() else "")
     assert f"master {cluster}" in result.stderr
-    assert "[7/7] connection stats" in result.stderr
+    assert "[8/8] both sides paired per channel" in result.stderr
     assert "Per delivery mode" in result.stdout
     want = expected.flows(read_events(recording))
     got = pq.read_table(out / "flows.parquet").to_pylist()
