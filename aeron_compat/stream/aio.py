@@ -14,7 +14,9 @@ engine, whose receive window then refuses more: end-to-end backpressure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import socket
 from dataclasses import dataclass, field
 
 from aeron_compat.stream.connection import Address, Closed, Connection, Established, Readable, StreamOpened, Writable
@@ -24,6 +26,7 @@ from aeron_compat.stream.limits import StreamConfig
 from aeron_compat.stream.packets import Profile
 
 READER_LIMIT = 1 << 20
+SOCKET_BUFFER = 4 << 20  # asked of the kernel (capped by net.core.rmem_max / wmem_max)
 
 
 def _now(loop: asyncio.AbstractEventLoop) -> int:
@@ -236,8 +239,12 @@ class StreamEndpoint(asyncio.DatagramProtocol):
     async def _bind(cls, host: str, port: int, config: StreamConfig | None, profile: Profile,
                     listening: bool) -> StreamEndpoint:
         loop = asyncio.get_running_loop()
-        _, proto = await loop.create_datagram_endpoint(lambda: cls(config, profile, listening),
-                                                       local_addr=(host, port))
+        transport, proto = await loop.create_datagram_endpoint(lambda: cls(config, profile, listening),
+                                                               local_addr=(host, port))
+        sock = transport.get_extra_info("socket")
+        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
         return proto
 
     @property

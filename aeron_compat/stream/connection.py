@@ -35,7 +35,7 @@ from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, Packet,
 from aeron_compat.stream.recv import ReceivedPackets, RecvStream
 
 Address = tuple[str, int]
-MAX_ACK_ENTRIES = 151  # 20 + 8 * 151 bytes: an ACK stays within 1230 bytes
+MAX_ACK_ENTRIES = 33  # the 17 newest ranges: older holes are settled by the loss rule already
 
 
 class State(enum.Enum):
@@ -296,17 +296,23 @@ class Connection:
 
     def _on_ack(self, ack: Ack, now_ns: int) -> None:
         newest: SentPacket | None = None
-        for low, high in ack.acked():
-            if high - low > len(self.sent):
-                pns = [pn for pn in self.sent if low <= pn <= high]
-            else:
-                pns = [pn for pn in range(low, high + 1) if pn in self.sent]
-            for pn in pns:
-                sp = self.sent.pop(pn)
-                self.in_flight -= len(sp.data) or 1
-                self.cc.on_acked(len(sp.data), sp.sent_ns)
-                if pn == ack.largest:
-                    newest = sp
+        sent = self.sent
+        if sent:
+            smallest = next(iter(sent))  # packet numbers enter `sent` in ascending order
+            for low, high in ack.acked():
+                if high < smallest:
+                    break  # ranges come highest first: the rest is already settled
+                low = max(low, smallest)
+                if high - low > len(sent):
+                    pns = [pn for pn in sent if low <= pn <= high]
+                else:
+                    pns = [pn for pn in range(low, high + 1) if pn in sent]
+                for pn in pns:
+                    sp = sent.pop(pn)
+                    self.in_flight -= len(sp.data) or 1
+                    self.cc.on_acked(len(sp.data), sp.sent_ns)
+                    if pn == ack.largest:
+                        newest = sp
         if newest is not None and ack.largest > self.largest_acked:
             self.largest_acked = ack.largest
             self.cc.on_rtt(now_ns - newest.sent_ns)

@@ -77,3 +77,30 @@ def test_reset_by_the_peer_fails_pending_reads() -> None:
         server.close()
 
     asyncio.run(main())
+
+
+def test_cli_listen_and_send_check_the_digest(tmp_path: object) -> None:
+    import json
+    import subprocess
+    import sys
+
+    listener = subprocess.Popen([sys.executable, "-m", "aeron_compat", "stream", "listen", "127.0.0.1:0",
+                                 "--count", "1"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout is not None
+        port = json.loads(listener.stdout.readline())["listening"][1]
+        sent = subprocess.run([sys.executable, "-m", "aeron_compat", "stream", "send", f"127.0.0.1:{port}",
+                               "--bytes", "500000"], capture_output=True, text=True, timeout=120, check=True)
+        assert json.loads(sent.stdout)["checksum_ok"] is True
+        served = json.loads(listener.stdout.readline())
+        assert served["bytes"] == 500_000
+    finally:
+        listener.kill()
+        listener.wait()
+
+
+def test_cli_bench_prints_both_rates() -> None:
+    from aeron_compat.stream.cli import bench
+
+    rates = asyncio.run(bench(1_000_000, 2000))
+    assert rates["bulk_MBps"] > 0 and rates["msgs_per_s"] > 0
