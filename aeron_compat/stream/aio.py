@@ -52,11 +52,25 @@ class _ReadGate(asyncio.ReadTransport):
         return not self.paused
 
 
-class StreamWriter:
-    """The sending half of one stream (asyncio.StreamWriter's write/drain/write_eof/close)."""
+class _WriteGate:
+    """What `writer.transport` answers: bytes written but not yet sent."""
 
     def __init__(self, handle: StreamHandle) -> None:
         self._h = handle
+
+    def get_write_buffer_size(self) -> int:
+        return len(self._h.pending)
+
+    def is_closing(self) -> bool:
+        return self._h.fin or self._h.conn.closed.is_set()
+
+
+class StreamWriter:
+    """The sending half of one stream (asyncio.StreamWriter's write/drain/write_eof/close/transport)."""
+
+    def __init__(self, handle: StreamHandle) -> None:
+        self._h = handle
+        self.transport = _WriteGate(handle)
 
     def write(self, data: bytes) -> None:
         """Queue bytes (held locally while the engine's send buffer is full)."""
@@ -86,7 +100,9 @@ class StreamWriter:
             self._h.conn.writable.clear()
 
     def close(self) -> None:
-        self.write_eof()
+        """End the stream (FIN after what was written)."""
+        if not self._h.fin and not self._h.conn.closed.is_set():
+            self.write_eof()
 
     async def wait_closed(self) -> None:
         await self.drain()
