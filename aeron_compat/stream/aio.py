@@ -1,0 +1,337 @@
+"""asyncio adapter for the sans-I/O Stream endpoint: a UDP socket, a timer, and reader/writer pairs.
+
+Theory: one `StreamEndpoint` owns one datagram socket and one `Endpoint`.
+Every received datagram, timer expiry and application write ends in `_kick`,
+which drains engine events (waking readers, writers, accept queues), sends
+what the engine emits and re-arms a single timer at the engine's next
+deadline. Each stream is an `asyncio.StreamReader` plus a `StreamWriter`
+(write/drain/write_eof/close, like asyncio's). Received bytes move from the
+engine into the reader only while the reader is not paused (the reader
+pauses its "transport" above its limit), so a slow reader leaves bytes in the
+engine, whose receive window then refuses more: end-to-end backpressure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import socket
+from dataclasses import dataclass, field
+
+from aeron_compat.stream.connection import Address, Closed, Connection, Established, Readable, StreamOpened, Writable
+from aeron_compat.stream.endpoint import Endpoint
+from aeron_compat.stream.errors import StreamError
+from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.stream.packets import Profile
+
+READER_LIMIT = 1 << 20
+SOCKET_BUFFER = 4 << 20  # asked of the kernel (capped by net.core.rmem_max / wmem_max)
+
+
+def _now(loop: asyncio.AbstractEventLoop) -> int:
+    return int(loop.time() * 1e9)
+
+
+class _ReadGate(asyncio.ReadTransport):
+    """The reader's view of its "transport": pausing stops moving engine bytes into the reader."""
+
+    def __init__(self, stream: StreamHandle) -> None:
+        super().__init__()
+        self._stream = stream
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+        self._stream.pull()
+
+    def is_reading(self) -> bool:
+        return not self.paused
+
+
+class _WriteGate:
+    """What `writer.transport` answers: bytes written but not yet sent."""
+
+    def __init__(self, handle: StreamHandle) -> None:
+        self._h = handle
+
+    def get_write_buffer_size(self) -> int:
+        return len(self._h.pending)
+
+    def is_closing(self) -> bool:
+        return self._h.fin or self._h.conn.closed.is_set()
+
+
+class StreamWriter:
+    """The sending half of one stream (asyncio.StreamWriter's write/drain/write_eof/close/transport)."""
+
+    def __init__(self, handle: StreamHandle) -> None:
+        self._h = handle
+        self.transport = _WriteGate(handle)
+
+    def write(self, data: bytes) -> None:
+        """Queue bytes (held locally while the engine's send buffer is full)."""
+        self._h.pending += data
+        self._h.push()
+
+    def write_eof(self) -> None:
+        """Send the FIN after everything written."""
+        self._h.fin = True
+        self._h.push()
+
+    async def drain(self) -> None:
+        """Wait until the bytes written so far have entered the engine's send buffer."""
+        while self._h.pending or (self._h.fin and not self._h.fin_queued):
+            self._h.conn.check()
+            await self._h.conn.writable.wait()
+            self._h.conn.writable.clear()
+            self._h.push()
+        self._h.conn.check()
+
+    async def flushed(self) -> None:
+        """Wait until every byte written was acknowledged by the peer."""
+        await self.drain()
+        while not self._h.conn.engine.all_sent():
+            self._h.conn.check()
+            await self._h.conn.writable.wait()
+            self._h.conn.writable.clear()
+
+    def close(self) -> None:
+        """End the stream (FIN after what was written)."""
+        if not self._h.fin and not self._h.conn.closed.is_set():
+            self.write_eof()
+
+    async def wait_closed(self) -> None:
+        await self.drain()
+
+
+@dataclass(eq=False)
+class StreamHandle:
+    """One stream's adapter state."""
+
+    conn: StreamConnection
+    stream_id: int
+    reader: asyncio.StreamReader = field(init=False)
+    writer: StreamWriter = field(init=False)
+    pending: bytearray = field(default_factory=bytearray)
+    fin: bool = False
+    fin_queued: bool = False
+
+    def __post_init__(self) -> None:
+        self.reader = asyncio.StreamReader(limit=READER_LIMIT)
+        self.gate = _ReadGate(self)
+        self.reader.set_transport(self.gate)
+        self.writer = StreamWriter(self)
+
+    def pull(self) -> None:
+        """Move received bytes from the engine into the reader while it has room."""
+        eng = self.conn.engine
+        while not self.gate.paused:
+            data = eng.read(self.stream_id, READER_LIMIT)
+            if not data:
+                break
+            self.reader.feed_data(data)
+        if eng.at_eof(self.stream_id) and not self.reader.at_eof():
+            self.reader.feed_eof()
+        self.conn.kick()
+
+    def push(self) -> None:
+        """Move written bytes into the engine's send buffer as far as it has room."""
+        eng = self.conn.engine
+        if eng.state.name == "CLOSED":
+            return
+        n = min(len(self.pending), eng.send_room())
+        last = n == len(self.pending) and self.fin and not self.fin_queued
+        if n or last:
+            eng.send(self.stream_id, bytes(self.pending[:n]), fin=last)
+            del self.pending[:n]
+            self.fin_queued = self.fin_queued or last
+            self.conn.kick()
+
+
+class StreamConnection:
+    """An established Stream connection: open or accept streams as (reader, writer) pairs."""
+
+    def __init__(self, endpoint: StreamEndpoint, engine: Connection) -> None:
+        self.endpoint = endpoint
+        self.engine = engine
+        self.streams: dict[int, StreamHandle] = {}
+        self.incoming: asyncio.Queue[StreamHandle] = asyncio.Queue()
+        self.established = asyncio.Event()
+        self.writable = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    @property
+    def peer(self) -> Address:
+        return self.engine.peer
+
+    def check(self) -> None:
+        if self.closed.is_set():
+            raise self.engine.error or StreamError("connection closed")
+
+    def kick(self) -> None:
+        self.endpoint.kick()
+
+    def _handle(self, sid: int) -> StreamHandle:
+        h = self.streams.get(sid)
+        if h is None:
+            h = self.streams[sid] = StreamHandle(self, sid)
+        return h
+
+    def open_stream(self) -> tuple[asyncio.StreamReader, StreamWriter]:
+        """A new stream of ours."""
+        self.check()
+        h = self._handle(self.engine.open_stream())
+        return h.reader, h.writer
+
+    async def accept_stream(self) -> tuple[asyncio.StreamReader, StreamWriter]:
+        """The next stream the peer opened."""
+        getter = asyncio.ensure_future(self.incoming.get())
+        closed = asyncio.ensure_future(self.closed.wait())
+        done, _ = await asyncio.wait({getter, closed}, return_when=asyncio.FIRST_COMPLETED)
+        closed.cancel()
+        if getter in done:
+            h = getter.result()
+            return h.reader, h.writer
+        getter.cancel()
+        self.check()
+        raise StreamError("connection closed")
+
+    def close(self) -> None:
+        """Reset the connection (streams end cleanly only by write_eof and the peer reading it)."""
+        self.engine.close()
+        self.kick()
+
+    def _on_event(self, ev: object) -> None:
+        if isinstance(ev, Established):
+            self.established.set()
+        elif isinstance(ev, StreamOpened):
+            self.incoming.put_nowait(self._handle(ev.stream_id))
+        elif isinstance(ev, Readable):
+            self._handle(ev.stream_id).pull()
+        elif isinstance(ev, Writable):
+            for h in list(self.streams.values()):
+                if h.pending or (h.fin and not h.fin_queued):
+                    h.push()
+            self.writable.set()
+        elif isinstance(ev, Closed):
+            self.closed.set()
+            self.established.set()
+            self.writable.set()
+            exc = ev.error or StreamError("connection closed")
+            for h in self.streams.values():
+                if not h.reader.at_eof():
+                    h.reader.set_exception(exc)
+
+
+class StreamEndpoint(asyncio.DatagramProtocol):
+    """One UDP socket carrying Stream connections."""
+
+    def __init__(self, config: StreamConfig | None = None, profile: Profile = "seed", listening: bool = False) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.engine = Endpoint(config, profile=profile, listening=listening, rng=random.SystemRandom())
+        self.transport: asyncio.DatagramTransport | None = None
+        self.conns: dict[int, StreamConnection] = {}
+        self.accepted: asyncio.Queue[StreamConnection] = asyncio.Queue()
+        self._timer: asyncio.TimerHandle | None = None
+        self._kick_scheduled = False
+
+    @classmethod
+    async def listen(cls, host: str, port: int, *, config: StreamConfig | None = None,
+                     profile: Profile = "seed") -> StreamEndpoint:
+        """An endpoint accepting connections on (host, port)."""
+        return await cls._bind(host, port, config, profile, True)
+
+    @classmethod
+    async def bind(cls, host: str = "127.0.0.1", port: int = 0, *, config: StreamConfig | None = None,
+                   profile: Profile = "seed") -> StreamEndpoint:
+        """An endpoint that only dials out."""
+        return await cls._bind(host, port, config, profile, False)
+
+    @classmethod
+    async def _bind(cls, host: str, port: int, config: StreamConfig | None, profile: Profile,
+                    listening: bool) -> StreamEndpoint:
+        loop = asyncio.get_running_loop()
+        transport, proto = await loop.create_datagram_endpoint(lambda: cls(config, profile, listening),
+                                                               local_addr=(host, port))
+        sock = transport.get_extra_info("socket")
+        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+        return proto
+
+    @property
+    def address(self) -> Address:
+        assert self.transport is not None
+        addr: Address = self.transport.get_extra_info("sockname")[:2]
+        return addr
+
+    async def dial(self, addr: Address) -> StreamConnection:
+        """Connect to a listening endpoint; raises StreamReset if the handshake fails."""
+        engine = self.engine.dial(addr, _now(self.loop))
+        conn = self.conns[engine.local_id] = StreamConnection(self, engine)
+        self.kick()
+        await conn.established.wait()
+        conn.check()
+        return conn
+
+    async def accept(self) -> StreamConnection:
+        """The next connection dialed to this listening endpoint."""
+        return await self.accepted.get()
+
+    def close(self) -> None:
+        for c in list(self.conns.values()):
+            c.engine.close()
+        self._run()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.transport is not None:
+            self.transport.close()
+
+    # ---------------------------------------------------------------- DatagramProtocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # a datagram endpoint's transport
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        self.engine.receive(data, (addr[0], addr[1]), _now(self.loop))
+        self.kick()
+
+    def error_received(self, exc: Exception) -> None:
+        pass  # ICMP errors: the engine's timers handle unreachable peers
+
+    # ---------------------------------------------------------------- pump
+    def kick(self) -> None:
+        """Run the pump soon (coalesces many calls within one loop iteration)."""
+        if not self._kick_scheduled:
+            self._kick_scheduled = True
+            self.loop.call_soon(self._run)
+
+    def _run(self) -> None:
+        self._kick_scheduled = False
+        now = _now(self.loop)
+        self.engine.on_timer(now)
+        for _ in range(4):
+            for engine, ev in self.engine.events():
+                conn = self.conns.get(engine.local_id)
+                if conn is None:
+                    conn = self.conns[engine.local_id] = StreamConnection(self, engine)
+                if isinstance(ev, Established) and engine.incoming:
+                    self.accepted.put_nowait(conn)
+                conn._on_event(ev)
+                if isinstance(ev, Closed):
+                    self.conns.pop(engine.local_id, None)
+            out = self.engine.transmit(now)
+            if self.transport is not None and not self.transport.is_closing():
+                for data, addr in out:
+                    self.transport.sendto(data, addr)
+            if not out:
+                break
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        t = self.engine.next_timer(now)
+        if t is not None:
+            self._timer = self.loop.call_at(max(t, now) / 1e9, self._run)

@@ -1,0 +1,80 @@
+"""Congestion window and pacing of one Stream connection's sender.
+
+Theory: the window starts in slow start (grow by every acked byte: doubling
+per round trip); the first congestion event halves it and switches to
+congestion avoidance (grow by one packet per window acked: sublinear). Events
+are counted once per round: a loss of a packet sent before the last event
+started does not halve again (else one burst loss would collapse the window).
+Pacing is a token bucket refilled at `gain * cwnd / srtt` (gain 2 in slow
+start, 1.25 after), holding at most a burst of packets; `next_send_ns` says
+when the next packet may go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Congestion:
+    """cwnd, ssthresh, RTT estimate and the pacing bucket."""
+
+    mss: int
+    cwnd: int
+    min_cwnd: int
+    burst: int
+    srtt_ns: int
+    ssthresh: int = 1 << 62
+    recovery_start_ns: int = -1
+    tokens: float = 0.0
+    last_refill_ns: int = 0
+    events: int = 0
+
+    def __post_init__(self) -> None:
+        self.tokens = float(self.burst * self.mss)
+
+    @property
+    def slow_start(self) -> bool:
+        return self.cwnd < self.ssthresh
+
+    def on_rtt(self, sample_ns: int) -> None:
+        self.srtt_ns = max(1, (7 * self.srtt_ns + sample_ns) // 8)
+
+    def on_acked(self, nbytes: int, sent_ns: int) -> None:
+        if sent_ns <= self.recovery_start_ns:
+            return
+        if self.slow_start:
+            self.cwnd += nbytes
+        else:
+            self.cwnd += max(1, self.mss * nbytes // self.cwnd)
+
+    def on_congestion(self, sent_ns: int, now_ns: int) -> None:
+        """A packet sent at `sent_ns` was lost."""
+        if sent_ns <= self.recovery_start_ns:
+            return
+        self.events += 1
+        self.recovery_start_ns = now_ns
+        self.cwnd = max(self.cwnd // 2, self.min_cwnd)
+        self.ssthresh = self.cwnd
+
+    def _refill(self, now_ns: int) -> None:
+        gain = 2.0 if self.slow_start else 1.25
+        rate = gain * self.cwnd / self.srtt_ns  # bytes per ns
+        self.tokens = min(float(self.burst * self.mss), self.tokens + rate * (now_ns - self.last_refill_ns))
+        self.last_refill_ns = now_ns
+
+    def may_send(self, now_ns: int) -> bool:
+        self._refill(now_ns)
+        return self.tokens >= self.mss
+
+    def on_sent(self, nbytes: int) -> None:
+        self.tokens -= nbytes
+
+    def next_send_ns(self, now_ns: int) -> int:
+        """When the bucket next holds a full packet."""
+        self._refill(now_ns)
+        if self.tokens >= self.mss:
+            return now_ns
+        gain = 2.0 if self.slow_start else 1.25
+        rate = gain * self.cwnd / self.srtt_ns
+        return now_ns + int((self.mss - self.tokens) / rate) + 1

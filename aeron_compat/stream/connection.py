@@ -1,0 +1,438 @@
+"""One Stream connection as a sans-I/O state machine: packets and time in, datagrams and events out.
+
+Theory: the handshake states live in `State` and change only in `_on_handshake`
+(DIAL_SENT -> ESTABLISHED on DIALCONF; DIAL_RECV -> ESTABLISHED on DIALCONF
+(simultaneous open) or CONF or the peer's first DATA; DIAL/DIALCONF resent on
+a doubling timer until `handshake_tries` run out). Once established, the
+sender cuts queued stream bytes into DATA packets, each with a fresh packet
+number; it sends lost data first, then new data, within the congestion window
+and the pacing bucket. ACKs remove packets from `sent`; any packet sent at
+least `loss_delay_ns` before the largest acked one is lost (its bytes go to
+`lost` and the window halves once per round). The tail-loss timer, re-armed
+by every ACK, declares everything in flight lost when no ACK comes. The
+receiver records packet numbers for ACKs (sent at once on a gap or after
+`ack_every` packets, else after `ack_delay_ns`) and reassembles each stream
+by offset. `poll(now)` returns the datagrams to send now; `next_timer()` says
+when to call `on_timer` (and `poll`) again.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from dataclasses import dataclass, field
+
+from aeron_compat.stream.congestion import Congestion
+from aeron_compat.stream.errors import (
+    StreamError,
+    StreamLimitExceeded,
+    StreamProtocolError,
+    StreamReset,
+    StreamTimeout,
+)
+from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, Packet, Profile, Rst, encode
+from aeron_compat.stream.recv import ReceivedPackets, RecvStream
+
+Address = tuple[str, int]
+MAX_ACK_ENTRIES = 33  # the 17 newest ranges: older holes are settled by the loss rule already
+
+
+class State(enum.Enum):
+    """Handshake state (the seed's names)."""
+
+    DIAL_SENT = "DIAL_SENT"
+    DIAL_RECV = "DIAL_RECV"
+    ESTABLISHED = "ESTABLISHED"
+    CLOSED = "CLOSED"
+
+
+@dataclass(frozen=True, slots=True)
+class Established:
+    """The handshake completed."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamOpened:
+    """The peer sent the first bytes of a stream this side had not opened."""
+
+    stream_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """In-order bytes (or the FIN) became readable on a stream."""
+
+    stream_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Writable:
+    """Queued bytes were sent, so the send buffer has room again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """The connection ended; `error` is None for a local close."""
+
+    error: StreamError | None
+
+
+Event = Established | StreamOpened | Readable | Writable | Closed
+
+
+@dataclass(slots=True)
+class SentPacket:
+    """What a packet number carried, kept until acked or lost."""
+
+    stream_id: int
+    offset: int
+    data: bytes
+    fin: bool
+    sent_ns: int
+
+
+@dataclass
+class SendStream:
+    """One stream's outgoing bytes not yet packetised."""
+
+    queued: bytearray = field(default_factory=bytearray)
+    next_offset: int = 0
+    fin_queued: bool = False
+    fin_sent: bool = False
+
+
+class Connection:
+    """A connection with one peer; created by `Endpoint`, owned by it."""
+
+    def __init__(self, config: StreamConfig, profile: Profile, local_id: int, peer: Address, now_ns: int,
+                 *, dialer: bool, peer_id: int = 0, dial_payload: bytes = b"") -> None:
+        self.config = config
+        self.profile: Profile = profile
+        self.local_id = local_id
+        self.peer_id = peer_id
+        self.peer = peer
+        self.dial_payload = dial_payload
+        self.state = State.DIAL_SENT if dialer else State.DIAL_RECV
+        self.incoming = not dialer
+        self.events: deque[Event] = deque()
+        self.error: StreamError | None = None
+        self._out: list[bytes] = []
+        self._hs_tries = 1
+        self._hs_deadline = now_ns + config.handshake_retry_ns
+        self._last_recv_ns = now_ns
+        self.send_streams: dict[int, SendStream] = {}
+        self.recv_streams: dict[int, RecvStream] = {}
+        self._send_order: deque[int] = deque()  # streams with queued bytes, round robin
+        self.queued_bytes = 0
+        self.next_pn = 0
+        self.sent: dict[int, SentPacket] = {}
+        self.in_flight = 0
+        self.lost: deque[tuple[int, int, bytes, bool]] = deque()
+        self.largest_acked = -1
+        self._tlp_deadline: int | None = None
+        self.cc = Congestion(mss=config.max_payload, cwnd=config.initial_cwnd_packets * config.max_payload,
+                             min_cwnd=config.min_cwnd_packets * config.max_payload,
+                             burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns)
+        self.cc.last_refill_ns = now_ns
+        self.received = ReceivedPackets(config.max_ack_ranges)
+        self._ack_pending = 0
+        self._ack_deadline: int | None = None
+        self._next_local_stream = 0
+        self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0}
+        if dialer:
+            self._emit(Dial(local_id, 0, dial_payload))
+        else:
+            self._emit(DialConf(local_id, peer_id, dial_payload))
+
+    # ------------------------------------------------------------------ application side
+    def open_stream(self) -> int:
+        """A new stream id of this side's parity (the smaller connection id uses even ids)."""
+        if len(self.send_streams.keys() | self.recv_streams.keys()) >= self.config.max_streams:
+            raise StreamLimitExceeded(f"more than {self.config.max_streams} streams")
+        parity = 0 if self.local_id < self.peer_id else 1
+        while True:
+            sid = self._next_local_stream * 2 + parity
+            self._next_local_stream += 1
+            if sid > 0xFFFF:
+                raise StreamLimitExceeded("stream ids exhausted")
+            if sid not in self.send_streams and sid not in self.recv_streams:
+                self.send_streams[sid] = SendStream()
+                return sid
+
+    def send(self, stream_id: int, data: bytes, fin: bool = False) -> None:
+        """Queue `data` (and the FIN) on a stream; raises if the send buffer would overflow."""
+        self._check_open()
+        if not 0 <= stream_id <= 0xFFFF:
+            raise ValueError("stream id out of range")
+        if self.queued_bytes + len(data) > self.config.send_buffer:
+            raise StreamLimitExceeded(f"send buffer of {self.config.send_buffer} bytes full")
+        s = self.send_streams.get(stream_id)
+        if s is None:
+            if len(self.send_streams.keys() | self.recv_streams.keys()) >= self.config.max_streams:
+                raise StreamLimitExceeded(f"more than {self.config.max_streams} streams")
+            s = self.send_streams[stream_id] = SendStream()
+        if s.fin_queued:
+            raise StreamError(f"stream {stream_id} already finished")
+        s.queued += data
+        self.queued_bytes += len(data)
+        s.fin_queued = fin
+        if stream_id not in self._send_order:
+            self._send_order.append(stream_id)
+
+    def send_room(self) -> int:
+        """Bytes `send` accepts now."""
+        return self.config.send_buffer - self.queued_bytes
+
+    def read(self, stream_id: int, limit: int = -1) -> bytes:
+        """In-order bytes received on a stream (b"" when none yet or at the end)."""
+        s = self.recv_streams.get(stream_id)
+        return s.read(limit) if s is not None else b""
+
+    def at_eof(self, stream_id: int) -> bool:
+        """The peer's FIN arrived and all bytes before it were read."""
+        s = self.recv_streams.get(stream_id)
+        return s is not None and s.finished
+
+    def close(self) -> None:
+        """Reset the connection now (the seed has no graceful close beyond each stream's FIN)."""
+        if self.state is not State.CLOSED:
+            if self.peer_id:
+                self._emit(Rst(self.local_id, self.peer_id))
+            self._finish(None)
+
+    def all_sent(self) -> bool:
+        """Nothing queued, nothing lost awaiting resend, nothing unacked."""
+        return not self.queued_bytes and not self.lost and not self.sent
+
+    def state_sizes(self) -> dict[str, int]:
+        """Every bounded per-connection structure's current size."""
+        return {
+            "streams": len(self.send_streams.keys() | self.recv_streams.keys()),
+            "send_queued_bytes": self.queued_bytes,
+            "sent_unacked": len(self.sent),
+            "lost_pending": len(self.lost),
+            "ack_ranges": len(self.received),
+            "recv_buffered_bytes": sum(s.buffered + len(s.readable) for s in self.recv_streams.values()),
+            "recv_chunks": sum(len(s.chunks) for s in self.recv_streams.values()),
+        }
+
+    # ------------------------------------------------------------------ network side
+    def on_packet(self, packet: Packet, now_ns: int) -> None:
+        """Handle one packet routed to this connection."""
+        if self.state is State.CLOSED:
+            return
+        self._last_recv_ns = now_ns
+        try:
+            if isinstance(packet, Rst):
+                self._finish(StreamReset("the peer reset the connection"))
+            elif isinstance(packet, Dial | DialConf | Conf):
+                self._on_handshake(packet, now_ns)
+            elif isinstance(packet, Data):
+                if self.state is State.DIAL_RECV and self.peer_id and packet.src_conn_id == self.peer_id:
+                    self._established()  # the CONF was lost; data proves the peer is established
+                if self.state is State.ESTABLISHED:
+                    self._on_data(packet, now_ns)
+            elif isinstance(packet, Ack) and self.state is State.ESTABLISHED:
+                self._on_ack(packet, now_ns)
+        except StreamProtocolError as e:
+            self._emit(Rst(self.local_id, self.peer_id))
+            self._finish(e)
+
+    def _on_handshake(self, packet: Dial | DialConf | Conf, now_ns: int) -> None:
+        st = self.state
+        if isinstance(packet, Dial):
+            if st is State.DIAL_SENT:  # simultaneous open
+                self.peer_id = packet.src_conn_id
+                self.state = State.DIAL_RECV
+                self._hs_tries = 1
+                self._hs_deadline = now_ns + self.config.handshake_retry_ns
+            if packet.src_conn_id == self.peer_id and self.state is not State.ESTABLISHED:
+                self._emit(DialConf(self.local_id, self.peer_id, self.dial_payload))
+            elif packet.src_conn_id == self.peer_id:
+                self._emit(Conf(self.local_id, self.peer_id))  # our DIALCONF's answer was lost; confirm again
+        elif isinstance(packet, DialConf):
+            if st is State.DIAL_SENT or (st is State.DIAL_RECV and packet.src_conn_id == self.peer_id):
+                self.peer_id = packet.src_conn_id
+                self._established()
+            if self.state is State.ESTABLISHED and packet.src_conn_id == self.peer_id:
+                self._emit(Conf(self.local_id, self.peer_id))
+        elif st is State.DIAL_RECV and packet.src_conn_id == self.peer_id:
+            self._established()
+
+    def _established(self) -> None:
+        self.state = State.ESTABLISHED
+        self.events.append(Established())
+
+    def _on_data(self, p: Data, now_ns: int) -> None:
+        s = self.recv_streams.get(p.stream_id)
+        if s is None:
+            if len(self.send_streams.keys() | self.recv_streams.keys()) >= self.config.max_streams \
+                    and p.stream_id not in self.send_streams:
+                return  # refused: not acked, so the peer retries once streams have closed
+            s = self.recv_streams[p.stream_id] = RecvStream(self.config.recv_window, self.config.max_recv_chunks)
+            if p.stream_id not in self.send_streams:
+                self.events.append(StreamOpened(p.stream_id))
+        before = (len(s.readable), s.fin_offset)
+        if not s.accept(p.offset, p.data, p.fin):
+            return
+        if (len(s.readable), s.fin_offset) != before or (p.fin and s.finished):
+            self.events.append(Readable(p.stream_id))
+        in_order = p.packet_number == self.received.largest + 1 and len(self.received) <= 1
+        if not self.received.add(p.packet_number):
+            self.stats["dup_packets"] += 1
+            in_order = False
+        self._ack_pending += 1
+        if not in_order or self._ack_pending >= self.config.ack_every:
+            self._send_ack()
+        elif self._ack_deadline is None:
+            self._ack_deadline = now_ns + self.config.ack_delay_ns
+
+    def _send_ack(self) -> None:
+        largest, entries = self.received.ack_entries(MAX_ACK_ENTRIES)
+        self._emit(Ack(self.local_id, self.peer_id, largest, entries))
+        self._ack_pending = 0
+        self._ack_deadline = None
+
+    def _on_ack(self, ack: Ack, now_ns: int) -> None:
+        newest: SentPacket | None = None
+        sent = self.sent
+        if sent:
+            smallest = next(iter(sent))  # packet numbers enter `sent` in ascending order
+            for low, high in ack.acked():
+                if high < smallest:
+                    break  # ranges come highest first: the rest is already settled
+                low = max(low, smallest)
+                if high - low > len(sent):
+                    pns = [pn for pn in sent if low <= pn <= high]
+                else:
+                    pns = [pn for pn in range(low, high + 1) if pn in sent]
+                for pn in pns:
+                    sp = sent.pop(pn)
+                    self.in_flight -= len(sp.data) or 1
+                    self.cc.on_acked(len(sp.data), sp.sent_ns)
+                    if pn == ack.largest:
+                        newest = sp
+        if newest is not None and ack.largest > self.largest_acked:
+            self.largest_acked = ack.largest
+            self.cc.on_rtt(now_ns - newest.sent_ns)
+            cutoff = newest.sent_ns - self.config.loss_delay_ns
+            lost = [pn for pn, sp in self.sent.items() if pn < ack.largest and sp.sent_ns <= cutoff]
+            for pn in sorted(lost):
+                self._mark_lost(pn, now_ns)
+        self._tlp_deadline = now_ns + self._tlp_ns() if self.sent else None
+
+    def _mark_lost(self, pn: int, now_ns: int) -> None:
+        sp = self.sent.pop(pn)
+        self.in_flight -= len(sp.data) or 1
+        self.stats["lost"] += 1
+        self.cc.on_congestion(sp.sent_ns, now_ns)
+        self.lost.append((sp.stream_id, sp.offset, sp.data, sp.fin))
+
+    def _tlp_ns(self) -> int:
+        return max(self.config.min_tlp_ns, 3 * self.cc.srtt_ns + self.config.ack_delay_ns)
+
+    def next_timer(self) -> int | None:
+        """The earliest time `on_timer` has work (None: only new packets or sends matter)."""
+        if self.state is State.CLOSED:
+            return None
+        times = [self._last_recv_ns + self.config.idle_timeout_ns]
+        if self.state is not State.ESTABLISHED:
+            times.append(self._hs_deadline)
+        if self._ack_deadline is not None:
+            times.append(self._ack_deadline)
+        if self._tlp_deadline is not None:
+            times.append(self._tlp_deadline)
+        return min(times)
+
+    def next_send_ns(self, now_ns: int) -> int | None:
+        """When `poll` can next send data (None: nothing to send or the window is full)."""
+        if self.state is not State.ESTABLISHED or not (self.lost or self._send_order):
+            return None
+        if self.in_flight + self.config.max_payload > self.cc.cwnd:
+            return None
+        return self.cc.next_send_ns(now_ns)
+
+    def on_timer(self, now_ns: int) -> None:
+        """Run whatever timers are due at `now_ns`."""
+        if self.state is State.CLOSED:
+            return
+        if now_ns >= self._last_recv_ns + self.config.idle_timeout_ns:
+            self._finish(StreamTimeout("no packet from the peer within the idle timeout"))
+            return
+        if self.state is not State.ESTABLISHED and now_ns >= self._hs_deadline:
+            if self._hs_tries >= self.config.handshake_tries:
+                self._finish(StreamReset("the handshake was not answered"))
+                return
+            self._hs_tries += 1
+            self._hs_deadline = now_ns + (self.config.handshake_retry_ns << (self._hs_tries - 1))
+            if self.state is State.DIAL_SENT:
+                self._emit(Dial(self.local_id, 0, self.dial_payload))
+            else:
+                self._emit(DialConf(self.local_id, self.peer_id, self.dial_payload))
+        if self._ack_deadline is not None and now_ns >= self._ack_deadline:
+            self._send_ack()
+        if self._tlp_deadline is not None and now_ns >= self._tlp_deadline:
+            self._tlp_deadline = None
+            if self.sent:
+                self.stats["tlp"] += 1
+                for pn in sorted(self.sent):
+                    self._mark_lost(pn, now_ns)
+
+    def poll(self, now_ns: int) -> list[bytes]:
+        """Datagrams to send now: control packets, then lost data, then new data, paced."""
+        if self.state is State.ESTABLISHED:
+            self._fill(now_ns)
+        out, self._out = self._out, []
+        return out
+
+    def _fill(self, now_ns: int) -> None:
+        mss = self.config.max_payload
+        sent_any = False
+        while (self.lost or self._send_order) and self.in_flight + mss <= self.cc.cwnd and self.cc.may_send(now_ns):
+            if self.lost:
+                sid, offset, data, fin = self.lost.popleft()
+                self.stats["retransmitted"] += 1
+            else:
+                sid = self._send_order[0]
+                s = self.send_streams[sid]
+                data = bytes(s.queued[:mss])
+                del s.queued[:mss]
+                offset = s.next_offset
+                s.next_offset += len(data)
+                self.queued_bytes -= len(data)
+                fin = s.fin_queued and not s.queued
+                s.fin_sent = fin
+                self._send_order.popleft()
+                if s.queued:
+                    self._send_order.append(sid)
+                sent_any = True
+            pn = self.next_pn
+            self.next_pn += 1
+            self.sent[pn] = SentPacket(sid, offset, data, fin, now_ns)
+            self.in_flight += len(data) or 1
+            self.cc.on_sent(len(data))
+            self.stats["sent_packets"] += 1
+            self._emit(Data(self.local_id, self.peer_id, sid, pn, offset, data, fin))
+            if self._tlp_deadline is None:
+                self._tlp_deadline = now_ns + self._tlp_ns()
+        if sent_any:
+            self.events.append(Writable())
+
+    # ------------------------------------------------------------------ internals
+    def _emit(self, packet: Packet) -> None:
+        self._out.append(encode(packet, self.profile))
+
+    def _check_open(self) -> None:
+        if self.state is State.CLOSED:
+            raise self.error or StreamError("connection closed")
+
+    def _finish(self, error: StreamError | None) -> None:
+        self.state = State.CLOSED
+        self.error = error
+        self.sent.clear()
+        self.lost.clear()
+        self.send_streams.clear()
+        self._send_order.clear()
+        self.queued_bytes = 0
+        self.events.append(Closed(error))

@@ -1,0 +1,157 @@
+"""The sans-I/O Stream endpoint: one UDP socket's worth of connections, demultiplexed by connection id.
+
+Theory: every datagram goes to `receive(data, addr, now)`. It is decoded (bad
+bytes are counted and dropped, never raised), then routed: a packet with a
+destination id goes to the connection holding that local id if its source id
+and address match the peer's; a DIAL (destination 0) goes to a connection
+already dialing that address (simultaneous open) or with that peer id
+(a retransmitted DIAL), else, when listening and within `max_connections` /
+`max_half_open`, to a new connection. Anything else for an unknown
+connection is answered with RST (never a RST for a RST). Connection ids come
+from the injected `random.Random`, so simulations are deterministic.
+`transmit(now)` collects every connection's datagrams; `next_timer(now)` is
+the earliest moment something is due.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from aeron_compat.stream.connection import Address, Closed, Connection, Event, State
+from aeron_compat.stream.errors import StreamLimitExceeded, StreamWireError
+from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.stream.packets import Dial, Packet, Profile, Rst, decode, encode
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A listener's connection finished its handshake."""
+
+    connection: Connection
+
+
+class Endpoint:
+    """All connections of one local socket."""
+
+    def __init__(self, config: StreamConfig | None = None, *, profile: Profile = "seed", listening: bool = False,
+                 rng: random.Random | None = None) -> None:
+        self.config = config or StreamConfig()
+        self.profile: Profile = profile
+        self.listening = listening
+        self.rng = rng or random.Random()
+        self.connections: dict[int, Connection] = {}
+        self.accepted: list[Accepted] = []
+        self.counters = {"malformed": 0, "rst_sent": 0, "refused": 0, "stray": 0}
+        self._out: list[tuple[bytes, Address]] = []
+
+    def _new_id(self) -> int:
+        while True:
+            cid = self.rng.randrange(1, 1 << 32)
+            if cid not in self.connections:
+                return cid
+
+    def _room(self) -> None:
+        if len(self.connections) >= self.config.max_connections:
+            raise StreamLimitExceeded(f"more than {self.config.max_connections} connections")
+
+    def dial(self, addr: Address, now_ns: int, payload: bytes = b"") -> Connection:
+        """Start a connection to `addr` (its DIAL goes out on the next `transmit`)."""
+        self._room()
+        conn = Connection(self.config, self.profile, self._new_id(), addr, now_ns, dialer=True, dial_payload=payload)
+        self.connections[conn.local_id] = conn
+        return conn
+
+    def receive(self, data: bytes, addr: Address, now_ns: int) -> Connection | None:
+        """Handle one datagram from `addr`; returns the connection it went to, if any."""
+        try:
+            packet = decode(data, self.profile)
+        except StreamWireError:
+            self.counters["malformed"] += 1
+            return None
+        conn = self._route(packet, addr, now_ns)
+        if conn is not None:
+            was_established = conn.state is State.ESTABLISHED
+            conn.on_packet(packet, now_ns)
+            if not was_established and conn.state is State.ESTABLISHED and conn.incoming:
+                self.accepted.append(Accepted(conn))
+        return conn
+
+    def _route(self, packet: Packet, addr: Address, now_ns: int) -> Connection | None:
+        if isinstance(packet, Dial):
+            for c in self.connections.values():
+                if c.peer == addr and c.state is not State.CLOSED and (
+                        c.peer_id == packet.src_conn_id or (c.state is State.DIAL_SENT and not c.peer_id)):
+                    return c
+            if not self.listening:
+                self._rst(packet, addr)
+                return None
+            half_open = sum(1 for c in self.connections.values() if c.state is State.DIAL_RECV)
+            if len(self.connections) >= self.config.max_connections or half_open >= self.config.max_half_open:
+                self.counters["refused"] += 1
+                return None
+            new = Connection(self.config, self.profile, self._new_id(), addr, now_ns, dialer=False,
+                             peer_id=packet.src_conn_id)
+            self.connections[new.local_id] = new
+            return None  # the new connection already queued its DIALCONF
+        conn = self.connections.get(packet.dst_conn_id)
+        if conn is None or conn.peer != addr or conn.state is State.CLOSED or (
+                conn.peer_id and conn.peer_id != packet.src_conn_id):
+            if not isinstance(packet, Rst):
+                self._rst(packet, addr)
+            else:
+                self.counters["stray"] += 1
+            return None
+        return conn
+
+    def _rst(self, packet: Packet, addr: Address) -> None:
+        self.counters["rst_sent"] += 1
+        self._out.append((encode(Rst(packet.dst_conn_id, packet.src_conn_id), self.profile), addr))
+
+    def transmit(self, now_ns: int) -> list[tuple[bytes, Address]]:
+        """Every datagram due now, with its destination."""
+        out, self._out = self._out, []
+        for conn in self.connections.values():
+            out.extend((d, conn.peer) for d in conn.poll(now_ns))
+        return out
+
+    def on_timer(self, now_ns: int) -> None:
+        """Run every connection's due timers."""
+        for conn in self.connections.values():
+            t = conn.next_timer()
+            if t is not None and t <= now_ns:
+                conn.on_timer(now_ns)
+
+    def next_timer(self, now_ns: int) -> int | None:
+        """The earliest time a timer or a paced send is due."""
+        times = []
+        for conn in self.connections.values():
+            for t in (conn.next_timer(), conn.next_send_ns(now_ns)):
+                if t is not None:
+                    times.append(t)
+        return min(times) if times else None
+
+    def events(self) -> list[tuple[Connection, Event]]:
+        """Drain every connection's events; closed connections are forgotten once drained."""
+        out: list[tuple[Connection, Event]] = []
+        for cid in list(self.connections):
+            conn = self.connections[cid]
+            while conn.events:
+                out.append((conn, conn.events.popleft()))
+            if conn.state is State.CLOSED:
+                for d in conn.poll(0):
+                    self._out.append((d, conn.peer))
+                del self.connections[cid]
+        return out
+
+    def state_sizes(self) -> dict[str, int]:
+        """Endpoint-wide counts of every bounded structure."""
+        sizes = {"connections": len(self.connections),
+                 "half_open": sum(1 for c in self.connections.values() if c.state is State.DIAL_RECV)}
+        for conn in self.connections.values():
+            for k, v in conn.state_sizes().items():
+                sizes[k] = sizes.get(k, 0) + v
+        return sizes
+
+
+__all__ = ["Accepted", "Closed", "Endpoint"]
