@@ -1,0 +1,86 @@
+# ruff: noqa: F841, E501  (mypy snippets: names bound only to be type-checked, long error markers)
+# Checked by tests/typecheck/test_mypy.py, never run: each line whose comment starts with "E:" must get a
+# mypy error containing the rest of that comment, and no other line may get one.
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, assert_type
+
+import aqueduct
+from aqueduct import Connection, Message, OneshotReceiver, OneshotSender, Receiver, Sender
+
+
+@dataclasses.dataclass
+class Order:
+    sym: str
+    qty: int
+
+
+@dataclasses.dataclass
+class Quote:
+    sym: str
+    px: float
+
+
+@dataclasses.dataclass
+class Request:
+    sym: str
+    reply: OneshotSender[Quote]
+
+
+async def channels() -> None:
+    tx, rx = aqueduct.channel(Order)
+    assert_type(tx, Sender[Order])
+    assert_type(rx, Receiver[Order])
+    await tx.send(Order("X", 1))
+    await tx.send("x")  # E: Argument 1 to "send" of "Sender" has incompatible type "str"; expected "Order"
+    tx.try_send(Quote("X", 1.0))  # E: incompatible type "Quote"; expected "Order"
+    o = await rx.recv()
+    assert_type(o, Order)
+    m = await rx.recv_message()
+    assert_type(m, Message[Order])
+    async for item in rx:
+        assert_type(item, Order)
+    n: int = await rx.recv()  # E: Incompatible types in assignment (expression has type "Order", variable has type "int")
+
+    utx, urx = aqueduct.channel()
+    assert_type(utx, Sender[Any])
+    await utx.send("anything")
+    await utx.send(42)
+    assert_type(await urx.recv(), Any)
+
+    mtx, _ = aqueduct.channel("unordered")
+    assert_type(mtx, Sender[Any])
+    ktx, _ = aqueduct.channel(mode="unreliable", capacity=4)
+    assert_type(ktx, Sender[Any])
+    aqueduct.channel(Order, capacity="big")  # E: No overload variant of "channel" matches
+
+
+async def oneshots() -> None:
+    reply_tx, reply_rx = aqueduct.oneshot(Quote)
+    assert_type(reply_tx, OneshotSender[Quote])
+    assert_type(reply_rx, OneshotReceiver[Quote])
+    await reply_tx.send(Order("X", 1))  # E: incompatible type "Order"; expected "Quote"
+    assert_type(await reply_rx.recv(), Quote)
+    plain: Sender[Quote] = reply_tx  # a oneshot sender is a Sender for typing
+
+
+async def endpoints() -> None:
+    async with aqueduct.connect("aqueduct://h:1", ca="ca.pem", entrypoint=Request) as conn:
+        assert_type(conn, Connection[Sender[Request]])
+        assert_type(conn.entrypoint, Sender[Request])
+        await conn.entrypoint.send(Order("X", 1))  # E: incompatible type "Order"; expected "Request"
+        # the reply type comes from what the result is assigned to (mypy cannot see it through the lambda)
+        quote: Quote = await aqueduct.request(conn.entrypoint, lambda reply: Request(sym="X", reply=reply))
+        assert_type(quote, Quote)
+        wrong: Order = await aqueduct.request(conn.entrypoint, lambda reply: Request(sym="X", reply=reply))  # E: Argument "reply" to "Request" has incompatible type "OneshotSender[Order]"; expected "OneshotSender[Quote]"
+    async with aqueduct.connect("aqueduct://h:1", ca="ca.pem") as untyped:
+        assert_type(untyped.entrypoint, Sender[Any])
+    aqueduct.connect("aqueduct://h:1", cafile="ca.pem")  # E: No overload variant of "connect" matches
+    async with aqueduct.serve("127.0.0.1", 0, cert="c", key="k", entrypoint=Request) as server:
+        async for sconn in server:
+            assert_type(sconn.entrypoint, Receiver[Request])
+            req = await sconn.entrypoint.recv()
+            assert_type(req.reply, OneshotSender[Quote])
+            await req.reply.send(Quote("X", 1.0))
+            await req.reply.send(1.0)  # E: incompatible type "float"; expected "Quote"
