@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import gc
 from typing import Any, TypedDict
 
 import msgspec
@@ -179,3 +180,45 @@ async def test_on_invalid_drop_and_close(certs: DevCerts) -> None:
                     assert result == want
             if policy == "close":  # the closed receiver tells the sender
                 assert await guard(tx.ended()) is aqueduct.EndReason.RECEIVER_DROPPED
+
+
+async def test_request_timeout_and_cancellation_leave_nothing_behind(certs: DevCerts) -> None:
+    held: asyncio.Queue[Order] = asyncio.Queue()
+
+    async def slow_desk(conn: aqueduct.Connection[Receiver[Order]]) -> None:
+        async for order in conn.entrypoint:
+            held.put_nowait(order)  # answers nothing
+
+    async with running(certs, slow_desk, entrypoint=Order) as (url, _), \
+            aqueduct.connect(url, ca=certs.ca, entrypoint=Order) as conn:
+        idle = _sizes(conn)
+        with pytest.raises(aqueduct.Timeout):
+            await aqueduct.request(conn.entrypoint, lambda r: Order("T", 1, Side.BUY, r), timeout=0.2)
+        late = await guard(held.get())
+        assert await guard(late.reply.ended()) is aqueduct.EndReason.RECEIVER_DROPPED  # the asker gave up
+        with pytest.raises(aqueduct.ReceiverDropped):
+            await late.reply.send(Quote("late", 0.0))
+        task = asyncio.ensure_future(aqueduct.request(conn.entrypoint, lambda r: Order("C", 1, Side.BUY, r)))
+        cancelled = await guard(held.get())
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await guard(cancelled.reply.ended()) is aqueduct.EndReason.RECEIVER_DROPPED
+        del late, cancelled
+        await _settle(conn, idle)
+
+
+def _sizes(conn: aqueduct.Connection[Any]) -> dict[str, int]:
+    return {k: v for k, v in conn.engine.state_sizes().items() if k != "timers"}
+
+
+async def _settle(conn: aqueduct.Connection[Any], idle: dict[str, int]) -> None:
+    """Until the client's engine tables are back at their idle sizes (bounded by the guard): the engine
+    forgets a closed channel once the peer has heard of it, a network round trip later."""
+
+    async def back() -> None:
+        while _sizes(conn) != idle:
+            gc.collect()
+            await asyncio.sleep(0.01)  # (a poll of a condition, never a stand-in for one)
+
+    await guard(back())
