@@ -110,6 +110,39 @@ class LimitExceeded(AqueductError):
     """A configured limit would be exceeded (message too large, too many channels, ...)."""
 
 
+class Outcome(Enum):
+    """What became of one message sent with `confirm=True`."""
+
+    ACKED = "acked"
+    """The receiving application took it (on a connection: the peer acknowledged it)."""
+    NACKED = "nacked"
+    """The peer reported it lost (an unreliable message that never arrived, or a reliable one it dropped)."""
+    CANCELLED = "cancelled"
+    """The channel was cancelled before it was taken."""
+    RECEIVER_DROPPED = "receiver dropped"
+    """The receiver was closed or dropped before taking it."""
+    CONNECTION_LOST = "connection lost"
+    """The connection ended before it was acknowledged."""
+    CREATING_MESSAGE_LOST = "creating message lost"
+    """The message that created this channel was lost, and the channel with it."""
+
+    @property
+    def delivered(self) -> bool:
+        """Whether the message reached the receiving application."""
+        return self is Outcome.ACKED
+
+
+OUTCOME_FOR_END: dict[EndReason, Outcome] = {
+    EndReason.CANCELLED: Outcome.CANCELLED,
+    EndReason.CLOSED: Outcome.CANCELLED,
+    EndReason.FINISHED: Outcome.NACKED,
+    EndReason.LOST: Outcome.CREATING_MESSAGE_LOST,
+    EndReason.RECEIVER_DROPPED: Outcome.RECEIVER_DROPPED,
+    EndReason.CONNECTION_LOST: Outcome.CONNECTION_LOST,
+}
+"""A confirmed message still unanswered when its sender ends gets the outcome of the way it ended."""
+
+
 ERROR_FOR_REASON: dict[EndReason, type[ChannelError]] = {
     EndReason.CLOSED: ChannelClosed,
     EndReason.CANCELLED: ChannelCancelled,
@@ -131,6 +164,7 @@ __all__ = [
     "ConnectionLost",
     "EndReason",
     "LimitExceeded",
+    "Outcome",
     "ProtocolError",
     "ReceiverDropped",
     "ResetCode",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import deque
 from collections.abc import Coroutine, Sequence
@@ -27,10 +28,12 @@ from ..core import app
 from ..core.app import Delivery
 from ..errors import (
     ERROR_FOR_REASON,
+    OUTCOME_FOR_END,
     ChannelError,
     ConnectionLost,
     EndReason,
     LimitExceeded,
+    Outcome,
     ReceiverDropped,
     WouldBlock,
 )
@@ -148,6 +151,8 @@ class Connection(Generic[E]):
         self._clear_writes = -1
         """The stream a send last found not blocked, and protocol.stream_writes then: until another stream
         write, the next send to it need not check again (see AqueductProtocol.stream_writes)."""
+        self._outcomes: dict[int, dict[tuple[bool, int], asyncio.Future[Outcome]]] = {}
+        """Sender handle -> (reliable, number) -> the outcome future of a message sent with confirm=True."""
         self._bufs: dict[int, deque[Prefetched]] = {}
         """Receiver handle -> the buffer its Receiver prefetches into (cleared when the engine would discard)."""
         self._prefetch: dict[int, int] = {}
@@ -231,6 +236,8 @@ class Connection(Generic[E]):
                 self._wake(ev.receiver)
             elif isinstance(ev, app.SenderEnded):
                 self._sender_ended[ev.sender] = ev.reason
+                if ev.sender in self._outcomes:
+                    self._settle_all(ev.sender, OUTCOME_FOR_END[ev.reason])
                 self._wake(ev.sender)
             elif isinstance(ev, app.WritableAgain):
                 self._wake(ev.sender)
@@ -238,6 +245,8 @@ class Connection(Generic[E]):
                 self._on_headers(ev)
             elif isinstance(ev, app.ConnectionClosed):
                 self._on_closed(ev)
+            elif self._outcomes and isinstance(ev, app.MessagesAcked | app.MessagesNacked):
+                self._settle_run(ev)
 
     def _on_headers(self, ev: app.HeadersReceived) -> None:
         self.peer_headers = ev.headers
@@ -263,6 +272,8 @@ class Connection(Generic[E]):
             self.ready.set_exception(exc_type(ev.reason or "connection closed before it was ready", ev.error_code))
         if not self.closed.done():
             self.closed.set_result(ev)
+        for handle in list(self._outcomes):
+            self._settle_all(handle, Outcome.CONNECTION_LOST)
         for handle in list(self._bufs):  # the engine dropped its queues: what was taken ahead goes too
             self._forget_buffer(handle, discard=self._receiver_ended.get(handle) is not EndReason.FINISHED)
         for handle in list(self._waiters):
@@ -302,7 +313,7 @@ class Connection(Generic[E]):
                 f"(at most {limit} bytes of payload on this connection)"
             )
 
-    def _send_now(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> int | None:
+    def _send_now(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> app.SendResult:
         if self.closed.done():
             raise self._lost()
         kinds = [attach_kind(h) for h in halves] if halves else ()  # (the common case builds no list)
@@ -315,7 +326,7 @@ class Connection(Generic[E]):
         self._last_stream[handle] = result.stream_id
         self.stats.count_sent(delivery, len(payload))
         self._protocol.flush()
-        return result.stream_id
+        return result
 
     def _blocked(self, handle: int, delivery: Delivery) -> bool:
         if delivery is Delivery.UNRELIABLE:
@@ -340,7 +351,7 @@ class Connection(Generic[E]):
         if halves:
             if delivery is _UNRELIABLE or self._blocked(handle, delivery):
                 return self._send_waiting(handle, payload, halves, delivery)
-            stream = self._send_now(handle, payload, halves, delivery)
+            stream = self._send_now(handle, payload, halves, delivery).stream_id
             if protocol.send_blocked(stream):
                 return self._wait_while(lambda: protocol.send_blocked(stream))
             return None
@@ -388,7 +399,7 @@ class Connection(Generic[E]):
             self._check_datagram(payload)
         if self._blocked(handle, delivery):
             await self._wait_while(lambda: self._blocked(handle, delivery))
-        stream = self._send_now(handle, payload, halves, delivery)
+        stream = self._send_now(handle, payload, halves, delivery).stream_id
         if self._protocol.send_blocked(stream):
             await self._wait_while(lambda: self._protocol.send_blocked(stream))
 
@@ -407,12 +418,61 @@ class Connection(Generic[E]):
             raise WouldBlock("the peer's window is full")
         self._send_now(handle, payload, halves, delivery)
 
+    # ---- per-message outcomes (send(..., confirm=True)) ----
+    async def send_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]:
+        """Send (waiting while blocked, as `send`); the future resolves once the message's fate is known."""
+        payload, halves = self.codec.encode(obj)
+        if delivery is Delivery.UNRELIABLE:
+            self._check_datagram(payload)
+        if self._blocked(handle, delivery):
+            await self._wait_while(lambda: self._blocked(handle, delivery))
+        return self._confirm(handle, delivery, self._send_now(handle, payload, halves, delivery))
+
+    def send_nowait_confirmed(
+        self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False
+    ) -> asyncio.Future[Outcome]:
+        """`send_nowait`, and a future of the message's outcome."""
+        payload, halves = self.codec.encode(obj)
+        if delivery is Delivery.UNRELIABLE:
+            self._check_datagram(payload)
+        if not force and self._blocked(handle, delivery):
+            raise WouldBlock("the peer's window is full")
+        return self._confirm(handle, delivery, self._send_now(handle, payload, halves, delivery))
+
+    def _confirm(self, handle: int, delivery: Delivery, result: app.SendResult) -> asyncio.Future[Outcome]:
+        fut: asyncio.Future[Outcome] = self._loop.create_future()
+        ended = self._sender_ended.get(handle)
+        if ended is not None:
+            fut.set_result(OUTCOME_FOR_END[ended])
+        else:
+            self._outcomes.setdefault(handle, {})[(delivery is not Delivery.UNRELIABLE, result.number)] = fut
+        return fut
+
+    def _settle_run(self, ev: app.MessagesAcked | app.MessagesNacked) -> None:
+        pending = self._outcomes.get(ev.sender)
+        if not pending:
+            return
+        outcome = Outcome.ACKED if isinstance(ev, app.MessagesAcked) else Outcome.NACKED
+        for key in [k for k in pending if k[0] == ev.reliable and ev.first <= k[1] < ev.stop]:
+            fut = pending.pop(key)
+            if not fut.done():
+                fut.set_result(outcome)
+        if not pending:
+            del self._outcomes[ev.sender]
+
+    def _settle_all(self, handle: int, outcome: Outcome) -> None:
+        for fut in self._outcomes.pop(handle, {}).values():
+            if not fut.done():
+                fut.set_result(outcome)
+
     def finish(self, handle: int) -> None:
         """Finish a sender."""
         self._call(self.engine.finish, handle)
 
     def cancel(self, handle: int) -> None:
-        """Cancel a sender."""
+        """Cancel a sender (its confirmed messages still unanswered end CANCELLED, though the engine nacks them)."""
+        if handle in self._outcomes:
+            self._settle_all(handle, Outcome.CANCELLED)
         self._call(self.engine.cancel, handle)
 
     def close_receiver(self, handle: int) -> None:
@@ -577,7 +637,12 @@ class Connection(Generic[E]):
                 pipe.items.clear()
                 half._mark_moved()
                 for msg in queued:
-                    self.send_nowait(created, msg.value, msg.delivery, force=True)
+                    local = pipe.confirms.pop(msg.number, None)
+                    if local is None:
+                        self.send_nowait(created, msg.value, msg.delivery, force=True)
+                    else:  # a confirmed message queued before its channel moved: its fate is the network's
+                        remote = self.send_nowait_confirmed(created, msg.value, msg.delivery, force=True)
+                        remote.add_done_callback(functools.partial(_pass_on, local))
                 if tx is not None and tx._done is None:
                     tx._bind(self, created)
                 elif ended is EndReason.FINISHED:
@@ -624,6 +689,11 @@ class Connection(Generic[E]):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _pass_on(to: asyncio.Future[Outcome], done: asyncio.Future[Outcome]) -> None:
+    if not to.done():
+        to.set_result(done.result())
 
 
 def _take_over_sender(half: Sender[Any]) -> Sender[Any]:

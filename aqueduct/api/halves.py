@@ -38,7 +38,16 @@ from types import TracebackType
 from typing import Any, Generic, Literal, Protocol, TypeVar, overload
 
 from ..core.app import AttachKind, Delivery
-from ..errors import ERROR_FOR_REASON, ChannelClosed, EndReason, ReceiverDropped, Timeout, ValidationError, WouldBlock
+from ..errors import (
+    ERROR_FOR_REASON,
+    ChannelClosed,
+    EndReason,
+    Outcome,
+    ReceiverDropped,
+    Timeout,
+    ValidationError,
+    WouldBlock,
+)
 from .validation import TypeSpec, register_half_types, spec_for
 
 T = TypeVar("T")
@@ -81,6 +90,8 @@ class Link(Protocol):
 
     def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None: ...
     def channel_name(self, handle: int) -> str: ...
+    async def send_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]: ...
+    def send_nowait_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]: ...
     def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None: ...
     def finish(self, handle: int) -> None: ...
     def cancel(self, handle: int) -> None: ...
@@ -94,7 +105,7 @@ class Link(Protocol):
 class _Pipe:
     """Shared state of an in-process channel."""
 
-    __slots__ = ("_waiters", "capacity", "count", "ended", "items", "receiver", "receiver_gone", "sender")
+    __slots__ = ("_waiters", "capacity", "confirms", "count", "ended", "items", "receiver", "receiver_gone", "sender")
 
     def __init__(self, capacity: int) -> None:
         self.items: deque[Message[Any]] = deque()
@@ -105,6 +116,8 @@ class _Pipe:
         self.sender: weakref.ref[Sender[Any]] | None = None
         self.receiver: weakref.ref[Receiver[Any]] | None = None
         self._waiters: list[asyncio.Future[None]] = []
+        self.confirms: dict[int, asyncio.Future[Outcome]] = {}
+        """Message number -> outcome future of a queued message sent with confirm=True."""
 
     def wake(self) -> None:
         for fut in self._waiters:
@@ -123,7 +136,20 @@ class _Pipe:
             self.ended = reason
             if reason is not EndReason.FINISHED:
                 self.items.clear()
+                self.settle_all(Outcome.CANCELLED)
             self.wake()
+
+    def taken(self, msg: Message[Any]) -> None:
+        """The receiver took `msg`: a confirmed send learns it was delivered."""
+        fut = self.confirms.pop(msg.number, None)
+        if fut is not None and not fut.done():
+            fut.set_result(Outcome.ACKED)
+
+    def settle_all(self, outcome: Outcome) -> None:
+        confirms, self.confirms = self.confirms, {}
+        for fut in confirms.values():
+            if not fut.done():
+                fut.set_result(outcome)
 
     def sender_dropped(self) -> None:
         self.end(EndReason.CANCELLED)
@@ -131,6 +157,7 @@ class _Pipe:
     def receiver_dropped(self) -> None:
         self.receiver_gone = True
         self.items.clear()
+        self.settle_all(Outcome.RECEIVER_DROPPED)
         self.wake()
 
 
@@ -228,12 +255,30 @@ class Sender(_Half, Generic[T]):
             raise ChannelClosed(f"sender is {self._done}")
 
     # ---- API ----
-    async def send(self, obj: T, mode: ModeLike | None = None, *, timeout: float | None = None) -> None:
+    @overload
+    async def send(
+        self, obj: T, mode: ModeLike | None = ..., *, timeout: float | None = ..., confirm: Literal[False] = ...
+    ) -> None: ...
+    @overload
+    async def send(
+        self, obj: T, mode: ModeLike | None = ..., *, timeout: float | None = ..., confirm: Literal[True]
+    ) -> Outcome: ...
+    async def send(
+        self, obj: T, mode: ModeLike | None = None, *, timeout: float | None = None, confirm: bool = False
+    ) -> Outcome | None:
         """Send `obj`; waits while the peer's window (or the local queue) is full (Timeout after `timeout` s).
 
-        On a typed channel a value that is not a T raises ValidationError and nothing is sent."""
+        On a typed channel a value that is not a T raises ValidationError and nothing is sent. With
+        `confirm=True` it also waits for the message's fate and returns it (`Outcome.ACKED`, or how it
+        was lost: nacked, cancelled, receiver dropped, connection lost, creating message lost)."""
         if timeout is not None:
-            return await within(timeout, self.send(obj, mode), f"send on {self._where()}")
+            what = f"send on {self._where()}"
+            if confirm:
+                return await within(timeout, self.send(obj, mode, confirm=True), what)
+            await within(timeout, self.send(obj, mode), what)
+            return None
+        if confirm:
+            return await (await self._send_confirmed(obj, mode))
         delivery = self.mode if mode is None else as_delivery(mode)
         wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
         while True:
@@ -242,7 +287,7 @@ class Sender(_Half, Generic[T]):
                 waiting = link.send(self._handle, wire, delivery)  # type: ignore[arg-type]
                 if waiting is not None:
                     await waiting
-                return
+                return None
             self._check()
             pipe = self._pipe
             assert pipe is not None
@@ -250,18 +295,43 @@ class Sender(_Half, Generic[T]):
                 raise ReceiverDropped("the receiver was closed or dropped")
             if len(pipe.items) < pipe.capacity:
                 self._push(pipe, obj, delivery)
-                return
+                return None
             await pipe.wait()
 
-    def try_send(self, obj: T, mode: ModeLike | None = None) -> None:
-        """Send `obj` now, or raise WouldBlock if the window (or local queue) is full."""
+    async def _send_confirmed(self, obj: T, mode: ModeLike | None) -> asyncio.Future[Outcome]:
+        """Send one message (waiting while blocked) and return the future of its outcome."""
+        while True:
+            try:
+                return self.try_send(obj, mode, confirm=True)
+            except WouldBlock:
+                link = self._link
+                if link is not None:  # (the networked wait: send_confirmed waits, then sends)
+                    assert self._handle is not None
+                    delivery = self.mode if mode is None else as_delivery(mode)
+                    wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
+                    return await link.send_confirmed(self._handle, wire, delivery)
+                assert self._pipe is not None
+                await self._pipe.wait()
+
+    @overload
+    def try_send(self, obj: T, mode: ModeLike | None = ..., *, confirm: Literal[False] = ...) -> None: ...
+    @overload
+    def try_send(self, obj: T, mode: ModeLike | None = ..., *, confirm: Literal[True]) -> asyncio.Future[Outcome]: ...
+    def try_send(
+        self, obj: T, mode: ModeLike | None = None, *, confirm: bool = False
+    ) -> asyncio.Future[Outcome] | None:
+        """Send `obj` now, or raise WouldBlock if the window (or local queue) is full.
+
+        With `confirm=True` it returns a future of the message's Outcome."""
+        if confirm:
+            return self._try_send_confirmed(obj, mode)
         delivery = self.mode if mode is None else as_delivery(mode)
         self._check()
         wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
         if self._link is not None:
             assert self._handle is not None
             self._link.send_nowait(self._handle, wire, delivery)
-            return
+            return None
         pipe = self._pipe
         assert pipe is not None
         if pipe.receiver_gone:
@@ -269,6 +339,25 @@ class Sender(_Half, Generic[T]):
         if len(pipe.items) >= pipe.capacity:
             raise WouldBlock("local channel queue is full")
         self._push(pipe, obj, delivery)
+        return None
+
+    def _try_send_confirmed(self, obj: T, mode: ModeLike | None) -> asyncio.Future[Outcome]:
+        delivery = self.mode if mode is None else as_delivery(mode)
+        self._check()
+        wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
+        if self._link is not None:
+            assert self._handle is not None
+            return self._link.send_nowait_confirmed(self._handle, wire, delivery)
+        pipe = self._pipe
+        assert pipe is not None
+        if pipe.receiver_gone:
+            raise ReceiverDropped("the receiver was closed or dropped")
+        if len(pipe.items) >= pipe.capacity:
+            raise WouldBlock("local channel queue is full")
+        fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        pipe.confirms[pipe.count] = fut
+        self._push(pipe, obj, delivery)
+        return fut
 
     @staticmethod
     def _push(pipe: _Pipe, obj: Any, delivery: Delivery) -> None:
@@ -390,6 +479,8 @@ class Receiver(_Half, Generic[T]):
             pipe = self._pipe
             if pipe is not None and pipe.items:
                 msg = pipe.items.popleft()
+                if pipe.confirms:
+                    pipe.taken(msg)
                 pipe.wake()
                 return msg
             if self._link is not None:
@@ -447,22 +538,44 @@ class OneshotSender(Sender[T]):
 
     __slots__ = ()
 
-    async def send(self, obj: T, mode: ModeLike | None = None, *, timeout: float | None = None) -> None:
+    @overload
+    async def send(
+        self, obj: T, mode: ModeLike | None = ..., *, timeout: float | None = ..., confirm: Literal[False] = ...
+    ) -> None: ...
+    @overload
+    async def send(
+        self, obj: T, mode: ModeLike | None = ..., *, timeout: float | None = ..., confirm: Literal[True]
+    ) -> Outcome: ...
+    async def send(
+        self, obj: T, mode: ModeLike | None = None, *, timeout: float | None = None, confirm: bool = False
+    ) -> Outcome | None:
         """Send the one message (ChannelClosed if it was sent already); the channel is then finished."""
         self._check()
+        if confirm:
+            fut = self._try_send_confirmed(obj, mode)  # (a oneshot pipe or a fresh channel has room)
+            self._sent_one()
+            return await within(timeout, fut, f"send on {self._where()}")
         await super().send(obj, mode, timeout=timeout)
+        self._sent_one()
+        return None
+
+    def _sent_one(self) -> None:
         if self._link is None:  # (on a connection the engine finishes a oneshot channel after its message)
             self._end(EndReason.FINISHED)
         else:
             self._done = "finished"
 
-    def try_send(self, obj: T, mode: ModeLike | None = None) -> None:
+    @overload
+    def try_send(self, obj: T, mode: ModeLike | None = ..., *, confirm: Literal[False] = ...) -> None: ...
+    @overload
+    def try_send(self, obj: T, mode: ModeLike | None = ..., *, confirm: Literal[True]) -> asyncio.Future[Outcome]: ...
+    def try_send(
+        self, obj: T, mode: ModeLike | None = None, *, confirm: bool = False
+    ) -> asyncio.Future[Outcome] | None:
         """Send the one message now, or WouldBlock."""
-        super().try_send(obj, mode)
-        if self._link is None:
-            self._end(EndReason.FINISHED)
-        else:
-            self._done = "finished"
+        fut = super().try_send(obj, mode, confirm=True) if confirm else super().try_send(obj, mode)
+        self._sent_one()
+        return fut
 
     def __repr__(self) -> str:
         return "<Oneshot" + super().__repr__()[1:]

@@ -3,6 +3,7 @@
 # mypy error containing the rest of that comment, and no other line may get one.
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any, assert_type
 
@@ -41,6 +42,9 @@ async def channels() -> None:
     assert_type(m, Message[Order])
     async for item in rx:
         assert_type(item, Order)
+    assert_type(await tx.send(Order("X", 2), confirm=True), aqueduct.Outcome)
+    assert_type(tx.try_send(Order("X", 3), confirm=True), asyncio.Future[aqueduct.Outcome])
+    none = await tx.send(Order("X", 4))  # E: does not return a value
     n: int = await rx.recv()  # E: Incompatible types in assignment (expression has type "Order", variable has type "int")
 
     utx, urx = aqueduct.channel()
