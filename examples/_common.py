@@ -15,12 +15,12 @@ from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 @contextlib.asynccontextmanager
 async def running_server(
-    handler: Callable[[aqueduct.Connection], Awaitable[None]],
+    handler: Callable[[Any], Awaitable[None]], **serve_options: Any
 ) -> AsyncIterator[tuple[str, DevCerts]]:
     """Serve on a free loopback port with fresh certs; yield (url, certs); run `handler` per connection."""
     with tempfile.TemporaryDirectory() as tmp:
         certs = make_dev_certs(tmp)
-        async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key) as server:
+        async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, **serve_options) as server:
             tasks: set[asyncio.Task[None]] = set()
 
             async def accept() -> None:

@@ -65,7 +65,7 @@ async def test_echo_service_follows_the_rule(echo_server: str, certs: DevCerts) 
         assert [m.data async for m in reply_rx] == [b"deeper"]
 
 
-@pytest.mark.parametrize("name", ["echo_reply", "request_response", "pubsub", "chat"])
+@pytest.mark.parametrize("name", ["echo_reply", "request_response", "pubsub", "chat", "typed_service"])
 def test_example_runs(name: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run([sys.executable, str(ROOT / "examples" / f"{name}.py")], capture_output=True,
@@ -73,6 +73,16 @@ def test_example_runs(name: str) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
     assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_typed_service_example_shows_each_rule() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "typed_service.py")], capture_output=True,
+                         text=True, timeout=60, env=env, cwd=ROOT / "examples").stdout
+    for line in ("quote: ACME 99.5/100.5", "tick: ACME #2 100.20", "client: not sent:", "at $.ticks",
+                 "confirmed request: acked", "desk: refused a message: at $.sym expected str, got int",
+                 "untyped peer, still served: {'sym': 'ACME', 'bid': 99.5, 'ask': 100.5}"):
+        assert line in out, out
 
 
 def test_demo_runs() -> None:

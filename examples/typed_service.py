@@ -1,0 +1,82 @@
+"""A typed quote desk: request/response, a typed feed attached to a message, confirmed delivery, and an
+untyped peer whose malformed message is refused while its connection goes on.
+
+Run: `python examples/typed_service.py` (server and clients in one process, on loopback)."""
+
+from __future__ import annotations
+
+import msgspec
+from _common import run, running_server
+
+import aqueduct
+from aqueduct import Connection, OneshotSender, Receiver, Sender
+
+
+class Quote(msgspec.Struct):
+    sym: str
+    bid: float
+    ask: float
+
+
+class Tick(msgspec.Struct):
+    sym: str
+    seq: int
+    px: float
+
+
+class Request(msgspec.Struct):
+    """What the desk's entrypoint takes: ask for a quote (reply) and/or a feed of ticks."""
+
+    sym: str
+    reply: OneshotSender[Quote] | None = None
+    feed: Sender[Tick] | None = None
+    ticks: int = 0
+
+
+async def desk(conn: Connection[Receiver[Request]]) -> None:
+    """The server side: every message is a Request, or refused with a ValidationError naming the field."""
+    while True:
+        try:
+            req = await conn.entrypoint.recv()
+        except aqueduct.ValidationError as exc:
+            print(f"desk: refused a message: at {exc.path} expected {exc.expected}, got {exc.received}")
+            continue
+        except StopAsyncIteration:
+            return
+        if req.reply is not None:
+            await req.reply.send(Quote(req.sym, bid=99.5, ask=100.5))
+        if req.feed is not None:
+            async with req.feed as feed:  # finished when the block ends
+                for seq in range(req.ticks):
+                    await feed.send(Tick(req.sym, seq, 100.0 + seq / 10))
+
+
+async def main() -> None:
+    async with running_server(desk, entrypoint=Request) as (url, certs):
+        async with aqueduct.connect(url, ca=certs.ca, entrypoint=Request) as conn:
+            quote: Quote = await aqueduct.request(conn.entrypoint, lambda reply: Request("ACME", reply=reply),
+                                                  timeout=5.0)
+            print(f"quote: {quote.sym} {quote.bid}/{quote.ask}")
+
+            feed_tx, feed_rx = aqueduct.channel(Tick)  # the sender travels inside the request
+            await conn.entrypoint.send(Request("ACME", feed=feed_tx, ticks=3))
+            async for tick in feed_rx:
+                print(f"tick: {tick.sym} #{tick.seq} {tick.px:.2f}")
+
+            try:
+                await conn.entrypoint.send({"sym": "ACME", "ticks": "many"})  # type: ignore[arg-type]
+            except aqueduct.ValidationError as exc:
+                print(f"client: not sent: {exc}")
+
+            outcome = await conn.entrypoint.send(Request("ACME"), confirm=True)
+            print(f"confirmed request: {outcome.value}")
+
+        async with aqueduct.connect(url, ca=certs.ca) as untyped:  # a peer that knows no types
+            await untyped.entrypoint.send({"sym": 42})
+            reply_tx, reply_rx = aqueduct.oneshot()
+            await untyped.entrypoint.send({"sym": "ACME", "reply": reply_tx})
+            print(f"untyped peer, still served: {await reply_rx.recv()}")
+
+
+if __name__ == "__main__":
+    run(main())
