@@ -23,6 +23,7 @@ from ..api.endpoints import connect, serve
 from ..api.halves import Receiver, channel
 from ..errors import AqueductError, ChannelCancelled
 from ..quic.certs import make_dev_certs
+from ._record import add_record_arguments, recorder
 
 UPDATES = 300
 SAMPLES = 400
@@ -32,7 +33,7 @@ CHUNKS_BEFORE_CANCEL = 25
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `demo` subcommand."""
     p = sub.add_parser("demo", help="run a live loopback demo of Aqueduct (no arguments needed)")
-    p.add_argument("--record", metavar="DIR", help="record both sides' traffic (Parquet) into DIR")
+    add_record_arguments(p, "both sides' traffic")
     p.set_defaults(func=run)
 
 
@@ -162,7 +163,7 @@ async def _display(conn: Connection, p: Progress, tty: bool) -> None:
         await asyncio.sleep(0.1)
 
 
-async def _main(record: str | None = None) -> int:
+async def _main(record: Any = None) -> int:
     tty = sys.stdout.isatty()
     with tempfile.TemporaryDirectory(prefix="aqueduct-demo-") as tmp:
         certs = make_dev_certs(tmp)
@@ -205,7 +206,12 @@ async def _main(record: str | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo."""
-    code = asyncio.run(_main(args.record))
+    rec = recorder(args)
+    try:
+        code = asyncio.run(_main(rec))
+    finally:
+        if rec is not None:
+            rec.close()
     if args.record:
         print(f"recorded into {args.record}; analyze it with: aqueduct analyze {args.record}")
     return code

@@ -15,6 +15,7 @@ import sys
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
 from ..api.endpoints import serve
+from ._record import add_record_arguments, recorder
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,13 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--key", required=True, help="server private key (PEM)")
     p.add_argument("--single-use-tickets", action="store_true",
                    help="single-use session tickets: 0-RTT data is processed before the handshake ends (replay-safe)")
-    p.add_argument("--record", metavar="DIR", help="record every connection's traffic (Parquet) into DIR")
+    add_record_arguments(p, "every connection's traffic")
     p.set_defaults(func=run)
 
 
-async def _main(args: argparse.Namespace) -> None:
+async def _main(args: argparse.Namespace, record: object) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets, record=args.record) as server:
+                     single_use_tickets=args.single_use_tickets, record=record) as server:
         main = asyncio.current_task()
         assert main is not None
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main.cancel)
@@ -61,11 +62,15 @@ async def _main(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
+    rec = recorder(args)
     try:
-        asyncio.run(_main(args))
+        asyncio.run(_main(args, rec))
     except asyncio.CancelledError:  # SIGTERM
         return 0
     except OSError as exc:
         print(f"aqueduct serve: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if rec is not None:
+            rec.close()  # seals the last segment
     return 0
