@@ -573,7 +573,7 @@ def run(args: argparse.Namespace) -> int:
     if jit == "auto":
         jit = "quick" if is_local and recorded_events(source) < QUICK_JIT_EVENTS else "full"
     config = {f"spark.{role}.extraJavaOptions": QUICK_JIT for role in ("driver", "executor")} if jit == "quick" else {}
-    progress = Progress(1 if args.sql else STEPS)
+    progress = Progress((1 if args.sql else STEPS) + (1 if args.incremental else 0))
     started = time.monotonic()
     progress.note(
         "aqueduct analyze: using spark-submit's Spark session"
@@ -595,6 +595,13 @@ def run(args: argparse.Namespace) -> int:
     if skipped:
         progress.note(f"aqueduct analyze: skipped {len(skipped)} bad file(s) of {len(skipped) + len(source)}")
     progress.watch(spark.sparkContext)
+    if args.incremental and is_local:
+        from aqueduct.spark.incremental import STORE, ingest
+
+        with progress.step("taking in new segments"):
+            added = ingest(spark, source, out_dir)
+        progress.note(f"aqueduct analyze: {len(added)} new segment(s) of {len(source)} taken into {out_dir / STORE}")
+        source = str((out_dir / STORE).resolve())
     try:
         if args.sql:
             with progress.step("the SQL query"):
