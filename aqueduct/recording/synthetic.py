@@ -177,3 +177,29 @@ def generate(directory: str | os.PathLike[str], spec: SyntheticSpec = SyntheticS
     if segment is not None:
         segment.seal()
     return total
+
+
+def spec_for_events(events: int, loss: float = 0.01, seed: int = 1) -> SyntheticSpec:
+    """A spec of about `events` rows: 10 connections of 20 channels (even: sent + outcome rows, odd: received)."""
+    connections, channels = 10, 20
+    messages = max(1, round(events / (connections * channels * 1.5)))
+    return SyntheticSpec(connections=connections, channels=channels, messages=messages, loss=loss, seed=seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m aqueduct.recording.synthetic DIR --events N`: write a synthetic recording of about N events."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m aqueduct.recording.synthetic", description=main.__doc__)
+    parser.add_argument("directory")
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--loss", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    total = generate(args.directory, spec_for_events(args.events, args.loss, args.seed))
+    print(f"wrote {total} events into {args.directory}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

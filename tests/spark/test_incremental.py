@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from aqueduct.recording import sealed_segments
 from aqueduct.recording.synthetic import SyntheticSpec, generate
@@ -51,3 +52,12 @@ def test_an_unpublished_staging_run_is_dropped(spark: Any, tmp_path: Path) -> No
     ingest(spark, sealed_segments(rec), out)
     assert not crashed.exists()
     assert _totals(analyze(spark, str(store))) == _totals(analyze(spark, str(rec)))
+
+
+def test_the_generator_command_writes_about_the_events_asked_for(tmp_path: Path) -> None:
+    from aqueduct.recording.reader import check_segments
+    from aqueduct.recording.synthetic import main
+
+    assert main([str(tmp_path), "--events", "30000"]) == 0
+    good, bad = check_segments(tmp_path)
+    assert not bad and 30000 * 0.9 <= sum(pq.ParquetFile(p).metadata.num_rows for p in good) <= 30000 * 1.2
