@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-_COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "replay", "bench"]
+_COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "report", "replay", "bench"]
 
 
 def build_parser() -> argparse.ArgumentParser:

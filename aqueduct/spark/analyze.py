@@ -624,6 +624,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"result: {out_dir}/sql.parquet ({tables['sql'].num_rows} rows)")
         return 0
     print(render(tables))
+    html_path = getattr(args, "html", None)
+    if html_path:
+        from aqueduct.spark.html import write_html
+
+        print(f"report: {write_html(tables, Path(html_path), f'Aqueduct recording {recording}')}")
     if not args.no_charts:
         from aqueduct.spark.charts import draw
 
