@@ -1,4 +1,4 @@
-"""`aqueduct report DIR -o report.html`: the analysis as one self-contained HTML file (aqueduct/spark/html.py)."""
+"""`aqueduct report DIR -o report.html`: the analysis as one self-contained HTML file (spark/html_report.py)."""
 
 from __future__ import annotations
 

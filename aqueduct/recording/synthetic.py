@@ -4,8 +4,8 @@ Each connection has `channels` channels forming a random recursive tree
 (channel k > 0 was attached to message 0 of a random earlier channel).
 Even-indexed channels are outgoing (message_sent plus one acked or nacked
 row per message, lost with probability `loss`); odd ones are incoming
-(message_received only). Delivery modes cycle ordered, unordered,
-unreliable. Channel ends, connection stats (every second) and
+(message_received only, `reliable` for stream modes, as a receiving side
+records them). Delivery modes cycle ordered, unordered, unreliable. Channel ends, connection stats (every second) and
 open/close rows complete the picture. Output goes through `OpenSegment`,
 so the files are exactly what a Recorder writes.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .schema import SCHEMA, Kind
+from .schema import RELIABLE, SCHEMA, Kind
 from .segments import OpenSegment
 
 DELIVERIES = ("ordered", "unordered", "unreliable")
@@ -87,7 +87,7 @@ def _connection_tables(spec: SyntheticSpec, index: int, rng: np.random.Generator
             "connection": conn,
             "channel": np.full(m, ids[k]),
             "direction": "out" if outgoing else "in",
-            "delivery": delivery,
+            "delivery": delivery if outgoing or delivery == "unreliable" else RELIABLE,  # (what a receiver knows)
             "number": np.arange(m, dtype=np.int64),
             "length": lengths,
         }

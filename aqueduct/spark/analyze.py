@@ -626,7 +626,7 @@ def run(args: argparse.Namespace) -> int:
     print(render(tables))
     html_path = getattr(args, "html", None)
     if html_path:
-        from aqueduct.spark.html import write_html
+        from aqueduct.spark.html_report import write_html
 
         print(f"report: {write_html(tables, Path(html_path), f'Aqueduct recording {recording}')}")
     if not args.no_charts:

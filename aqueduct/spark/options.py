@@ -25,6 +25,7 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         help="keep OUT/events, the events partitioned by date and connection, take in only segments not seen "
         "before (listed in OUT/ingested.json), and analyze the store: same totals as a full run",
     )
+    parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML file")
     parser.add_argument("--limit", type=int, default=50, help="rows of a --sql result to print (default 50)")
     parser.add_argument(
         "--skip-bad",
