@@ -37,6 +37,7 @@ class Hub:
 
     def __init__(self) -> None:
         self.topics: dict[str, list[Any]] = {}
+        self.committed: set[tuple[str, str, int]] = set()
         self.changed = asyncio.Event()
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -67,7 +68,17 @@ class Hub:
                         await req["updates"].send(items[i])
                         i += 1
                     await self.changed.wait()
-            elif req["op"] == "publish":
+            elif req["op"] == "publish" and "done" in req:  # the Spark sink: a batch, committed once by its id
+                rows = [row async for row in req["rows"]]
+                key = (req["sink"], req["topic"], req["batch_id"])
+                applied = key not in self.committed
+                if applied:
+                    self.committed.add(key)
+                    for row in rows:
+                        self.append(req["topic"], row)
+                async with req["done"] as done:
+                    await done.send({"batch_id": req["batch_id"], "applied": applied})
+            elif req["op"] == "publish":  # a live lane: rows as they come
                 async for item in req["rows"]:
                     self.append(req["topic"], item)
         except aqueduct.AqueductError:

@@ -24,6 +24,7 @@ from ..api.halves import Receiver, channel
 from ..errors import AqueductError, ChannelCancelled
 from ..metrics import FAMILIES, scrape_totals
 from ..quic.certs import make_dev_certs
+from ._record import add_record_arguments, recorder
 
 UPDATES = 300
 SAMPLES = 400
@@ -33,7 +34,7 @@ CHUNKS_BEFORE_CANCEL = 25
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `demo` subcommand."""
     p = sub.add_parser("demo", help="run a live loopback demo of Aqueduct (no arguments needed)")
-    p.add_argument("--record", metavar="DIR", help="record both sides' traffic (Parquet) into DIR")
+    add_record_arguments(p, "both sides' traffic")
     p.add_argument("--metrics-port", type=int, default=0, metavar="P",
                    help="serve the server's Prometheus metrics on 127.0.0.1:P during the demo (default: a free port)")
     p.set_defaults(func=run)
@@ -175,7 +176,7 @@ async def _show_metrics(host: str, port: int) -> None:
     print("   " + ", ".join(f"{name} {totals[f'aqueduct_{name}']:,.0f}" for name in shown))
 
 
-async def _main(record: str | None = None, metrics_port: int = 0) -> int:
+async def _main(record: Any = None, metrics_port: int = 0) -> int:
     tty = sys.stdout.isatty()
     with tempfile.TemporaryDirectory(prefix="aqueduct-demo-") as tmp:
         certs = make_dev_certs(tmp)
@@ -221,7 +222,12 @@ async def _main(record: str | None = None, metrics_port: int = 0) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo."""
-    code = asyncio.run(_main(args.record, args.metrics_port))
+    rec = recorder(args)
+    try:
+        code = asyncio.run(_main(rec, args.metrics_port))
+    finally:
+        if rec is not None:
+            rec.close()
     if args.record:
         print(f"recorded into {args.record}; analyze it with: aqueduct analyze {args.record}")
     return code

@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--channel", type=int, help="recorded channel id (default: the busiest channel)")
     p.add_argument("--direction", choices=["out", "in"], default="out",
                    help="replay what was sent (out, default) or received (in)")
+    p.add_argument("--zero-fill", action="store_true",
+                   help="replay messages recorded without payload bytes as zeros of the recorded length")
     p.add_argument("--fast", action="store_true", help="as fast as possible instead of the recorded pace")
     p.add_argument("--speed", type=float, default=1.0, help="pace multiplier (2: twice as fast as recorded)")
     p.set_defaults(func=run)
@@ -30,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from ..recording.replay import plan, replay
 
     try:
-        the_plan = plan(args.recording, args.connection, args.channel, args.direction)
+        the_plan = plan(args.recording, args.connection, args.channel, args.direction, zero_fill=args.zero_fill)
     except (RecordingError, OSError) as exc:
         print(f"aqueduct replay: {exc}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ import sys
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
 from ..api.endpoints import serve
+from ._record import add_record_arguments, recorder
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--key", required=True, help="server private key (PEM)")
     p.add_argument("--single-use-tickets", action="store_true",
                    help="single-use session tickets: 0-RTT data is processed before the handshake ends (replay-safe)")
-    p.add_argument("--record", metavar="DIR", help="record every connection's traffic (Parquet) into DIR")
+    add_record_arguments(p, "every connection's traffic")
     p.add_argument("--metrics-port", type=int, metavar="P",
                    help="serve Prometheus metrics on http://HOST:P/metrics (HOST: --metrics-host; 0: pick a port)")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (default: 127.0.0.1)")
@@ -40,9 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-async def _main(args: argparse.Namespace) -> None:
+async def _main(args: argparse.Namespace, record: object) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets, record=args.record,
+                     single_use_tickets=args.single_use_tickets, record=record,
                      metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port)) as server:
         drained: list[asyncio.Task[None]] = []
 
@@ -80,9 +81,13 @@ async def _main(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
+    rec = recorder(args)
     try:
-        asyncio.run(_main(args))
+        asyncio.run(_main(args, rec))
     except OSError as exc:
         print(f"aqueduct serve: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if rec is not None:
+            rec.close()  # seals the last segment
     return 0

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _recorder_ids = itertools.count()
+DEFAULT_PAYLOAD_LIMIT = 64 << 10
+"""Largest payload stored per message with `payloads=True` (bytes)."""
 
 
 class Recorder:
@@ -47,6 +49,7 @@ class Recorder:
         batch_rows: int = 16384,
         payloads: bool = False,
         compression: str = "snappy",
+        payload_limit: int = DEFAULT_PAYLOAD_LIMIT,
     ) -> None:
         """Start the writer thread; the directory is created if needed."""
         self.directory = Path(directory)
@@ -57,6 +60,8 @@ class Recorder:
         self.batch_rows = batch_rows
         self.payloads = payloads
         """Whether taps store message payload bytes (off by default: lengths only)."""
+        self.payload_limit = payload_limit
+        """With `payloads`: a payload longer than this many bytes is not stored (its row keeps the length)."""
         self.compression = compression
         self._prefix = f"rec-{time.time_ns()}-{os.getpid()}-{next(_recorder_ids)}"
         self._seq = itertools.count()

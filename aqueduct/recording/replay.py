@@ -4,12 +4,13 @@
 (`message_sent` for direction `out`, `message_received` for `in`) of one
 connection, by default the channel with the most messages, and turns them
 into (offset from the first message, delivery mode, payload). A recording
-made without payloads (the default) replays zero-filled payloads of the
-recorded lengths. Received reliable messages (`reliable`: the receiving
-side cannot tell ordered from unordered) are replayed ordered, in the order
-they were taken. `replay()` connects with the raw codec, so the recorded
-bytes are exactly what travels, sends on the entrypoint, finishes it and
-waits until the peer has everything.
+made without payloads (the default), or with payloads over its cap, is
+refused unless zero-filled payloads of the recorded lengths are asked for.
+Received reliable messages (`reliable`: the receiving side cannot tell
+ordered from unordered) are replayed ordered, in the order they were taken.
+`replay()` connects with the raw codec, so the recorded bytes are exactly
+what travels, sends on the entrypoint, finishes it and waits until the
+peer has everything.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ def plan(
     connection: str | None = None,
     channel: int | None = None,
     direction: str = "out",
+    zero_fill: bool = False,
 ) -> ReplayPlan:
-    """The messages of one recorded channel, in recorded order (RecordingError if there are none)."""
+    """The messages of one recorded channel, in recorded order (RecordingError if there are none, or if some have
+    no recorded payload and `zero_fill` is off; with it they become zero bytes of the recorded length)."""
     table = read_recording(directory, ["time_ns", "kind", "connection", "channel", "delivery", "length", "payload"])
     table = table.filter(pc.equal(table["kind"], DIRECTION_KIND[direction]))
     if connection is not None:
@@ -70,6 +73,13 @@ def plan(
     table = table.filter(pc.and_(pc.equal(table["connection"], conn), pc.equal(table["channel"], chan)))
     table = table.take(pc.sort_indices(table, [("time_ns", "ascending")]))
     rows: list[dict[str, Any]] = table.to_pylist()
+    missing = sum(1 for r in rows if r["payload"] is None)
+    if missing and not zero_fill:
+        raise RecordingError(
+            f"no payloads recorded for {missing} of {len(rows)} messages of channel {chan} of connection {conn} "
+            "(record with --record-payloads / Recorder(payloads=True), within its --payload-limit; "
+            "or replay zero bytes of the recorded lengths with --zero-fill)"
+        )
     t0 = rows[0]["time_ns"]
     messages = [
         ReplayMessage(

@@ -4,8 +4,8 @@ Each connection has `channels` channels forming a random recursive tree
 (channel k > 0 was attached to message 0 of a random earlier channel).
 Even-indexed channels are outgoing (message_sent plus one acked or nacked
 row per message, lost with probability `loss`); odd ones are incoming
-(message_received only). Delivery modes cycle ordered, unordered,
-unreliable. Channel ends, connection stats (every second) and
+(message_received only, `reliable` for stream modes, as a receiving side
+records them). Delivery modes cycle ordered, unordered, unreliable. Channel ends, connection stats (every second) and
 open/close rows complete the picture. Output goes through `OpenSegment`,
 so the files are exactly what a Recorder writes.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from .schema import SCHEMA, Kind
+from .schema import RELIABLE, SCHEMA, Kind
 from .segments import OpenSegment
 
 DELIVERIES = ("ordered", "unordered", "unreliable")
@@ -87,7 +87,7 @@ def _connection_tables(spec: SyntheticSpec, index: int, rng: np.random.Generator
             "connection": conn,
             "channel": np.full(m, ids[k]),
             "direction": "out" if outgoing else "in",
-            "delivery": delivery,
+            "delivery": delivery if outgoing or delivery == "unreliable" else RELIABLE,  # (what a receiver knows)
             "number": np.arange(m, dtype=np.int64),
             "length": lengths,
         }
@@ -177,3 +177,29 @@ def generate(directory: str | os.PathLike[str], spec: SyntheticSpec = SyntheticS
     if segment is not None:
         segment.seal()
     return total
+
+
+def spec_for_events(events: int, loss: float = 0.01, seed: int = 1) -> SyntheticSpec:
+    """A spec of about `events` rows: 10 connections of 20 channels (even: sent + outcome rows, odd: received)."""
+    connections, channels = 10, 20
+    messages = max(1, round(events / (connections * channels * 1.5)))
+    return SyntheticSpec(connections=connections, channels=channels, messages=messages, loss=loss, seed=seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m aqueduct.recording.synthetic DIR --events N`: write a synthetic recording of about N events."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m aqueduct.recording.synthetic", description=main.__doc__)
+    parser.add_argument("directory")
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--loss", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    total = generate(args.directory, spec_for_events(args.events, args.loss, args.seed))
+    print(f"wrote {total} events into {args.directory}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -64,7 +64,8 @@ class ConnectionTap:
         self.id = connection_id or uuid.uuid4().hex[:16]
         self.max_pending = max_pending
         self._record = recorder.record
-        self._payloads = recorder.payloads
+        self._cap = recorder.payload_limit if recorder.payloads else -1
+        """Largest payload stored; -1 (none) without payloads."""
         self._pending: dict[tuple[int, bool, int], tuple[int, str]] = {}
         self._record((_now(), Kind.CONNECTION_OPENED.value, self.id, *_tail(
             detail=f"{side} {peer}".strip(), link=link, host=_HOST)))  # fmt: skip
@@ -83,7 +84,7 @@ class ConnectionTap:
         mode = delivery.value
         self._record(
             (now, _SENT, self.id, channel, OUT, mode, number, len(payload), attachments,
-             payload if self._payloads else None, None, None, None, None, None, None, None, None, None)
+             payload if len(payload) <= self._cap else None, None, None, None, None, None, None, None, None, None)
         )  # fmt: skip
         pending = self._pending
         pending[(channel, delivery is not Delivery.UNRELIABLE, number)] = (now, mode)
@@ -106,7 +107,7 @@ class ConnectionTap:
         self._record(
             (_now(), _RECEIVED, self.id, channel, IN, _UNRELIABLE.value if delivery is _UNRELIABLE else _RELIABLE,
              number, len(payload), attachments,
-             payload if self._payloads else None, None, None, None, None, None, None, None, None, None)
+             payload if len(payload) <= self._cap else None, None, None, None, None, None, None, None, None, None)
         )  # fmt: skip
 
     # ---- outcomes ----

@@ -487,11 +487,40 @@ def analyze(spark: SparkSession, path: str | list[str], progress: Progress | Non
     return {name: out[name] for name in RESULT_ORDER}
 
 
-def recorded_events(path: Path) -> int:
-    """Rows in a local recording, from the segments' Parquet footers (no data read)."""
-    from aqueduct.recording.segments import sealed_segments
+def flows_frame(core: DataFrame) -> DataFrame:
+    """The per-(connection, channel, delivery, direction) flow table as a Spark DataFrame (for SQL)."""
+    counts, latencies = flow_metrics(core)
+    gid = _grouping_id(FLOW_TABLES["flows"])
+    return (
+        counts.filter(counts["gid"] == gid)
+        .drop("gid")
+        .join(latencies.filter(latencies["gid"] == gid).drop("gid"), FLOW_KEYS, "left")
+        .orderBy(*FLOW_KEYS)
+    )
 
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in sealed_segments(path))
+
+def views(events: DataFrame) -> dict[str, DataFrame]:
+    """The tables `--sql` sees, by view name (columns documented in specs/RECORDING.md, "SQL views")."""
+    core = events.select(*CORE_COLUMNS)
+    return {
+        "events": events,
+        "flows": flows_frame(core),
+        "channels": channel_lifetimes(core),
+        "connection_stats": connection_stats(events),
+        "paired_channels": paired_channels(events),
+    }
+
+
+def run_sql(spark: SparkSession, path: str | list[str], query: str) -> pa.Table:
+    """Register the views over the recording at `path` as temporary views and run `query` (Spark SQL)."""
+    for name, frame in views(load_events(spark, path)).items():
+        frame.createOrReplaceTempView(name)
+    return spark.sql(query).toArrow()
+
+
+def recorded_events(paths: Sequence[str | Path]) -> int:
+    """Rows in local segments, from their Parquet footers (no data read)."""
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
 
 
 def write_tables(tables: dict[str, pa.Table], out_dir: Path) -> list[Path]:
@@ -542,9 +571,9 @@ def run(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     jit = args.jit
     if jit == "auto":
-        jit = "quick" if is_local and recorded_events(local_path) < QUICK_JIT_EVENTS else "full"
+        jit = "quick" if is_local and recorded_events(source) < QUICK_JIT_EVENTS else "full"
     config = {f"spark.{role}.extraJavaOptions": QUICK_JIT for role in ("driver", "executor")} if jit == "quick" else {}
-    progress = Progress(STEPS)
+    progress = Progress((1 if args.sql else STEPS) + (1 if args.incremental else 0))
     started = time.monotonic()
     progress.note(
         "aqueduct analyze: using spark-submit's Spark session"
@@ -566,8 +595,20 @@ def run(args: argparse.Namespace) -> int:
     if skipped:
         progress.note(f"aqueduct analyze: skipped {len(skipped)} bad file(s) of {len(skipped) + len(source)}")
     progress.watch(spark.sparkContext)
+    if args.incremental and is_local:
+        from aqueduct.spark.incremental import STORE, ingest
+
+        with progress.step("taking in new segments"):
+            added = ingest(spark, source, out_dir)
+        progress.note(f"aqueduct analyze: {len(added)} new segment(s) of {len(source)} taken into {out_dir / STORE}")
+        source = str((out_dir / STORE).resolve())
     try:
-        tables = analyze(spark, source, progress)
+        if args.sql:
+            with progress.step("the SQL query"):
+                result = run_sql(spark, source, args.sql)
+            tables = {"sql": result}
+        else:
+            tables = analyze(spark, source, progress)
     except Exception as exc:  # a Spark failure (e.g. damage inside a data page): one line, not a JVM trace
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         print(f"aqueduct analyze: Spark failed: {first[:500]}", file=sys.stderr)
@@ -576,7 +617,18 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         spark.stop()
     write_tables(tables, out_dir)
+    if args.sql:
+        from aqueduct.spark.report import table_text
+
+        print(table_text(tables["sql"], tables["sql"].column_names, args.limit))
+        print(f"result: {out_dir}/sql.parquet ({tables['sql'].num_rows} rows)")
+        return 0
     print(render(tables))
+    html_path = getattr(args, "html", None)
+    if html_path:
+        from aqueduct.spark.html_report import write_html
+
+        print(f"report: {write_html(tables, Path(html_path), f'Aqueduct recording {recording}')}")
     if not args.no_charts:
         from aqueduct.spark.charts import draw
 

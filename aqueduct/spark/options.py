@@ -14,6 +14,20 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
     parser.add_argument("--out", default=None, help="where result tables and charts go (default: RECORDING.analysis)")
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
     parser.add_argument(
+        "--sql",
+        metavar="QUERY",
+        help="run one Spark SQL query instead of the report, over temporary views events, flows, channels, "
+        "connection_stats, paired_channels (columns: specs/RECORDING.md); prints the result, writes OUT/sql.parquet",
+    )
+    parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="keep OUT/events, the events partitioned by date and connection, take in only segments not seen "
+        "before (listed in OUT/ingested.json), and analyze the store: same totals as a full run",
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML file")
+    parser.add_argument("--limit", type=int, default=50, help="rows of a --sql result to print (default 50)")
+    parser.add_argument(
         "--skip-bad",
         action="store_true",
         help="leave out files that are not readable segments of a known format (default: stop at the first, "

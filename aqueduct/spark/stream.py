@@ -14,16 +14,24 @@ each message once. The live connection lives in a module-level registry of
 the planner process: the reader object is pickled to executors and holds no
 socket or thread.
 
-Sink (`df.writeStream.format("aqueduct")`, a DataSourceStreamWriter): tasks
-pass their rows to the driver-side `commit(messages, batchId)`, which sends
-`{"op": "publish", "topic": T, "batch_id": B, "rows": <Receiver>}` and then
-one message per row (a dict) on that channel, finishes it, waits until the
-peer has taken them all, and only then notes B in the `ledger` file; a batch
-id already in the ledger is skipped, so a replayed batch is not sent twice.
+Sink (`df.writeStream.format("aqueduct")`, a DataSourceStreamWriter),
+exactly once by an idempotent commit keyed by the batch id: tasks pass
+their rows to the driver-side `commit(messages, batchId)`, which sends
+`{"op": "publish", "topic": T, "sink": S, "batch_id": B, "rows": <Receiver>,
+"done": <Sender>}`, then one message per row (a dict) on `rows`, finishes
+it, and waits for the peer's `{"batch_id": B, "applied": bool}` on `done`
+before it notes B in the `ledger` file. The peer's side of the contract:
+it applies a batch only once its `rows` channel finished (a batch cut
+short by a crash is dropped whole), and applies each (S, T, B) at most once,
+answering `applied: false` for a repeat. A crash after the peer applied B
+but before the ledger noted it makes Spark replay B; the peer drops the
+repeat, so every row is applied exactly once. The ledger only saves
+resending batches known to be applied. S is the `sink` option, by default
+the ledger's absolute path (one per query, like its checkpoint).
 
 Options: url (required), topic, ca (PEM path), fingerprint, timeout
 (seconds, default 30); spool (source, required) and ledger (sink, a file,
-required): both belong to one query, like its checkpoint.
+required): both belong to one query, like its checkpoint; sink (sink id).
 """
 
 from __future__ import annotations
@@ -298,6 +306,7 @@ class AqueductStreamWriter(DataSourceStreamWriter):
         self.ledger_path = _required(
             options, "ledger", "the batch ids already delivered; keep one per query, by its checkpoint"
         )
+        self.sink_id = options.get("sink") or str(Path(self.ledger_path).resolve())
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         """On an executor: hand the partition's rows to the driver-side commit."""
@@ -309,27 +318,31 @@ class AqueductStreamWriter(DataSourceStreamWriter):
         if batchId in ledger.delivered():
             return
         rows = [r for m in messages if isinstance(m, _Rows) for r in m.rows]
-        asyncio.run(publish(self.opts, batchId, rows))
+        asyncio.run(publish(self.opts, self.sink_id, batchId, rows))
         ledger.note(batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing was sent for an aborted batch."""
 
 
-async def publish(opts: _Options, batch_id: int, rows: list[dict[str, Any]]) -> None:
-    """Send one batch on a fresh channel and wait until the peer took every row."""
+async def publish(opts: _Options, sink: str, batch_id: int, rows: list[dict[str, Any]]) -> bool:
+    """Send one batch on a fresh channel and wait for the peer's commit; whether it applied it (False: a repeat)."""
     from ..api.endpoints import connect
     from ..api.halves import channel
 
     async with connect(opts.url, ca=opts.ca, fingerprint=opts.fingerprint) as conn:
         tx, rx = channel()
-        await conn.entrypoint.send({"op": "publish", "topic": opts.topic, "batch_id": batch_id, "rows": rx})
+        done_tx, done_rx = channel()
+        await conn.entrypoint.send(
+            {"op": "publish", "topic": opts.topic, "sink": sink, "batch_id": batch_id, "rows": rx, "done": done_tx}
+        )
         for row in rows:
             await tx.send(row)
         await tx.finish()
-        handle = tx._handle
-        assert handle is not None, "the rows channel was bound to the connection when its receiver was sent"
-        await asyncio.wait_for(conn.sender_ended(handle), opts.timeout)
+        reply = await asyncio.wait_for(done_rx.recv(), opts.timeout)
+    if reply.get("batch_id") != batch_id:
+        raise RuntimeError(f"the peer committed {reply!r} for batch {batch_id}")
+    return bool(reply.get("applied"))
 
 
 def register(spark: Any) -> None:

@@ -13,7 +13,8 @@ from aqueduct.recording import read_events
 def test_demo_records_both_sides(tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     command = Path(sys.executable).with_name("aqueduct")
-    result = subprocess.run([str(command), "demo", "--record", str(rec)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([str(command), "demo", "--record", str(rec), "--record-payloads", "--payload-limit", "600"],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert f"aqueduct analyze {rec}" in result.stdout
     sent, received = (
@@ -25,6 +26,11 @@ def test_demo_records_both_sides(tmp_path: Path) -> None:
     client = [e for e in events if e["connection"] == sides["client"]]
     assert sum(e["kind"] == "message_sent" for e in client) == sent
     assert sum(e["kind"] == "message_received" for e in client) == received
+    # payloads kept up to the cap (the upload's 512 B chunks, serialized, are in), each its row's length
+    messages = [e for e in events if e["kind"] in ("message_sent", "message_received")]
+    assert all(e["payload"] is not None for e in messages if e["length"] <= 600)
+    assert all(len(e["payload"]) == e["length"] for e in messages if e["payload"] is not None)
+    assert any(e["length"] > 512 for e in messages if e["payload"] is not None)
     server = [e for e in events if e["connection"] == sides["server"]]
     cancelled = {e["channel"] for e in server if e["kind"] == "channel_cancelled"}
     assert len(cancelled) == 1  # the upload the client cancels
@@ -49,7 +55,8 @@ async def test_serve_record_seals_its_segment_on_sigterm(tmp_path: Path) -> None
     rec = tmp_path / "rec"
     command = Path(sys.executable).with_name("aqueduct")
     proc = subprocess.Popen([str(command), "serve", "--echo", "--port", "0", "--cert", str(certs.cert),
-                             "--key", str(certs.key), "--record", str(rec)], stdout=subprocess.PIPE, text=True)
+                             "--key", str(certs.key), "--record", str(rec), "--record-payloads"],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert proc.stdout is not None
         url = "aqueduct://" + proc.stdout.readline().strip().removeprefix("listening on ")
@@ -61,5 +68,13 @@ async def test_serve_record_seals_its_segment_on_sigterm(tmp_path: Path) -> None
         assert proc.wait(timeout=20) == 0
     finally:
         proc.kill()
-    kinds = {e["kind"] for e in read_events(rec)}
-    assert {"connection_opened", "message_received", "message_sent"} <= kinds
+    events = read_events(rec)
+    assert {"connection_opened", "message_received", "message_sent"} <= {e["kind"] for e in events}
+    assert [e["payload"] for e in events if e["kind"] == "message_received"] == [b"ping"]
+
+
+def test_the_cli_payload_limit_default_is_the_recorders() -> None:
+    from aqueduct.cli._record import DEFAULT_PAYLOAD_LIMIT
+    from aqueduct.recording.recorder import DEFAULT_PAYLOAD_LIMIT as RECORDER_DEFAULT
+
+    assert DEFAULT_PAYLOAD_LIMIT == RECORDER_DEFAULT

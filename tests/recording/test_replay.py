@@ -44,10 +44,39 @@ def test_plan_picks_the_busiest_channel_in_recorded_order(tmp_path: Path) -> Non
         plan(tmp_path, connection="nope")
 
 
-def test_without_payloads_lengths_are_zero_filled(tmp_path: Path) -> None:
+def test_without_payloads_replay_refuses_unless_zero_fill_is_asked_for(tmp_path: Path) -> None:
     _record(tmp_path, payloads=False)
-    p = plan(tmp_path, channel=8)
+    with pytest.raises(RecordingError, match=r"no payloads recorded .* --record-payloads"):
+        plan(tmp_path, channel=8)
+    p = plan(tmp_path, channel=8, zero_fill=True)
     assert p.messages[0].payload == bytes(5) and not p.messages[0].recorded_payload
+
+
+def test_cli_refuses_a_recording_without_payloads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _record(tmp_path, payloads=False)
+    assert main(["replay", str(tmp_path), "--to", "aqueduct://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no payloads recorded" in err and "--zero-fill" in err
+
+
+def test_payloads_over_the_cap_are_not_kept(tmp_path: Path) -> None:
+    with Recorder(tmp_path, payloads=True, payload_limit=4) as rec:
+        tap = rec.connection("client", connection_id="c1")
+        tap.sent(4, 0, Delivery.ORDERED, b"four")
+        tap.sent(4, 1, Delivery.ORDERED, b"five!")
+    with pytest.raises(RecordingError, match="1 of 2 messages"):
+        plan(tmp_path)
+
+
+async def test_connect_records_payloads_through_a_recorder(certs: DevCerts, tmp_path: Path) -> None:
+    async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, codec=RawCodec()) as server:
+        host, port = server.address
+        rec = Recorder(tmp_path, payloads=True, payload_limit=1024)
+        async with aqueduct.connect(f"aqueduct://{host}:{port}", ca=certs.ca, codec=RawCodec(), record=rec) as conn:
+            await conn.entrypoint.send(RawMessage(b"real bytes", []))
+        await asyncio.to_thread(rec.close)
+    assert [m.payload for m in plan(tmp_path).messages] == [b"real bytes"]
+
 
 
 @pytest.mark.parametrize("paced", [False, True])

@@ -19,6 +19,15 @@ class Publisher:
         self.certs = certs
         self.topics: dict[str, list[Any]] = {}
         self.published: list[tuple[int, dict[str, Any]]] = []
+        """Applied rows, (batch id, row): a batch is applied whole once its rows channel finished."""
+        self.applied: set[tuple[str, str, int]] = set()
+        """(sink, topic, batch id) of every applied batch: a repeat is drained and not applied."""
+        self.repeats = 0
+        self.hold_replies = False
+        """Hold commit replies until `release` (a test kills the sink between the commit and its ledger note)."""
+        self.replies_held = threading.Event()
+        self.release = threading.Event()
+        self.held_batch: int | None = None
         self.subscriptions = 0
         self.url = ""
         self._loop = asyncio.new_event_loop()
@@ -86,10 +95,26 @@ class Publisher:
                 self.subscriptions += 1
                 await self._subscribe(req["topic"], req["from"], req["updates"])
             elif req["op"] == "publish":
-                async for row in req["rows"]:
-                    self.published.append((req["batch_id"], row))
+                await self._publish(req)
         except aqueduct.AqueductError:
             pass
+
+    async def _publish(self, req: dict[str, Any]) -> None:
+        """The idempotent commit: rows are applied only when their channel finished, and a batch only once."""
+        rows = [row async for row in req["rows"]]  # a crash mid-batch raises here: nothing applied
+        key = (req["sink"], req["topic"], req["batch_id"])
+        applied = key not in self.applied
+        if applied:
+            self.applied.add(key)
+            self.published.extend((req["batch_id"], row) for row in rows)
+        else:
+            self.repeats += 1
+        if self.hold_replies and rows and not self.release.is_set():
+            self.held_batch = req["batch_id"]
+            self.replies_held.set()
+            await asyncio.to_thread(self.release.wait, 120)
+        async with req["done"] as done:
+            await done.send({"batch_id": req["batch_id"], "applied": applied})
 
     async def _subscribe(self, topic: str, start: int, tx: aqueduct.Sender) -> None:
         i = start

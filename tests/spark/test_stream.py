@@ -89,6 +89,7 @@ def test_sink_skips_a_batch_id_it_already_delivered(publisher: Publisher, certs:
     writer.commit([_Rows([{"k": 4}])], 8)
     got = publisher.published[before:]
     assert got == [(7, {"k": 1}), (7, {"k": 2}), (7, {"k": 3}), (8, {"k": 4})]
+    assert publisher.repeats == 0  # the ledger saved resending batch 7
 
 
 def test_spool_keeps_rows_until_committed(tmp_path: Path) -> None:
