@@ -16,20 +16,12 @@ the earliest moment something is due.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from aeron_compat.stream.connection import Address, Closed, Connection, Event, State
 from aeron_compat.stream.errors import StreamLimitExceeded, StreamWireError
 from aeron_compat.stream.limits import StreamConfig
 from aeron_compat.stream.openweaver import OpenWeaverKeys
 from aeron_compat.stream.packets import Dial, Packet, Profile, Rst, decode, encode
-
-
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    """A listener's connection finished its handshake."""
-
-    connection: Connection
 
 
 class Endpoint:
@@ -45,7 +37,6 @@ class Endpoint:
         self.listening = listening
         self.rng = rng or random.Random()
         self.connections: dict[int, Connection] = {}
-        self.accepted: list[Accepted] = []
         self.counters = {"malformed": 0, "rst_sent": 0, "refused": 0, "stray": 0}
         self._out: list[tuple[bytes, Address]] = []
 
@@ -83,10 +74,7 @@ class Endpoint:
             return None
         conn = self._route(packet, addr, now_ns)
         if conn is not None:
-            was_established = conn.state is State.ESTABLISHED
-            conn.on_packet(packet, now_ns)
-            if not was_established and conn.state is State.ESTABLISHED and conn.incoming:
-                self.accepted.append(Accepted(conn))
+            conn.on_packet(packet, now_ns)  # a listener's connection reports Established once (conn.incoming)
         return conn
 
     def _route(self, packet: Packet, addr: Address, now_ns: int) -> Connection | None:
@@ -175,4 +163,4 @@ class Endpoint:
         return sizes
 
 
-__all__ = ["Accepted", "Closed", "Endpoint"]
+__all__ = ["Closed", "Endpoint"]
