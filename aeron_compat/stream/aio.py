@@ -23,6 +23,7 @@ from aeron_compat.stream.connection import Address, Closed, Connection, Establis
 from aeron_compat.stream.endpoint import Endpoint
 from aeron_compat.stream.errors import StreamError
 from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.stream.openweaver import OpenWeaverKeys
 from aeron_compat.stream.packets import Profile
 
 READER_LIMIT = 1 << 20
@@ -230,9 +231,10 @@ class StreamConnection:
 class StreamEndpoint(asyncio.DatagramProtocol):
     """One UDP socket carrying Stream connections."""
 
-    def __init__(self, config: StreamConfig | None = None, profile: Profile = "seed", listening: bool = False) -> None:
+    def __init__(self, config: StreamConfig | None = None, profile: Profile = "seed", listening: bool = False,
+                 keys: OpenWeaverKeys | None = None) -> None:
         self.loop = asyncio.get_running_loop()
-        self.engine = Endpoint(config, profile=profile, listening=listening, rng=random.SystemRandom())
+        self.engine = Endpoint(config, profile=profile, listening=listening, rng=random.SystemRandom(), keys=keys)
         self.transport: asyncio.DatagramTransport | None = None
         self.conns: dict[int, StreamConnection] = {}
         self.accepted: asyncio.Queue[StreamConnection] = asyncio.Queue()
@@ -241,21 +243,21 @@ class StreamEndpoint(asyncio.DatagramProtocol):
 
     @classmethod
     async def listen(cls, host: str, port: int, *, config: StreamConfig | None = None,
-                     profile: Profile = "seed") -> StreamEndpoint:
-        """An endpoint accepting connections on (host, port)."""
-        return await cls._bind(host, port, config, profile, True)
+                     profile: Profile = "seed", keys: OpenWeaverKeys | None = None) -> StreamEndpoint:
+        """An endpoint accepting connections on (host, port); `keys` for profile "openweaver"."""
+        return await cls._bind(host, port, config, profile, True, keys)
 
     @classmethod
     async def bind(cls, host: str = "127.0.0.1", port: int = 0, *, config: StreamConfig | None = None,
-                   profile: Profile = "seed") -> StreamEndpoint:
+                   profile: Profile = "seed", keys: OpenWeaverKeys | None = None) -> StreamEndpoint:
         """An endpoint that only dials out."""
-        return await cls._bind(host, port, config, profile, False)
+        return await cls._bind(host, port, config, profile, False, keys)
 
     @classmethod
     async def _bind(cls, host: str, port: int, config: StreamConfig | None, profile: Profile,
-                    listening: bool) -> StreamEndpoint:
+                    listening: bool, keys: OpenWeaverKeys | None) -> StreamEndpoint:
         loop = asyncio.get_running_loop()
-        transport, proto = await loop.create_datagram_endpoint(lambda: cls(config, profile, listening),
+        transport, proto = await loop.create_datagram_endpoint(lambda: cls(config, profile, listening, keys),
                                                                local_addr=(host, port))
         sock = transport.get_extra_info("socket")
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
@@ -269,9 +271,12 @@ class StreamEndpoint(asyncio.DatagramProtocol):
         addr: Address = self.transport.get_extra_info("sockname")[:2]
         return addr
 
-    async def dial(self, addr: Address) -> StreamConnection:
-        """Connect to a listening endpoint; raises StreamReset if the handshake fails."""
-        engine = self.engine.dial(addr, _now(self.loop))
+    async def dial(self, addr: Address, remote_key: bytes | None = None) -> StreamConnection:
+        """Connect to a listening endpoint; raises StreamReset if the handshake fails.
+
+        Profile "openweaver" needs the listener's static public key, `remote_key`.
+        """
+        engine = self.engine.dial(addr, _now(self.loop), remote_key)
         conn = self.conns[engine.local_id] = StreamConnection(self, engine)
         self.kick()
         await conn.established.wait()

@@ -106,13 +106,15 @@ class Connection:
     """A connection with one peer; created by `Endpoint`, owned by it."""
 
     def __init__(self, config: StreamConfig, profile: Profile, local_id: int, peer: Address, now_ns: int,
-                 *, dialer: bool, peer_id: int = 0, dial_payload: bytes = b"") -> None:
+                 *, dialer: bool, peer_id: int = 0, dial_payload: bytes = b"",
+                 dialconf_payload: bytes = b"") -> None:
         self.config = config
         self.profile: Profile = profile
         self.local_id = local_id
         self.peer_id = peer_id
         self.peer = peer
-        self.dial_payload = dial_payload
+        self.dial_payload = dial_payload  # what our DIALs carry (openweaver: sealed keys)
+        self.dialconf_payload = dialconf_payload  # what our DIALCONFs carry
         self.state = State.DIAL_SENT if dialer else State.DIAL_RECV
         self.incoming = not dialer
         self.events: deque[Event] = deque()
@@ -143,7 +145,7 @@ class Connection:
         if dialer:
             self._emit(Dial(local_id, 0, dial_payload))
         else:
-            self._emit(DialConf(local_id, peer_id, dial_payload))
+            self._emit(DialConf(local_id, peer_id, dialconf_payload))
 
     # ------------------------------------------------------------------ application side
     def open_stream(self) -> int:
@@ -248,7 +250,7 @@ class Connection:
                 self._hs_tries = 1
                 self._hs_deadline = now_ns + self.config.handshake_retry_ns
             if packet.src_conn_id == self.peer_id and self.state is not State.ESTABLISHED:
-                self._emit(DialConf(self.local_id, self.peer_id, self.dial_payload))
+                self._emit(DialConf(self.local_id, self.peer_id, self.dialconf_payload))
             elif packet.src_conn_id == self.peer_id:
                 self._emit(Conf(self.local_id, self.peer_id))  # our DIALCONF's answer was lost; confirm again
         elif isinstance(packet, DialConf):
@@ -369,7 +371,7 @@ class Connection:
             if self.state is State.DIAL_SENT:
                 self._emit(Dial(self.local_id, 0, self.dial_payload))
             else:
-                self._emit(DialConf(self.local_id, self.peer_id, self.dial_payload))
+                self._emit(DialConf(self.local_id, self.peer_id, self.dialconf_payload))
         if self._ack_deadline is not None and now_ns >= self._ack_deadline:
             self._send_ack()
         if self._tlp_deadline is not None and now_ns >= self._tlp_deadline:

@@ -16,32 +16,27 @@ the earliest moment something is due.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from aeron_compat.stream.connection import Address, Closed, Connection, Event, State
 from aeron_compat.stream.errors import StreamLimitExceeded, StreamWireError
 from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.stream.openweaver import OpenWeaverKeys
 from aeron_compat.stream.packets import Dial, Packet, Profile, Rst, decode, encode
-
-
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    """A listener's connection finished its handshake."""
-
-    connection: Connection
 
 
 class Endpoint:
     """All connections of one local socket."""
 
     def __init__(self, config: StreamConfig | None = None, *, profile: Profile = "seed", listening: bool = False,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, keys: OpenWeaverKeys | None = None) -> None:
+        if profile == "openweaver" and keys is None:
+            keys = OpenWeaverKeys()
+        self.keys = keys
         self.config = config or StreamConfig()
         self.profile: Profile = profile
         self.listening = listening
         self.rng = rng or random.Random()
         self.connections: dict[int, Connection] = {}
-        self.accepted: list[Accepted] = []
         self.counters = {"malformed": 0, "rst_sent": 0, "refused": 0, "stray": 0}
         self._out: list[tuple[bytes, Address]] = []
 
@@ -55,9 +50,17 @@ class Endpoint:
         if len(self.connections) >= self.config.max_connections:
             raise StreamLimitExceeded(f"more than {self.config.max_connections} connections")
 
-    def dial(self, addr: Address, now_ns: int, payload: bytes = b"") -> Connection:
-        """Start a connection to `addr` (its DIAL goes out on the next `transmit`)."""
+    def dial(self, addr: Address, now_ns: int, remote_key: bytes | None = None) -> Connection:
+        """Start a connection to `addr` (its DIAL goes out on the next `transmit`).
+
+        Profile "openweaver" needs the listener's static public key, `remote_key`.
+        """
         self._room()
+        payload = b""
+        if self.profile == "openweaver":
+            if remote_key is None or self.keys is None:
+                raise ValueError("an openweaver dial needs the listener's static public key")
+            payload = self.keys.dial_payload(remote_key)
         conn = Connection(self.config, self.profile, self._new_id(), addr, now_ns, dialer=True, dial_payload=payload)
         self.connections[conn.local_id] = conn
         return conn
@@ -71,17 +74,23 @@ class Endpoint:
             return None
         conn = self._route(packet, addr, now_ns)
         if conn is not None:
-            was_established = conn.state is State.ESTABLISHED
-            conn.on_packet(packet, now_ns)
-            if not was_established and conn.state is State.ESTABLISHED and conn.incoming:
-                self.accepted.append(Accepted(conn))
+            conn.on_packet(packet, now_ns)  # a listener's connection reports Established once (conn.incoming)
         return conn
 
     def _route(self, packet: Packet, addr: Address, now_ns: int) -> Connection | None:
         if isinstance(packet, Dial):
+            answer = b""
+            if self.keys is not None:
+                maybe = self.keys.answer_dial(packet.payload)
+                if maybe is None:
+                    self.counters["refused"] += 1
+                    return None
+                answer = maybe
             for c in self.connections.values():
                 if c.peer == addr and c.state is not State.CLOSED and (
                         c.peer_id == packet.src_conn_id or (c.state is State.DIAL_SENT and not c.peer_id)):
+                    if not c.dialconf_payload:
+                        c.dialconf_payload = answer
                     return c
             if not self.listening:
                 self._rst(packet, addr)
@@ -91,7 +100,7 @@ class Endpoint:
                 self.counters["refused"] += 1
                 return None
             new = Connection(self.config, self.profile, self._new_id(), addr, now_ns, dialer=False,
-                             peer_id=packet.src_conn_id)
+                             peer_id=packet.src_conn_id, dialconf_payload=answer)
             self.connections[new.local_id] = new
             return None  # the new connection already queued its DIALCONF
         conn = self.connections.get(packet.dst_conn_id)
@@ -154,4 +163,4 @@ class Endpoint:
         return sizes
 
 
-__all__ = ["Accepted", "Closed", "Endpoint"]
+__all__ = ["Closed", "Endpoint"]

@@ -6,7 +6,9 @@ Profile "seed" follows udp-stream-protocol.txt: big-endian fields, DATA body
 stream id (2) / packet number (8) / offset (8) / length (2), DIAL with a zero
 destination id and no payload. Profile "openweaver" follows the C++ reference:
 little-endian fields, DATA body packet number (8) / stream id (2) / offset (8)
-/ length (2), DIAL and DIALCONF carrying opaque key-exchange bytes. ACK bodies
+/ length (2) followed after the data by a 28-byte trailer (AEAD tag and nonce
+room, present even with encryption off), DIAL and DIALCONF carrying opaque
+key-exchange bytes. ACK bodies
 are the same in both: entry count N (2), largest acked (8), then N 8-byte
 entries alternating range, gap, range... where a range counts packets
 downward from the current high mark (so a range of 1 acks only `largest`).
@@ -57,6 +59,7 @@ class Data:
     offset: int
     data: bytes
     fin: bool = False
+    trailer: bytes = b""  # openweaver only: 28 bytes after the data (zeros when sent unencrypted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,7 @@ _DATA = {"seed": struct.Struct(">HQQH"), "openweaver": struct.Struct("<QHQH")}
 _ACK = {"seed": struct.Struct(">HQ"), "openweaver": struct.Struct("<HQ")}
 _ENDIAN = {"seed": ">", "openweaver": "<"}
 HEADER_SIZE = 10
+OW_TRAILER = 28  # crypto_aead_aes256gcm_ABYTES + 12-byte nonce
 DATA_HEADER_SIZE = HEADER_SIZE + 20
 ACK_HEADER_SIZE = HEADER_SIZE + 10
 
@@ -142,7 +146,14 @@ def encode(packet: Packet, profile: Profile = "seed") -> bytes:
             body = _DATA[p].pack(packet.stream_id, packet.packet_number, packet.offset, len(packet.data))
         else:
             body = _DATA[p].pack(packet.packet_number, packet.stream_id, packet.offset, len(packet.data))
-        return head.pack(VERSION, kind, packet.src_conn_id, packet.dst_conn_id) + body + packet.data
+        trailer = b""
+        if p == "openweaver":
+            trailer = packet.trailer or bytes(OW_TRAILER)
+            if len(trailer) != OW_TRAILER:
+                raise ValueError(f"an openweaver DATA trailer is {OW_TRAILER} bytes")
+        elif packet.trailer:
+            raise ValueError("seed DATA has no trailer")
+        return head.pack(VERSION, kind, packet.src_conn_id, packet.dst_conn_id) + body + packet.data + trailer
     if isinstance(packet, Ack):
         n = len(packet.entries)
         return (head.pack(VERSION, PacketType.ACK, packet.src_conn_id, packet.dst_conn_id)
@@ -172,11 +183,14 @@ def decode(datagram: bytes, profile: Profile = "seed") -> Packet:
             sid, pn, off, length = _DATA[p].unpack_from(datagram, HEADER_SIZE)
         else:
             pn, sid, off, length = _DATA[p].unpack_from(datagram, HEADER_SIZE)
-        if rest - 20 != length:
-            raise StreamWireError(f"DATA length {length} but {rest - 20} bytes follow")
+        extra = OW_TRAILER if p == "openweaver" else 0
+        if rest - 20 != length + extra:
+            raise StreamWireError(f"DATA length {length} (+{extra}) but {rest - 20} bytes follow")
         if off + length > U64:
             raise StreamWireError("DATA runs past the largest stream offset")
-        return Data(src, dst, sid, pn, off, bytes(datagram[DATA_HEADER_SIZE:]), kind == PacketType.DATA_FIN)
+        end = DATA_HEADER_SIZE + length
+        return Data(src, dst, sid, pn, off, bytes(datagram[DATA_HEADER_SIZE:end]), kind == PacketType.DATA_FIN,
+                    bytes(datagram[end:]))
     if kind == PacketType.ACK:
         if rest < 10:
             raise StreamWireError("ACK shorter than its header")

@@ -32,9 +32,11 @@ def data(p: str, fin: bool, src: int, dst: int, sid: int, pn: int, off: int, bod
         mid = n(sid, 2, p) + n(pn, 8, p)
     else:
         mid = n(pn, 8, p) + n(sid, 2, p)
-    return {"profile": p, "hex": head(int(fin), src, dst, p) + mid + n(off, 8, p) + n(len(body), 2, p) + body.hex(),
+    trailer = bytes(16) + bytes(range(1, 13)) if p == "openweaver" else b""  # tag room, then the nonce
+    return {"profile": p, "hex": head(int(fin), src, dst, p) + mid + n(off, 8, p) + n(len(body), 2, p) + body.hex()
+            + trailer.hex(),
             "packet": {"type": "Data", "src_conn_id": src, "dst_conn_id": dst, "stream_id": sid,
-                       "packet_number": pn, "offset": off, "data": body.hex(), "fin": fin}}
+                       "packet_number": pn, "offset": off, "data": body.hex(), "fin": fin, "trailer": trailer.hex()}}
 
 
 def ack(p: str, src: int, dst: int, largest: int, entries: list[int], acked: list[list[int]]) -> dict[str, Any]:
@@ -81,10 +83,10 @@ def malformed() -> list[dict[str, str]]:
              + n(0, 8, p) + n(4, 2, p) + "aabbcc"},
             {"profile": p, "why": "DATA bytes after length",
              "hex": head(0, 1, 2, p) + (n(1, 2, p) + n(0, 8, p) if p == "seed" else n(0, 8, p) + n(1, 2, p))
-             + n(0, 8, p) + n(1, 2, p) + "aabb"},
+             + n(0, 8, p) + n(1, 2, p) + "aabb" + "00" * (28 if p == "openweaver" else 0)},
             {"profile": p, "why": "DATA past the largest offset",
              "hex": head(0, 1, 2, p) + (n(1, 2, p) + n(0, 8, p) if p == "seed" else n(0, 8, p) + n(1, 2, p))
-             + n((1 << 64) - 1, 8, p) + n(1, 2, p) + "aa"},
+             + n((1 << 64) - 1, 8, p) + n(1, 2, p) + "aa" + "00" * (28 if p == "openweaver" else 0)},
             {"profile": p, "why": "ACK count beyond datagram", "hex": head(2, 1, 2, p) + n(2, 2, p) + n(9, 8, p)
              + n(1, 8, p)},
             {"profile": p, "why": "ACK ranges below zero", "hex": head(2, 1, 2, p) + n(1, 2, p) + n(3, 8, p)
@@ -93,6 +95,9 @@ def malformed() -> list[dict[str, str]]:
             {"profile": p, "why": "RST with trailing bytes", "hex": head(6, 1, 2, p) + "0000"},
         ]
     bad += [
+        {"profile": "openweaver", "why": "openweaver DATA without its trailer",
+         "hex": head(0, 1, 2, "openweaver") + n(0, 8, "openweaver") + n(1, 2, "openweaver") + n(0, 8, "openweaver")
+         + n(1, 2, "openweaver") + "aa"},
         {"profile": "seed", "why": "seed DIAL with nonzero destination", "hex": head(3, 1, 2, "seed")},
         {"profile": "seed", "why": "seed DIAL with payload", "hex": head(3, 1, 0, "seed") + "aa"},
         {"profile": "seed", "why": "seed DIALCONF with payload", "hex": head(4, 1, 2, "seed") + "aa"},

@@ -104,3 +104,39 @@ def test_cli_bench_prints_both_rates() -> None:
 
     rates = asyncio.run(bench(1_000_000, 2000))
     assert rates["bulk_MBps"] > 0 and rates["msgs_per_s"] > 0
+
+
+def test_openweaver_profile_between_two_python_endpoints() -> None:
+    from aeron_compat.stream.openweaver import OpenWeaverKeys
+
+    async def main() -> None:
+        keys = OpenWeaverKeys()
+        server = await StreamEndpoint.listen("127.0.0.1", 0, profile="openweaver", keys=keys)
+        client = await StreamEndpoint.bind(profile="openweaver")
+        task = asyncio.ensure_future(_echo_server(server))
+        conn = await client.dial(server.address, keys.static_public)
+        reader, writer = conn.open_stream()
+        writer.write(b"ow" * 50_000)
+        writer.write_eof()
+        assert await asyncio.wait_for(reader.read(), 60) == hashlib.sha256(b"ow" * 50_000).digest()
+        task.cancel()
+        client.close()
+        server.close()
+
+    asyncio.run(main())
+
+
+def test_openweaver_dial_sealed_to_another_key_is_refused() -> None:
+    from aeron_compat.stream.openweaver import OpenWeaverKeys
+
+    async def main() -> None:
+        server = await StreamEndpoint.listen("127.0.0.1", 0, profile="openweaver", keys=OpenWeaverKeys())
+        client = await StreamEndpoint.bind(profile="openweaver",
+                                           config=StreamConfig(handshake_retry_ns=10 * MS, handshake_tries=3))
+        with pytest.raises(StreamReset):
+            await asyncio.wait_for(client.dial(server.address, OpenWeaverKeys().static_public), 30)
+        assert server.engine.counters["refused"] >= 1 and not server.engine.connections
+        client.close()
+        server.close()
+
+    asyncio.run(main())

@@ -153,3 +153,16 @@ def test_garbage_never_raises_and_never_grows_state_past_the_limits(blobs: list[
     assert sizes.get("streams", 0) <= CFG.max_streams
     assert sizes.get("recv_chunks", 0) <= CFG.max_recv_chunks * CFG.max_streams
     assert sizes.get("ack_ranges", 0) <= CFG.max_ack_ranges
+
+
+def test_security_md_states_the_stream_defaults_of_the_code() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "SECURITY.md").read_text()
+    units = {"KiB": 1 << 10, "MiB": 1 << 20, "s": 1_000_000_000, "": 1}
+    found = re.findall(r"`StreamConfig\.(\w+)` \((\d+) ?(KiB|MiB|s)?\)", text)
+    assert len(found) >= 8
+    defaults = StreamConfig()
+    for name, number, unit in found:
+        assert getattr(defaults, name) == int(number) * units[unit], name

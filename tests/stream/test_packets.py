@@ -32,7 +32,7 @@ TYPES: dict[str, Any] = {"Data": Data, "Ack": Ack, "Dial": Dial, "DialConf": Dia
 
 def from_json(obj: dict[str, Any]) -> Packet:
     kw = {k: v for k, v in obj.items() if k != "type"}
-    for key in ("data", "payload"):
+    for key in ("data", "payload", "trailer"):
         if key in kw:
             kw[key] = bytes.fromhex(kw[key])
     if "entries" in kw:
@@ -87,9 +87,10 @@ def acks(draw: st.DrawFn) -> Ack:
 
 def packets(profile: Profile) -> st.SearchStrategy[Packet]:
     payload = st.binary(max_size=40) if profile == "openweaver" else st.just(b"")
+    trailer = st.binary(min_size=28, max_size=28) if profile == "openweaver" else st.just(b"")
     return st.one_of(
         st.builds(Data, u32, u32, st.integers(0, 0xFFFF), u64, st.integers(0, 1 << 62), st.binary(max_size=1400),
-                  st.booleans()),
+                  st.booleans(), trailer),
         acks(),
         st.builds(Dial, u32, st.just(0) if profile == "seed" else u32, payload),
         st.builds(DialConf, u32, u32, payload),
@@ -120,6 +121,7 @@ def test_profiles_differ_in_byte_order_and_data_layout() -> None:
     seed, ow = encode(p, "seed"), encode(p, "openweaver")
     assert seed[2:6] == b"\0\0\0\1" and ow[2:6] == b"\1\0\0\0"
     assert seed[10:12] == b"\0\3" and ow[10:18] == (4).to_bytes(8, "little")
+    assert len(ow) == len(seed) + 28 and ow.endswith(bytes(28))  # the unencrypted AEAD trailer
 
 
 def test_unknown_profile_is_a_programming_error() -> None:

@@ -1,0 +1,65 @@
+"""Interop with OpenWeaver (Marlin's C++ Stream): our endpoint dials its example server and sends 10 MB.
+
+The server (a patched copy of the upstream example, scripts/openweaver_patch.py) prints the SHA-256 of
+the first OW_BYTES bytes it received; it must equal ours. The build is cached by source hash, so only a
+fresh machine pays for it (about 15 s plus the apt packages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+from nacl.public import PrivateKey
+
+from aeron_compat.stream.aio import StreamEndpoint
+from tests.stream.openweaver_peer import build, free_udp_port, key_dir
+
+SIZE = 10_000_000
+
+
+def pattern(n: int) -> bytes:
+    period = bytes((7 * i + 3) & 0xFF for i in range(256))
+    return period * (n // 256) + period[: n % 256]
+
+
+def test_we_dial_the_cpp_server_and_it_receives_10_mb_intact(tmp_path: Path) -> None:
+    binaries = build()
+    secret = PrivateKey.generate()
+    port = free_udp_port()
+    env = dict(os.environ, OW_LISTEN=f"127.0.0.1:{port}", OW_BYTES=str(SIZE))
+    server = subprocess.Popen([str(binaries / "ow_server")], cwd=key_dir(tmp_path, bytes(secret)), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    data = pattern(SIZE)
+
+    def received_line() -> str:
+        assert server.stdout is not None
+        for line in server.stdout:
+            if line.startswith("RECEIVED"):
+                return line.strip()
+        return ""
+
+    async def main() -> str:
+        ep = await StreamEndpoint.bind(profile="openweaver")
+        try:
+            reading = asyncio.get_running_loop().run_in_executor(None, received_line)
+            conn = await asyncio.wait_for(ep.dial(("127.0.0.1", port), bytes(secret.public_key)), 30)
+            _, writer = conn.open_stream()
+            writer.write(data)
+            writer.write_eof()
+            await writer.drain()
+            line = await asyncio.wait_for(reading, 120)
+            await asyncio.wait_for(writer.flushed(), 60)  # and the C++ side acknowledged every packet
+            return line
+        finally:
+            ep.close()
+
+    try:
+        line = asyncio.run(main())
+    finally:
+        server.kill()
+        server.wait()
+    assert line == f"RECEIVED {SIZE} {hashlib.sha256(data).hexdigest()}"
