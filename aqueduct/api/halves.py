@@ -53,6 +53,8 @@ from .validation import TypeSpec, register_half_types, spec_for
 T = TypeVar("T")
 R = TypeVar("R")
 OnInvalid = Literal["raise", "drop", "close"]
+_SKIPPED: Any = object()
+"""What `_typed_next` returns for an invalid message its receiver's policy drops."""
 
 DEFAULT_LOCAL_CAPACITY = 1024
 ModeLike = Delivery | str
@@ -280,7 +282,7 @@ class Sender(_Half, Generic[T]):
         if confirm:
             return await (await self._send_confirmed(obj, mode))
         delivery = self.mode if mode is None else as_delivery(mode)
-        wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
+        wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
         while True:
             link = self._link
             if link is not None and self._done is None:  # networked: one call; a wait only if one is due
@@ -308,7 +310,7 @@ class Sender(_Half, Generic[T]):
                 if link is not None:  # (the networked wait: send_confirmed waits, then sends)
                     assert self._handle is not None
                     delivery = self.mode if mode is None else as_delivery(mode)
-                    wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
+                    wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
                     return await link.send_confirmed(self._handle, wire, delivery)
                 assert self._pipe is not None
                 await self._pipe.wait()
@@ -327,7 +329,7 @@ class Sender(_Half, Generic[T]):
             return self._try_send_confirmed(obj, mode)
         delivery = self.mode if mode is None else as_delivery(mode)
         self._check()
-        wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
+        wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
         if self._link is not None:
             assert self._handle is not None
             self._link.send_nowait(self._handle, wire, delivery)
@@ -344,7 +346,7 @@ class Sender(_Half, Generic[T]):
     def _try_send_confirmed(self, obj: T, mode: ModeLike | None) -> asyncio.Future[Outcome]:
         delivery = self.mode if mode is None else as_delivery(mode)
         self._check()
-        wire: Any = obj if self._spec is None else self._spec.check(obj, where=self._where())
+        wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
         if self._link is not None:
             assert self._handle is not None
             return self._link.send_nowait_confirmed(self._handle, wire, delivery)
@@ -464,17 +466,13 @@ class Receiver(_Half, Generic[T]):
                 raise ChannelClosed(f"receiver is {self._done}")
             buf = self._buf
             if buf:
-                value, delivery, number = buf.popleft()
+                value, delivery, number = buf[0]
                 if self._spec is not None:
-                    try:
-                        value = self._spec.convert(value, where=self._where())
-                    except ValidationError:
-                        _discard_halves(value)  # the halves it carried go with it, at once (not when collected)
-                        if self.on_invalid == "drop":
-                            continue
-                        if self.on_invalid == "close":
-                            self.close()
-                        raise
+                    value = self._typed_next(self._spec)
+                    if value is _SKIPPED:
+                        continue
+                else:
+                    buf.popleft()
                 return Message(value, delivery, number)
             pipe = self._pipe
             if pipe is not None and pipe.items:
@@ -495,9 +493,29 @@ class Receiver(_Half, Generic[T]):
     async def recv(self, *, timeout: float | None = None) -> T:
         """The next message's value (StopAsyncIteration at the end after a finish; Timeout after `timeout` s)."""
         buf = self._buf
-        if buf and self._spec is None:  # (empty once closed or moved)
-            return buf.popleft()[0]  # type: ignore[no-any-return]
+        if buf and timeout is None:  # (empty once closed or moved)
+            spec = self._spec
+            if spec is None:
+                return buf.popleft()[0]  # type: ignore[no-any-return]
+            value = self._typed_next(spec)
+            if value is not _SKIPPED:
+                return value  # type: ignore[no-any-return]
         return (await self.recv_message(timeout=timeout)).value
+
+    def _typed_next(self, spec: TypeSpec) -> Any:
+        """Take the next prefetched message converted to the channel's type; _SKIPPED if `on_invalid` drops it.
+
+        An invalid message is taken too: it was acknowledged as processed when the engine gave it up."""
+        value = self._buf.popleft()[0]
+        try:
+            return spec.convert(value, self._where)
+        except ValidationError:
+            _discard_halves(value)  # the halves it carried go with it, at once (not when collected)
+            if self.on_invalid == "drop":
+                return _SKIPPED
+            if self.on_invalid == "close":
+                self.close()
+            raise
 
     def close(self) -> None:
         """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
@@ -518,8 +536,13 @@ class Receiver(_Half, Generic[T]):
 
     async def __anext__(self) -> T:
         buf = self._buf
-        if buf and self._spec is None:  # the common case on a busy channel: what the last fill took
-            return buf.popleft()[0]  # type: ignore[no-any-return]
+        if buf:  # the common case on a busy channel: what the last fill took
+            spec = self._spec
+            if spec is None:
+                return buf.popleft()[0]  # type: ignore[no-any-return]
+            value = self._typed_next(spec)
+            if value is not _SKIPPED:
+                return value  # type: ignore[no-any-return]
         return (await self.recv_message()).value  # (not via recv: one coroutine less per message)
 
     async def __aenter__(self) -> Receiver[T]:

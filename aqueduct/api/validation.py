@@ -18,9 +18,11 @@ from __future__ import annotations
 import functools
 import re
 import typing
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 
 from ..errors import ValidationError
 
@@ -28,32 +30,69 @@ from ..errors import ValidationError
 class TypeSpec:
     """How one message type T is checked before sending and converted after receiving."""
 
-    __slots__ = ("_pydantic", "name", "tp")
+    __slots__ = ("_check_kw", "_convert_kw", "_pydantic", "_wire_kw", "name", "tp")
 
     def __init__(self, tp: Any) -> None:
         self.tp = tp
         self.name = type_name(tp)
         self._pydantic = _pydantic_adapter(tp)
+        # msgspec's builtin_types and dec_hook cost as much as the conversion itself: pass them only where
+        # the type can hold a half (a custom type, or Any) or a byte string
+        halves, raw = _holds(tp)
+        self._wire_kw: dict[str, Any] = {"builtin_types": PASS_THROUGH} if halves or raw else {}
+        self._check_kw: dict[str, Any] = {"dec_hook": _check_hook} if halves else {}
+        self._convert_kw: dict[str, Any] = {"dec_hook": _adopt_hook} if halves else {}
+        if raw:
+            self._check_kw["builtin_types"] = self._convert_kw["builtin_types"] = BYTES
 
-    def check(self, value: Any, *, where: str) -> Any:
-        """The wire form (builtins, halves kept) of `value` if it is a T; ValidationError otherwise."""
+    def check(self, value: Any, where: Callable[[], str]) -> Any:
+        """The wire form (builtins, halves kept) of `value` if it is a T; ValidationError otherwise.
+
+        `where()` names the channel; it is called only to word an error."""
         try:
             if self._pydantic is not None:
                 return self._pydantic.dump_python(self._pydantic.validate_python(value), mode="python")
-            wire = msgspec.to_builtins(value, builtin_types=PASS_THROUGH)
-            msgspec.convert(wire, self.tp, dec_hook=_check_hook, builtin_types=BYTES)
+            wire = msgspec.to_builtins(value, **self._wire_kw)
+            msgspec.convert(wire, self.tp, **self._check_kw)
             return wire
         except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            raise _error(exc, where, self.name, value, sending=True) from None
+            raise _error(exc, where(), self.name, value, sending=True) from None
 
-    def convert(self, value: Any, *, where: str) -> Any:
+    def convert(self, value: Any, where: Callable[[], str]) -> Any:
         """`value` (a decoded payload) as a T, attachments typed; ValidationError if it does not fit."""
         try:
             if self._pydantic is not None:
                 return self._pydantic.validate_python(value)
-            return msgspec.convert(value, self.tp, dec_hook=_adopt_hook, builtin_types=BYTES)
+            return msgspec.convert(value, self.tp, **self._convert_kw)
         except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            raise _error(exc, where, self.name, value, sending=False) from None
+            raise _error(exc, where(), self.name, value, sending=False) from None
+
+
+def _holds(tp: Any) -> tuple[bool, bool]:
+    """(whether `tp` can hold a channel half, whether it can hold a byte string), from msgspec's type tree."""
+    try:
+        root = msgspec.inspect.type_info(tp)
+    except (TypeError, ValueError):
+        return True, True  # (a type msgspec cannot describe: assume the worst, conversion will say more)
+    halves = raw = False
+    seen: set[int] = set()
+    todo: list[Any] = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, msgspec.inspect.CustomType | msgspec.inspect.AnyType):
+            halves = True
+            raw = raw or isinstance(node, msgspec.inspect.AnyType)
+        elif isinstance(node, msgspec.inspect.BytesType | msgspec.inspect.ByteArrayType
+                        | msgspec.inspect.MemoryViewType):
+            raw = True
+        if isinstance(node, msgspec.Struct):  # every msgspec.inspect node and Field is a Struct
+            todo.extend(getattr(node, f) for f in node.__struct_fields__)
+        elif isinstance(node, tuple):
+            todo.extend(node)
+    return halves, raw
 
 
 @functools.lru_cache(maxsize=1024)

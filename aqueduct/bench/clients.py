@@ -30,8 +30,21 @@ import aqueduct
 from aqueduct.core.app import Delivery
 
 from .framing import Deframer, frame
-from .protocol import CHANNELS, DATAGRAMS, ECHO, HOLD, PING, SINK, decode_count, pack, unpack
+from .protocol import (
+    CHANNELS,
+    DATAGRAMS,
+    ECHO,
+    HOLD,
+    PING,
+    SINK,
+    TYPED_CHANNELS,
+    TYPED_SINK,
+    decode_count,
+    pack,
+    unpack,
+)
 from .settings import RAW_ALPN, bench_settings
+from .typed import BenchCarrier, BenchOrder, sample_order
 
 SEND_BOUND = 256 * 1024
 DATAGRAM_BOUND = 64
@@ -64,7 +77,8 @@ class WaitableTickets(aqueduct.MemoryTicketStore):
 class AqueductClient:
     """Workloads over one Aqueduct connection with one codec and one delivery mode."""
 
-    def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, tuned: bool = False) -> None:
+    def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, tuned: bool = False,
+                 typed: bool = False) -> None:
         self.url = f"aqueduct://127.0.0.1:{port}"
         self.ca = ca
         self.codec = codec
@@ -72,6 +86,8 @@ class AqueductClient:
         self.settings = bench_settings(tuned)
         self.conn: aqueduct.Connection[Any] | None = None
         self.tickets = WaitableTickets()
+        self.typed = typed
+        """Typed rows: messages are BenchOrder / BenchCarrier values, checked on send and converted on arrival."""
 
     def _codec(self) -> aqueduct.Codec:
         return aqueduct.RawCodec() if self.codec == "raw" else aqueduct.CborCodec()
@@ -85,9 +101,11 @@ class AqueductClient:
         if self.conn is not None:
             await self.conn.close()
 
-    async def _command(self, cmd: bytes, mode: Delivery) -> tuple[aqueduct.Sender[Any], aqueduct.Receiver[Any]]:
+    async def _command(
+        self, cmd: bytes, mode: Delivery, message_type: Any = None
+    ) -> tuple[aqueduct.Sender[Any], aqueduct.Receiver[Any]]:
         assert self.conn is not None
-        tx, rx = aqueduct.channel(mode)
+        tx, rx = aqueduct.channel(message_type, mode) if message_type is not None else aqueduct.channel(mode)
         reply_tx, reply_rx = aqueduct.channel()
         await self.conn.entrypoint.send(pack(self.codec, cmd, [rx, reply_tx]))
         return tx, reply_rx
@@ -96,9 +114,15 @@ class AqueductClient:
         return unpack(self.codec, await reply.recv())[0]
 
     async def oneway(self, size: int, window: float, limit: int) -> Rate:
-        """Send `size`-byte messages for `window` seconds; the peer counts what arrived."""
-        tx, reply = await self._command(SINK, self.mode)
-        payload = pack(self.codec, b"x" * size)
+        """Send `size`-byte messages for `window` seconds; the peer counts what arrived.
+
+        Typed rows send `sample_order()` (a 3-field message, 53 bytes of CBOR) whatever `size` says."""
+        if self.typed:
+            tx, reply = await self._command(TYPED_SINK, self.mode, BenchOrder)
+            payload: Any = sample_order()
+        else:
+            tx, reply = await self._command(SINK, self.mode)
+            payload = pack(self.codec, b"x" * size)
         send = tx.send
         start = time.perf_counter()
         deadline = start + window
@@ -133,6 +157,8 @@ class AqueductClient:
 
     async def channels(self, window: float, limit: int) -> Rate:
         """Each message carries a new channel's Receiver; that channel carries one message and finishes."""
+        if self.typed:
+            return await self._typed_channels(window, limit)
         tx, reply = await self._command(CHANNELS, self.mode)
         start = time.perf_counter()
         deadline = start + window
@@ -142,6 +168,25 @@ class AqueductClient:
             ctx, crx = aqueduct.channel()
             await tx.send(pack(self.codec, b"", [crx]))
             await ctx.send(one)
+            await ctx.finish()
+            n += 1
+            if time.perf_counter() >= deadline:
+                break
+        await tx.finish()
+        got = decode_count(await self._count(reply))
+        return Rate(got, 0, time.perf_counter() - start)
+
+    async def _typed_channels(self, window: float, limit: int) -> Rate:
+        """`channels` with typed messages: each a BenchCarrier whose typed Receiver gets one BenchOrder."""
+        tx, reply = await self._command(TYPED_CHANNELS, self.mode, BenchCarrier)
+        start = time.perf_counter()
+        deadline = start + window
+        n = 0
+        order = sample_order()
+        while n < limit:
+            ctx, crx = aqueduct.channel(BenchOrder)
+            await tx.send(BenchCarrier(n, crx))
+            await ctx.send(order)
             await ctx.finish()
             n += 1
             if time.perf_counter() >= deadline:

@@ -28,9 +28,23 @@ from aioquic.quic.configuration import QuicConfiguration
 import aqueduct
 from aqueduct.errors import AqueductError
 
+from ..api.validation import spec_for
 from .framing import Deframer, frame
-from .protocol import CHANNELS, DATAGRAMS, ECHO, HOLD, PING, SINK, encode_count, pack, unpack
+from .protocol import (
+    CHANNELS,
+    DATAGRAMS,
+    ECHO,
+    HOLD,
+    PING,
+    SINK,
+    TYPED_CHANNELS,
+    TYPED_SINK,
+    encode_count,
+    pack,
+    unpack,
+)
 from .settings import RAW_ALPN, bench_settings
+from .typed import BenchCarrier, BenchOrder
 
 # ---------------------------------------------------------------- Aqueduct
 
@@ -42,6 +56,8 @@ async def _aq_command(codec: str, cmd: bytes, halves: list[Any]) -> None:
         await reply.finish()
         return
     rx, tx = halves
+    if cmd in (TYPED_SINK, TYPED_CHANNELS):  # a typed service's receiver: every message converted to its type
+        rx._adopt(spec_for(BenchOrder if cmd == TYPED_SINK else BenchCarrier))
     n = 0
     held: list[Any] = []
     if cmd == HOLD:
@@ -57,6 +73,9 @@ async def _aq_command(codec: str, cmd: bytes, halves: list[Any]) -> None:
                 (inner,) = unpack(codec, obj)[1]
                 await inner.recv()
                 inner.close()
+            elif cmd == TYPED_CHANNELS:
+                await obj.inbox.recv()
+                obj.inbox.close()
             elif cmd == HOLD:
                 held.extend(unpack(codec, obj)[1])
     except AqueductError:

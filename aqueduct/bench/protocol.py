@@ -10,6 +10,10 @@ connection):
 - HOLD (Aqueduct): keep every Receiver that arrives, idle, until the end; reply the count.
 - DATAGRAMS (raw QUIC): count the datagrams arriving until the stream ends; reply the count.
 - PING: reply once (connection set-up: time to the first echo).
+- TYPED_SINK (Aqueduct, typed rows): SINK on a channel typed `BenchOrder` (bench/typed.py): each message
+  is converted and validated.
+- TYPED_CHANNELS (Aqueduct, typed rows): CHANNELS where every message is a `BenchCarrier` holding a typed
+  `Receiver[BenchOrder]`.
 
 Aqueduct codecs differ in how a command and its halves are packed: `pack`
 and `unpack` hide that (raw: RawMessage(command, halves); CBOR: a list
@@ -23,6 +27,7 @@ from typing import Any
 from ..api.codec import RawMessage
 
 SINK, ECHO, CHANNELS, HOLD, DATAGRAMS, PING = b"S", b"E", b"C", b"H", b"D", b"P"
+TYPED_SINK, TYPED_CHANNELS = b"T", b"U"
 COUNT_BYTES = 8
 
 

@@ -85,6 +85,13 @@ def targets(results: Results) -> list[Target]:
         Target("unreliable 64 B msgs/s vs raw datagrams", u64, ">= 0.8x", _check(u64, 0.8, True)),
         Target("ordered RTT p50 vs raw aioquic", rtt, "<= 1.2x", _check(rtt, 1.2, False)),
     ]
+    typed = "aqueduct ordered cbor typed"
+    if typed in results.samples and "aqueduct ordered cbor" in results.samples:
+        for key, label in (("msg64", "64 B msgs/s"), ("channels", "channels/s")):
+            t_med = next((c.median for c in cs if c.transport == typed and c.workload == key), None)
+            u_med = next((c.median for c in cs if c.transport == "aqueduct ordered cbor" and c.workload == key), None)
+            share = t_med / u_med if t_med is not None and u_med else None
+            out.append(Target(f"typed {label} vs untyped cbor (same run)", share, ">= 0.8x", _check(share, 0.8, True)))
     best = "aqueduct ordered raw tuned"
     if best in results.samples:
         b64, bbulk = _ratio(cs, best, "msg64"), _ratio(cs, best, "bulk")

@@ -66,6 +66,8 @@ class Transport:
     mode: Delivery = Delivery.ORDERED
     reference: str = "aioquic"
     tuned: bool = False
+    typed: bool = False
+    """Typed rows: a 3-field message type checked by the sender and converted by the receiver (bench/typed.py)."""
 
 
 FULL = ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "channels", "setup_1rtt", "setup_0rtt")
@@ -79,6 +81,7 @@ TRANSPORTS = [
               mode=Delivery.UNORDERED),
     Transport("aqueduct unreliable cbor", "aqueduct", ("msg64",), codec="cbor", mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
+    Transport("aqueduct ordered cbor typed", "aqueduct", ("msg64", "channels"), codec="cbor", typed=True),
     Transport("aqueduct ordered raw tuned", "aqueduct", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99"),
               tuned=True),
     Transport("aqueduct unreliable raw tuned", "aqueduct", ("msg64",), mode=Delivery.UNRELIABLE,
@@ -126,7 +129,7 @@ class Results:
 def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
     if t.family == "aqueduct":
         port = ports["aqueduct-tuned" if t.tuned else f"aqueduct-{t.codec}"]
-        return AqueductClient(port, ca, t.codec, t.mode, tuned=t.tuned)
+        return AqueductClient(port, ca, t.codec, t.mode, tuned=t.tuned, typed=t.typed)
     if t.family == "tcp":
         return TcpClient(ports["tcp"])
     return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams")

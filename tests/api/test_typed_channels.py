@@ -222,3 +222,24 @@ async def _settle(conn: aqueduct.Connection[Any], idle: dict[str, int]) -> None:
             await asyncio.sleep(0.01)  # (a poll of a condition, never a stand-in for one)
 
     await guard(back())
+
+
+@dataclasses.dataclass
+class Blob:
+    name: str
+    data: bytes
+
+
+async def test_bytes_fields_stay_bytes_and_a_half_where_none_is_declared_is_refused(certs: DevCerts) -> None:
+    got: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def server(conn: aqueduct.Connection[Receiver[Blob]]) -> None:
+        async for blob in conn.entrypoint:
+            got.put_nowait(blob)
+
+    async with running(certs, server, entrypoint=Blob) as (url, _), \
+            aqueduct.connect(url, ca=certs.ca, entrypoint=Blob) as conn:
+        await conn.entrypoint.send(Blob("b", b"\x00\xff"))
+        assert await guard(got.get()) == Blob("b", b"\x00\xff")
+        with pytest.raises(aqueduct.ValidationError):
+            await conn.entrypoint.send(Blob("b", aqueduct.channel()[0]))  # type: ignore[arg-type]
