@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         RawCodec,
         RawMessage,
         Receiver,
+        SchemaMismatch,
         Sender,
         Server,
         Stats,
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(
         ["Attempt", "Backoff", "CborCodec", "Codec", "CodecError", "CodecMismatch", "Connection", "Message",
-         "OneshotReceiver", "OneshotSender", "RawCodec", "RawMessage", "Receiver", "Sender", "Server", "Stats",
+         "OneshotReceiver", "OneshotSender", "RawCodec", "RawMessage", "Receiver", "SchemaMismatch", "Sender",
+         "Server", "Stats",
          "channel", "connect", "oneshot", "reconnecting", "request", "serve"],
         ".api",
     ),
@@ -123,6 +125,7 @@ __all__ = [
     "RawMessage",
     "Receiver",
     "ReceiverDropped",
+    "SchemaMismatch",
     "Sender",
     "Server",
     "Stats",

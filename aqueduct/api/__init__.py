@@ -6,6 +6,7 @@ from .endpoints import Server, connect, serve
 from .halves import Message, OneshotReceiver, OneshotSender, Receiver, Sender, channel, oneshot
 from .reconnect import Attempt, Backoff, reconnecting
 from .request import request
+from .schema import SchemaMismatch
 
 __all__ = [
     "Attempt",
@@ -21,6 +22,7 @@ __all__ = [
     "RawCodec",
     "RawMessage",
     "Receiver",
+    "SchemaMismatch",
     "Sender",
     "Server",
     "Stats",

@@ -52,6 +52,7 @@ from .halves import (
     networked_receiver,
     networked_sender,
 )
+from .schema import SCHEMA_HEADER, SchemaCheck, SchemaMismatch, check_peer
 from .validation import spec_for
 
 if TYPE_CHECKING:
@@ -138,7 +139,8 @@ class Connection(Generic[E]):
     `E` is the entrypoint half: `Sender[T]` on a client that connected with `entrypoint=T`, `Receiver[T]` on
     a server that serves with `entrypoint=T` (T: Any without it)."""
 
-    def __init__(self, protocol: AqueductProtocol, codec: Codec, entrypoint_type: Any = None) -> None:
+    def __init__(self, protocol: AqueductProtocol, codec: Codec, entrypoint_type: Any = None,
+                 schema: bytes | None = None, schema_check: SchemaCheck = "exact") -> None:
         self._protocol = protocol
         self.codec = codec
         self.stats = Stats()
@@ -163,6 +165,7 @@ class Connection(Generic[E]):
         self._drop_scheduled = False
         self._entrypoint: Sender[Any] | Receiver[Any] | None = None
         self._entrypoint_spec = spec_for(entrypoint_type) if entrypoint_type is not None else None
+        self._schema, self._schema_check = schema, schema_check
         self.ready: asyncio.Future[Connection[Any]] = self._loop.create_future()
         self.ready.add_done_callback(consume_exception)
         self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
@@ -254,21 +257,29 @@ class Connection(Generic[E]):
             self._entrypoint = networked_receiver(self, ev.entrypoint)
             self._entrypoint._spec = self._entrypoint_spec
         theirs = self.header(CODEC_HEADER)
-        if theirs != self.codec.name.encode():
+        if theirs is not None and theirs != self.codec.name.encode():  # (a peer that names none is served)
             # worded for both ends: the peer may be the one that reads it (as the close reason)
             side = self.engine.side.name.lower()
             why = f"codec mismatch: the {side} uses {self.codec.name!r}, its peer announced {theirs!r}"
-            self.engine.close(CloseCode.CODEC_MISMATCH, why, now=self._loop.time())
-            self._loop.call_soon(self._protocol.flush)
-            if not self.ready.done():
-                self.ready.set_exception(CodecMismatch(why, CloseCode.CODEC_MISMATCH))
+            self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
+            return
+        refused = check_peer(self._schema, self.header(SCHEMA_HEADER), self._schema_check)
+        if refused is not None:
+            self._refuse(CloseCode.SCHEMA_MISMATCH, refused, SchemaMismatch)
             return
         if not self.ready.done():
             self.ready.set_result(self)
 
+    def _refuse(self, code: CloseCode, why: str, error: type[ConnectionLost]) -> None:
+        self.engine.close(code, why, now=self._loop.time())
+        self._loop.call_soon(self._protocol.flush)
+        if not self.ready.done():
+            self.ready.set_exception(error(why, code))
+
     def _on_closed(self, ev: app.ConnectionClosed) -> None:
         if not self.ready.done():
-            exc_type = CodecMismatch if ev.error_code == CloseCode.CODEC_MISMATCH else ConnectionLost
+            exc_type = {CloseCode.CODEC_MISMATCH: CodecMismatch, CloseCode.SCHEMA_MISMATCH: SchemaMismatch}.get(
+                ev.error_code, ConnectionLost)  # type: ignore[call-overload]
             self.ready.set_exception(exc_type(ev.reason or "connection closed before it was ready", ev.error_code))
         if not self.closed.done():
             self.closed.set_result(ev)

@@ -31,6 +31,7 @@ from ..wire.errors import CloseCode
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from .connection import Connection
 from .halves import Receiver, Sender
+from .schema import SCHEMA_HEADER, SchemaCheck, canonical
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -44,10 +45,15 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 """Seconds `connect` waits for the handshake and the server's headers before `ConnectError`."""
 
 
-def _headers(headers: HeaderItems | dict[str, bytes | str] | None, codec: Codec) -> list[tuple[str, bytes]]:
+def _headers(
+    headers: HeaderItems | dict[str, bytes | str] | None, codec: Codec, schema: bytes | None = None
+) -> list[tuple[str, bytes]]:
     items = headers.items() if isinstance(headers, dict) else (headers or ())
     out = [(k, v.encode() if isinstance(v, str) else bytes(v)) for k, v in items]
-    return [*out, (CODEC_HEADER, codec.name.encode())]
+    out.append((CODEC_HEADER, codec.name.encode()))
+    if schema is not None:
+        out.append((SCHEMA_HEADER, schema))
+    return out
 
 
 def parse_url(url: str) -> tuple[str, int]:
@@ -91,6 +97,7 @@ class ConnectOptions(TypedDict, total=False):
     engine_config: EngineConfig | None
     record: Any
     connect_timeout: float
+    schema_check: SchemaCheck
 
 
 @overload
@@ -112,6 +119,7 @@ def connect(
     engine_config: EngineConfig | None = None,
     record: Any = None,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    schema_check: SchemaCheck = "exact",
 ) -> _Connecting[Any]:
     """Connect to an Aqueduct server; verify it against `ca` (PEM file), a pinned `fingerprint`, or system CAs.
 
@@ -119,11 +127,13 @@ def connect(
     Fails with `ConfigError` for an unusable CA file (before anything is sent), and with `ConnectError` when
     nothing listens (at once, on ICMP port unreachable), when the handshake and the server's headers do not
     complete within `connect_timeout` seconds, or when TLS verification fails.
-    `entrypoint=T`: `conn.entrypoint` is a `Sender[T]`, checked as every typed Sender is.
+    `entrypoint=T`: `conn.entrypoint` is a `Sender[T]`, checked as every typed Sender is; T's schema is
+    announced, and a server announcing a different one fails the connect with `SchemaMismatch`
+    (`schema_check="compatible"` accepts one that differs only by optional fields).
     """
     return _Connecting(
         _connect(url, ca, fingerprint, headers, codec or DEFAULT_CODEC, session_ticket_store, early_data,
-                 server_name, settings, engine_config, record, connect_timeout, entrypoint)
+                 server_name, settings, engine_config, record, connect_timeout, entrypoint, schema_check)
     )
 
 
@@ -141,14 +151,16 @@ async def _connect(
     record: Any = None,
     connect_timeout: float = 0.0,
     entrypoint: Any = None,
+    schema_check: SchemaCheck = "exact",
 ) -> Connection[Any]:
     settings = settings or TransportSettings()
+    schema = canonical(entrypoint) if entrypoint is not None else None
     host, port = parse_url(url)
     protocol = await open_client(
-        host, port, headers=_headers(headers, codec), settings=settings, engine_config=engine_config, ca=ca,
+        host, port, headers=_headers(headers, codec, schema), settings=settings, engine_config=engine_config, ca=ca,
         fingerprint=fingerprint, server_name=server_name, tickets=tickets,
     )
-    conn: Connection[Any] = Connection(protocol, codec, entrypoint)
+    conn: Connection[Any] = Connection(protocol, codec, entrypoint, schema, schema_check)
     if record is not None:
         from ..recording.hook import record_connection
 
@@ -173,9 +185,12 @@ class Server(Generic[C]):
 
     Its connections are `Connection[Receiver[T]]` when served with `entrypoint=T`."""
 
-    def __init__(self, codec: Codec, entrypoint_type: Any = None) -> None:
+    def __init__(self, codec: Codec, entrypoint_type: Any = None, schema_check: SchemaCheck = "exact") -> None:
         self.codec = codec
         self.entrypoint_type = entrypoint_type
+        self.schema = canonical(entrypoint_type) if entrypoint_type is not None else None
+        """The entrypoint type's canonical schema, announced in the `schema` header (api/schema.py)."""
+        self.schema_check: SchemaCheck = schema_check
         self.address: tuple[str, int] = ("", 0)
         self.connections: set[Connection[C]] = set()
         self._queue: asyncio.Queue[Connection[C] | None] = asyncio.Queue()
@@ -190,7 +205,7 @@ class Server(Generic[C]):
         """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
-        conn: Connection[C] = Connection(protocol, self.codec, self.entrypoint_type)
+        conn: Connection[C] = Connection(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
         if self.recorder is not None:
             from ..recording.hook import ConnectionRecording
 
@@ -268,6 +283,7 @@ class ServeOptions(TypedDict, total=False):
     engine_config: EngineConfig | None
     record: Any
     metrics: Any
+    schema_check: SchemaCheck
 
 
 @overload
@@ -310,11 +326,12 @@ async def _serve(
     engine_config: EngineConfig | None = None,
     record: Any = None,
     metrics: Any = None,
+    schema_check: SchemaCheck = "exact",
 ) -> AsyncIterator[Server[Any]]:
-    server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint)
+    server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check)
     transport, quic_server = await open_server(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
-        headers=_headers(headers, server.codec), settings=settings, engine_config=engine_config,
+        headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
         tickets=ServerTicketStore(single_use=single_use_tickets),
     )
     sockname = transport.get_extra_info("sockname")

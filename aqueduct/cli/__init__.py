@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-_COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "report", "replay", "bench"]
+_COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "report", "replay", "bench", "schema"]
 
 # Modules that only the `spark` extra installs: a command that needs one says how to get it.
 _SPARK_EXTRA = frozenset({"pyarrow", "pyspark", "matplotlib", "pandas"})

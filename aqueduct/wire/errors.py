@@ -24,6 +24,8 @@ class CloseCode(IntEnum):
     INTERNAL_ERROR = 7
     SHUTTING_DOWN = 8
     """The server is draining (Server.drain): reconnect later or elsewhere."""
+    SCHEMA_MISMATCH = 10
+    """The peers' entrypoint schemas differ (api/schema.py); 9 is kept for authentication."""
 
 
 class AqueductError(Exception):
