@@ -98,6 +98,14 @@ class ValidationError(AqueductError, TypeError):
         self.channel, self.path, self.expected, self.received = channel, path, expected, received
 
 
+class Lagged(AqueductError):
+    """A broadcast subscriber fell behind and `n` messages were skipped for it; the next recv goes on."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(f"lagged: {n} broadcast message(s) skipped for this subscriber")
+        self.n = n
+
+
 class Timeout(AqueductError, TimeoutError):
     """A `timeout=` given to send, recv or request ran out (a TimeoutError too)."""
 
@@ -163,6 +171,7 @@ __all__ = [
     "ConnectError",
     "ConnectionLost",
     "EndReason",
+    "Lagged",
     "LimitExceeded",
     "Outcome",
     "ProtocolError",

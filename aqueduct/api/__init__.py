@@ -3,6 +3,7 @@
 from .codec import CborCodec, Codec, CodecError, RawCodec, RawMessage
 from .connection import CodecMismatch, Connection, Stats
 from .endpoints import Server, connect, serve
+from .fanout import Broadcast, Watch, broadcast, watch
 from .halves import Message, OneshotReceiver, OneshotSender, Receiver, Sender, channel, oneshot
 from .reconnect import Attempt, Backoff, reconnecting
 from .request import request
@@ -11,6 +12,7 @@ from .schema import SchemaMismatch
 __all__ = [
     "Attempt",
     "Backoff",
+    "Broadcast",
     "CborCodec",
     "Codec",
     "CodecError",
@@ -26,10 +28,13 @@ __all__ = [
     "Sender",
     "Server",
     "Stats",
+    "Watch",
+    "broadcast",
     "channel",
     "connect",
     "oneshot",
     "reconnecting",
     "request",
     "serve",
+    "watch",
 ]

@@ -21,13 +21,15 @@ from typing import Any, Protocol
 import cbor2
 import msgspec
 
-from ..errors import AqueductError
+from ..errors import AqueductError, Lagged
 from . import validation
-from .halves import Half, Receiver, Sender
+from .halves import Half, LagNotice, Receiver, Sender
 
 CODEC_HEADER = "codec"
 ATTACHMENT_TAG = 24945
 """CBOR tag (0x6171, "aq") whose content is the index of an attachment of the message."""
+LAGGED_TAG = 24946
+"""CBOR tag whose content is how many broadcast messages a subscriber missed: it reads as `Lagged(n)`."""
 
 
 class CodecError(AqueductError, ValueError):
@@ -60,6 +62,9 @@ class CborCodec:
         seen: set[int] = set()
 
         def default(encoder: cbor2.CBOREncoder, value: Any) -> None:
+            if type(value) is LagNotice:
+                encoder.encode(cbor2.CBORTag(LAGGED_TAG, value.n))
+                return
             if not isinstance(value, Sender | Receiver):
                 # dataclasses, msgspec Structs, enums, ...: their builtins (halves inside kept for this hook)
                 try:
@@ -83,6 +88,8 @@ class CborCodec:
         """Decode `payload`, replacing attachment tags by the given halves."""
 
         def tag_hook(tag: cbor2.CBORTag, _immutable: bool) -> Any:
+            if tag.tag == LAGGED_TAG and isinstance(tag.value, int):
+                raise Lagged(tag.value)
             if tag.tag != ATTACHMENT_TAG:
                 return tag
             if not isinstance(tag.value, int) or not 0 <= tag.value < len(halves):
@@ -91,10 +98,10 @@ class CborCodec:
 
         try:
             return cbor2.loads(payload, tag_hook=tag_hook)
-        except CodecError:
+        except (CodecError, Lagged):
             raise
         except (cbor2.CBORDecodeError, ValueError, TypeError, RecursionError) as exc:
-            if isinstance(exc.__cause__, CodecError):  # cbor2 wraps what tag_hook raised
+            if isinstance(exc.__cause__, CodecError | Lagged):  # cbor2 wraps what tag_hook raised
                 raise exc.__cause__ from None
             raise CodecError(f"malformed CBOR payload: {exc}") from exc
 

@@ -42,6 +42,7 @@ from ..errors import (
     ERROR_FOR_REASON,
     ChannelClosed,
     EndReason,
+    Lagged,
     Outcome,
     ReceiverDropped,
     Timeout,
@@ -221,11 +222,13 @@ class _Half:
 class Sender(_Half, Generic[T]):
     """The sending half of a channel: `send`, `try_send`, `finish`, `cancel`; `async with` finishes."""
 
-    __slots__ = ("mode",)
+    __slots__ = ("_group", "mode")
 
     def __init__(self, *, mode: ModeLike = Delivery.ORDERED) -> None:
         super().__init__()
         self.mode = as_delivery(mode)
+        self._group: _Clones | None = None
+        """The clones this sender shares its channel with (`clone`), or None."""
 
     # ---- wiring ----
     def _set_pipe(self, pipe: _Pipe) -> None:
@@ -234,12 +237,37 @@ class Sender(_Half, Generic[T]):
         self._drops = True
 
     def _bind(self, link: Link, handle: int) -> None:
-        """From now on this half sends on the network channel `handle` of `link`."""
-        self._pipe = None
-        self._link, self._handle = link, handle
-        self._drops = True
+        """From now on this half (and every clone of it) sends on the network channel `handle` of `link`."""
+        for member in self._group.members() if self._group is not None else (self,):
+            member._pipe = None
+            member._link, member._handle = link, handle
+            if member._done is None or self._group is None:
+                member._drops = True
+
+    def clone(self) -> Sender[T]:
+        """Another Sender of this channel, for another producer; the channel finishes when the last clone
+        finishes or is dropped (a cancel by any clone cancels it for all). A cloned sender stays here: it
+        cannot travel in a message."""
+        self._check()
+        if isinstance(self, OneshotSender):
+            raise ChannelClosed("a oneshot sender carries one message: it cannot be cloned")
+        group = self._group if self._group is not None else _Clones(self)
+        twin: Sender[T] = type(self)(mode=self.mode)
+        twin._pipe, twin._link, twin._handle, twin._spec = self._pipe, self._link, self._handle, self._spec
+        twin._group, twin._drops = group, True
+        group.add(twin)
+        return twin
 
     def _dropped(self) -> None:
+        group = self._group
+        if group is not None:
+            if not group.release(self):
+                return  # other clones still send on this channel
+            if self._link is not None:  # the last clone gone: the channel finishes (a lone sender cancels)
+                self._link.finish(self._handle)  # type: ignore[arg-type]
+            elif self._pipe is not None:
+                self._pipe.end(EndReason.FINISHED)
+                return
         link = self._link
         if link is not None:
             link.drop_sender(self._handle)  # type: ignore[arg-type]
@@ -298,6 +326,25 @@ class Sender(_Half, Generic[T]):
             if len(pipe.items) < pipe.capacity:
                 self._push(pipe, obj, delivery)
                 return None
+            await pipe.wait()
+
+    async def _send_notice(self, notice: LagNotice) -> None:
+        """Send an in-band notice (not a T: no type check) in order with the messages (broadcast's Lagged)."""
+        while True:
+            link = self._link
+            if link is not None and self._done is None:
+                waiting = link.send(self._handle, notice, Delivery.ORDERED)  # type: ignore[arg-type]
+                if waiting is not None:
+                    await waiting
+                return
+            self._check()
+            pipe = self._pipe
+            assert pipe is not None
+            if pipe.receiver_gone:
+                raise ReceiverDropped("the receiver was closed or dropped")
+            if len(pipe.items) < pipe.capacity:
+                self._push(pipe, notice, Delivery.ORDERED)
+                return
             await pipe.wait()
 
     async def _send_confirmed(self, obj: T, mode: ModeLike | None) -> asyncio.Future[Outcome]:
@@ -390,6 +437,14 @@ class Sender(_Half, Generic[T]):
 
     def _end(self, reason: EndReason) -> None:
         self._check()
+        group = self._group
+        if group is not None:
+            if reason is EndReason.FINISHED and not group.release(self):
+                self._drops, self._done = False, "finished"  # the others go on; the last one finishes
+                return
+            for member in group.members():  # the channel ends for every clone
+                if member is not self:
+                    member._drops, member._done = False, self._done or "cancelled"
         # a networked sender keeps its drop: dropping it lets the engine forget the ended channel
         if self._link is None:
             self._drops = False
@@ -480,6 +535,8 @@ class Receiver(_Half, Generic[T]):
                 if pipe.confirms:
                     pipe.taken(msg)
                 pipe.wake()
+                if type(msg.value) is LagNotice:
+                    raise Lagged(msg.value.n)
                 return msg
             if self._link is not None:
                 assert self._handle is not None
@@ -556,6 +613,34 @@ class Receiver(_Half, Generic[T]):
         return f"<Receiver {where} {self._done or 'open'}>"
 
 
+class _Clones:
+    """The senders sharing one channel (`Sender.clone`): how many are still open, and who they are."""
+
+    __slots__ = ("_members", "open")
+
+    def __init__(self, first: Sender[Any]) -> None:
+        first._group = self
+        self._members: weakref.WeakSet[Sender[Any]] = weakref.WeakSet([first])
+        self.open = 1
+
+    def add(self, twin: Sender[Any]) -> None:
+        self._members.add(twin)
+        self.open += 1
+
+    def members(self) -> list[Sender[Any]]:
+        return list(self._members)
+
+    def release(self, member: Sender[Any]) -> bool:
+        """`member` is done (finished or dropped); True if it was the last open one."""
+        self.open -= 1
+        pipe = member._pipe
+        if self.open > 0 and pipe is not None and pipe.sender is not None and pipe.sender() is member:
+            other = next((m for m in self._members if m is not member and m._done is None), None)
+            if other is not None:  # the pipe's own sender went: a moving receiver binds another clone
+                pipe.sender = weakref.ref(other)
+        return self.open <= 0
+
+
 class OneshotSender(Sender[T]):
     """The sending half of a oneshot channel: exactly one `send`, which also finishes the channel."""
 
@@ -616,6 +701,14 @@ class OneshotReceiver(Receiver[T]):
 register_half_types(Sender, Receiver, OneshotSender, OneshotReceiver)
 
 Half = Sender[Any] | Receiver[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LagNotice:
+    """In-band notice that a broadcast subscriber missed `n` messages: its receiver raises Lagged(n) for it
+    (locally it travels in the pipe; on a connection as a CBOR tag the codec turns back into Lagged)."""
+
+    n: int
 
 
 def _discard_halves(value: Any) -> None:
@@ -717,4 +810,6 @@ def attach_kind(half: Half) -> AttachKind:
     """The engine attachment for handing `half` to the peer."""
     if half._done is not None:
         raise ChannelClosed(f"cannot send a half that is {half._done}")
+    if isinstance(half, Sender) and half._group is not None and half._group.open > 1:
+        raise ChannelClosed("a cloned sender cannot travel in a message while its clones are open")
     return _KINDS[type(half)]

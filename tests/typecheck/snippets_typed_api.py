@@ -60,6 +60,18 @@ async def channels() -> None:
     aqueduct.channel(Order, capacity="big")  # E: No overload variant of "channel" matches
 
 
+async def fanout() -> None:
+    tx, _ = aqueduct.channel(Order)
+    assert_type(tx.clone(), Sender[Order])
+    bc = aqueduct.broadcast(Quote)
+    assert_type(bc.subscribe(), Receiver[Quote])
+    await bc.send(Quote("X", 1.0))
+    await bc.send(Order("X", 1))  # E: Argument 1 to "send" of "Broadcast" has incompatible type "Order"; expected "Quote"
+    w = aqueduct.watch(int, 0)
+    assert_type(w.subscribe(), Receiver[int])
+    w.send("high")  # E: Argument 1 to "send" of "Watch" has incompatible type "str"; expected "int"
+
+
 async def oneshots() -> None:
     reply_tx, reply_rx = aqueduct.oneshot(Quote)
     assert_type(reply_tx, OneshotSender[Quote])
