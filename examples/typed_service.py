@@ -1,5 +1,6 @@
-"""A typed quote desk: request/response, a typed feed attached to a message, confirmed delivery, and an
-untyped peer whose malformed message is refused while its connection goes on.
+"""A typed quote desk: request/response, a typed feed attached to a message, a broadcast of trades whose
+subscriber travels in a message, confirmed delivery, and an untyped peer whose malformed message is refused
+while its connection goes on.
 
 Run: `python examples/typed_service.py` (server and clients in one process, on loopback)."""
 
@@ -24,13 +25,22 @@ class Tick(msgspec.Struct):
     px: float
 
 
+class Trade(msgspec.Struct):
+    sym: str
+    qty: int
+
+
 class Request(msgspec.Struct):
-    """What the desk's entrypoint takes: ask for a quote (reply) and/or a feed of ticks."""
+    """What the desk's entrypoint takes: ask for a quote (reply), a feed of ticks, and/or the trade tape."""
 
     sym: str
     reply: OneshotSender[Quote] | None = None
     feed: Sender[Tick] | None = None
     ticks: int = 0
+    tape: OneshotSender[Receiver[Trade]] | None = None
+
+
+TAPE: aqueduct.Broadcast[Trade] | None = None  # the trade tape, made in main() (it needs the running loop)
 
 
 async def desk(conn: Connection[Receiver[Request]]) -> None:
@@ -49,9 +59,13 @@ async def desk(conn: Connection[Receiver[Request]]) -> None:
             async with req.feed as feed:  # finished when the block ends
                 for seq in range(req.ticks):
                     await feed.send(Tick(req.sym, seq, 100.0 + seq / 10))
+        if req.tape is not None and TAPE is not None:
+            await req.tape.send(TAPE.subscribe())  # a subscriber's Receiver travels back in the reply
 
 
 async def main() -> None:
+    global TAPE
+    TAPE = aqueduct.broadcast(Trade)
     async with running_server(desk, entrypoint=Request) as (url, certs):
         async with aqueduct.connect(url, ca=certs.ca, entrypoint=Request) as conn:
             quote: Quote = await aqueduct.request(conn.entrypoint, lambda reply: Request("ACME", reply=reply),
@@ -64,12 +78,17 @@ async def main() -> None:
                 print(f"tick: {tick.sym} #{tick.seq} {tick.px:.2f}")
 
             try:
-                await conn.entrypoint.send({"sym": "ACME", "ticks": "many"})  # type: ignore[arg-type]
+                await conn.entrypoint.send({"sym": "ACME", "ticks": "many"})  # type: ignore[call-overload]
             except aqueduct.ValidationError as exc:
                 print(f"client: not sent: {exc}")
 
             outcome = await conn.entrypoint.send(Request("ACME"), confirm=True)
             print(f"confirmed request: {outcome.value}")
+
+            tape: Receiver[Trade] = await aqueduct.request(conn.entrypoint, lambda r: Request("ACME", tape=r))
+            for qty in (100, 250):
+                await TAPE.send(Trade("ACME", qty))
+            print(f"tape: {(await tape.recv()).qty}, {(await tape.recv()).qty}")
 
         async with aqueduct.connect(url, ca=certs.ca) as untyped:  # a peer that knows no types
             await untyped.entrypoint.send({"sym": 42})

@@ -80,7 +80,8 @@ def test_typed_service_example_shows_each_rule() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "typed_service.py")], capture_output=True,
                          text=True, timeout=60, env=env, cwd=ROOT / "examples").stdout
     for line in ("quote: ACME 99.5/100.5", "tick: ACME #2 100.20", "client: not sent:", "at $.ticks",
-                 "confirmed request: acked", "desk: refused a message: at $.sym expected str, got int",
+                 "confirmed request: acked", "tape: 100, 250",
+                 "desk: refused a message: at $.sym expected str, got int",
                  "untyped peer, still served: {'sym': 'ACME', 'bid': 99.5, 'ask': 100.5}"):
         assert line in out, out
 
