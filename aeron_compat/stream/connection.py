@@ -139,6 +139,7 @@ class Connection:
         self.cc.last_refill_ns = now_ns
         self.received = ReceivedPackets(config.max_ack_ranges)
         self._ack_pending = 0
+        self._ack_now = False  # an ACK is due at the next poll
         self._ack_deadline: int | None = None
         self._next_local_stream = 0
         self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0}
@@ -286,7 +287,7 @@ class Connection:
             in_order = False
         self._ack_pending += 1
         if not in_order or self._ack_pending >= self.config.ack_every:
-            self._send_ack()
+            self._ack_now = True  # sent by the next poll: one ACK per batch of received datagrams
         elif self._ack_deadline is None:
             self._ack_deadline = now_ns + self.config.ack_delay_ns
 
@@ -295,6 +296,7 @@ class Connection:
         self._emit(Ack(self.local_id, self.peer_id, largest, entries))
         self._ack_pending = 0
         self._ack_deadline = None
+        self._ack_now = False
 
     def _on_ack(self, ack: Ack, now_ns: int) -> None:
         newest: SentPacket | None = None
@@ -319,8 +321,12 @@ class Connection:
             self.largest_acked = ack.largest
             self.cc.on_rtt(now_ns - newest.sent_ns)
             cutoff = newest.sent_ns - self.config.loss_delay_ns
-            lost = [pn for pn, sp in self.sent.items() if pn < ack.largest and sp.sent_ns <= cutoff]
-            for pn in sorted(lost):
+            lost = []
+            for pn, sp in sent.items():  # ascending packet numbers, so ascending send times: stop early
+                if sp.sent_ns > cutoff or pn >= ack.largest:
+                    break
+                lost.append(pn)
+            for pn in lost:
                 self._mark_lost(pn, now_ns)
         self._tlp_deadline = now_ns + self._tlp_ns() if self.sent else None
 
@@ -343,6 +349,8 @@ class Connection:
             times.append(self._hs_deadline)
         if self._ack_deadline is not None:
             times.append(self._ack_deadline)
+        if self._ack_now:
+            times.append(self._last_recv_ns)
         if self._tlp_deadline is not None:
             times.append(self._tlp_deadline)
         return min(times)
@@ -384,6 +392,8 @@ class Connection:
     def poll(self, now_ns: int) -> list[bytes]:
         """Datagrams to send now: control packets, then lost data, then new data, paced."""
         if self.state is State.ESTABLISHED:
+            if self._ack_now:
+                self._send_ack()
             self._fill(now_ns)
         out, self._out = self._out, []
         return out
