@@ -94,6 +94,9 @@ def targets(results: Results) -> list[Target]:
             Target("tuned bulk MB/s vs raw aioquic defaults", bbulk, ">= 3x", _check(bbulk, 3.0, True)),
             Target("tuned RTT p50 (us)", brtt, "< 300", _check(brtt, 300.0, False)),
         ]
+    if "marlin stream" in results.samples:
+        sbulk = _ratio(cs, "marlin stream", "bulk")
+        out.append(Target("Marlin Stream bulk MB/s vs raw aioquic", sbulk, ">= 2x", _check(sbulk, 2.0, True)))
     e = results.engine
     if e:
         curve = e["throughput_vs_channels"]

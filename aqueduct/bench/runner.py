@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.app import Delivery
 from ..quic.certs import make_dev_certs
-from .clients import AqueductClient, RawQuicClient, TcpClient, median, percentile
+from .clients import AqueductClient, RawQuicClient, StreamClient, TcpClient, median, percentile
 
 MB = 1_000_000
 
@@ -86,6 +86,7 @@ TRANSPORTS = [
     Transport("aioquic", "aioquic", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt", "setup_0rtt")),
     Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
     Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
+    Transport("marlin stream", "stream", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
 ]
 BY_NAME = {t.name: t for t in TRANSPORTS}
 
@@ -129,6 +130,8 @@ def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
         return AqueductClient(port, ca, t.codec, t.mode, tuned=t.tuned)
     if t.family == "tcp":
         return TcpClient(ports["tcp"])
+    if t.family == "stream":
+        return StreamClient(ports["stream"])
     return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams")
 
 
