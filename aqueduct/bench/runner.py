@@ -109,6 +109,10 @@ class Options:
     only: tuple[str, ...] = ()
     """Substrings of transport names to run (empty: all)."""
     uvloop: bool = False
+    loss_curves: bool = False
+    """Also measure bulk goodput at 0/1/5% loss through the impairment proxy (loss.py)."""
+    loss_window: float = 1.0
+    loss_rounds: int = 3
 
 
 @dataclass
@@ -120,6 +124,8 @@ class Results:
     zero_rtt_accepted: dict[str, str] = field(default_factory=dict)
     api_memory: dict[str, float] = field(default_factory=dict)
     engine: dict[str, Any] = field(default_factory=dict)
+    loss: list[dict[str, Any]] = field(default_factory=list)
+    """The loss curves (loss.curves), when asked for."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -268,6 +274,15 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 await client.close()
                 results.api_memory = {"channels": n, "sender_side_bytes": ours / n, "receiver_side_bytes": theirs / n,
                                       "per_channel_bytes": (ours + theirs) / n}
+            if opts.loss_curves:
+                from . import loss
+
+                proxy_proc, proxy_ports = loss.start_proxies(ports)
+                try:
+                    samples = await loss.measure(proxy_ports, certs.ca, opts.loss_window, opts.loss_rounds, progress)
+                finally:
+                    _stop(proxy_proc)
+                results.loss = loss.curves(samples)
         finally:
             for p in (proc, fast_proc):
                 if p is not None:
