@@ -49,7 +49,9 @@ class _ReadGate(asyncio.ReadTransport):
 
     def resume_reading(self) -> None:
         self.paused = False
-        self._stream.pull()
+        # soon, not now: StreamReader resumes before it creates the waiter that data must wake
+        # (readexactly beyond the pause limit), as a socket transport would deliver data later too
+        self._stream.conn.endpoint.loop.call_soon(self._stream.pull)
 
     def is_reading(self) -> bool:
         return not self.paused
