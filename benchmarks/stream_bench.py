@@ -6,9 +6,12 @@ The listener runs in a child process (`aeron_compat stream listen`, which reads
 each stream to its FIN and answers its SHA-256), the sender here; every row is
 timed from the first write to the digest's arrival and checks the digest. The
 loss rows pass every datagram, both directions, through the project's
-`ImpairProxy` (in this process) with independent loss. TCP rows use the same
-digest protocol on an asyncio TCP server in a child process. Prints one JSON
-line per row.
+`ImpairProxy` with independent loss, hosted in its own process
+(`python -m aqueduct.bench.loss proxy`, as `aqueduct bench --loss-curves`
+does), and their ratio is to the 0% row through the same proxy. TCP rows use
+the same digest protocol on an asyncio TCP server in a child process. Prints
+one JSON line per row. (`aqueduct bench` has the Stream rows beside TCP and
+Aqueduct; `--loss-curves` adds Aqueduct-on-QUIC under the same loss.)
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import sys
 import time
 
 from aeron_compat.stream.aio import StreamEndpoint
-from aqueduct.reliability.impair import Impairment, ImpairProxy
 
 TCP_SERVER = """
 import asyncio, hashlib, sys
@@ -46,13 +48,8 @@ async def _send(writer_write, drain, data: bytes, chunk: int) -> None:  # type: 
         await drain()
 
 
-async def stream_row(port: int, data: bytes, chunk: int, loss: float) -> float:
+async def stream_row(port: int, data: bytes, chunk: int) -> float:
     target = ("127.0.0.1", port)
-    proxy = None
-    if loss:
-        imp = Impairment(loss=loss)
-        proxy = await ImpairProxy.start(target, up=imp, down=imp, seed=1)
-        target = proxy.address
     ep = await StreamEndpoint.bind()
     try:
         conn = await ep.dial(target)
@@ -67,8 +64,6 @@ async def stream_row(port: int, data: bytes, chunk: int, loss: float) -> float:
         return took
     finally:
         ep.close()
-        if proxy is not None:
-            proxy.close()
 
 
 async def tcp_row(port: int, data: bytes, chunk: int) -> float:
@@ -107,14 +102,25 @@ def main() -> None:
 
         row("tcp bulk", asyncio.run(tcp_row(tport, bulk, 1 << 16)), len(bulk), "MB/s")
         row("tcp 64 B messages", asyncio.run(tcp_row(tport, msgs, 64)), len(msgs), "msgs/s")
-        row("stream 64 B messages", asyncio.run(stream_row(sport, msgs, 64, 0.0)), len(msgs), "msgs/s")
+        row("stream 64 B messages", asyncio.run(stream_row(sport, msgs, 64)), len(msgs), "msgs/s")
+        row("stream bulk", asyncio.run(stream_row(sport, bulk, 1 << 16)), len(bulk), "MB/s")
+        losses = [float(x) for x in opts.loss.split(",")]
+        if 0.0 not in losses:
+            losses.insert(0, 0.0)
+        proxy = subprocess.Popen([sys.executable, "-m", "aqueduct.bench.loss", "proxy", "--target", f"stream={sport}",
+                                  "--losses", ",".join(str(x) for x in losses)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert proxy.stdout is not None and proxy.stdin is not None
+        pports = json.loads(proxy.stdout.readline())
         base = None
-        for loss in (float(x) for x in opts.loss.split(",")):
-            r = row(f"stream bulk, loss {loss:.0%}", asyncio.run(stream_row(sport, bulk, 1 << 16, loss)),
-                    len(bulk), "MB/s")
+        for loss in losses:
+            r = row(f"stream bulk through the proxy, loss {loss:.0%}",
+                    asyncio.run(stream_row(pports[f"stream@{loss}"], bulk, 1 << 16)), len(bulk), "MB/s")
             mbps = float(r["MB/s"])  # type: ignore[arg-type]
             base = base or mbps
             print(json.dumps({"row": f"stream goodput ratio at {loss:.0%} loss", "x_lossless": round(mbps / base, 2)}))
+        proxy.stdin.close()
+        proxy.wait(10)
     finally:
         listener.kill()
         tcp.kill()

@@ -27,7 +27,7 @@ if [ -x "$OUT/ow_server" ] && [ -x "$OUT/ow_client" ]; then echo "$OUT"; exit 0;
 
 mkdir -p "$OUT.tmp"
 python3 "$ROOT/scripts/openweaver_patch.py" "$SRC" "$OUT.tmp"
-FLAGS="-std=c++20 -O2 -w -DSPDLOG_ACTIVE_LEVEL=SPDLOG_LEVEL_INFO -DSPDLOG_FMT_EXTERNAL
+FLAGS="-std=c++20 -O2 -w -DSPDLOG_ACTIVE_LEVEL=SPDLOG_LEVEL_INFO -DSPDLOG_FMT_EXTERNAL -I$OUT.tmp/include
   -I$SRC/core/include -I$SRC/asyncio/include -I$SRC/uvpp/include -I$SRC/stream/include -I$SRC/simulator/include"
 LIBS="-lsodium -luv -lspdlog -lfmt -lboost_filesystem -labsl_hash -labsl_raw_hash_set -labsl_city -labsl_low_level_hash"
 start=$(date +%s)

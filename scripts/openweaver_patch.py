@@ -10,6 +10,12 @@ interop peers (see specs/DECISIONS.md, "OpenWeaver interop peers"):
   zeros forever, and prints `SENT <n>` when they are acknowledged;
 - the client starts receiving (`listen`) before it dials: unpatched, its socket never reads, so it
   never sees the DIALCONF (even from the example server) and retries its DIAL until it gives up.
+- a patched copy of stream/include/marlin/stream/StreamFiber.hpp goes to OUT_DIR/include (searched
+  first): its send_DIAL sealed the DIAL in place (`crypto_box_seal(buf, buf, ...)`), and libsodium
+  writes the seal's ephemeral key over the start of the plaintext before encrypting it, so the
+  listener read that key as the dialer's static key and sealed its DIALCONF to it: the dialer could
+  never open the DIALCONF ("DIALCONF: Unseal failure") and no C++ client ever finished a handshake.
+  The copy seals from a separate plaintext buffer.
 Usage: openweaver_patch.py SRC_DIR OUT_DIR
 """
 
@@ -84,12 +90,30 @@ def patch_client(text: str) -> str:
     return text
 
 
+DIAL_SEAL = ("\tstd::memcpy(buf, static_pk, crypto_box_PUBLICKEYBYTES);\n"
+             "\tstd::memcpy(buf + crypto_box_PUBLICKEYBYTES, ephemeral_pk, crypto_kx_PUBLICKEYBYTES);\n"
+             "\tcrypto_box_seal(buf, buf, pt_len, remote_static_pk);")
+
+
+def patch_fiber(text: str) -> str:
+    for rel in ("protocol/SendStream.hpp", "protocol/RecvStream.hpp", "protocol/AckRanges.hpp", "Messages.hpp"):
+        text = replace(text, f'#include "{rel}"', f"#include <marlin/stream/{rel}>", "StreamFiber.hpp")
+    return replace(text, DIAL_SEAL,
+                   "\tuint8_t dial_pt[pt_len];\n"
+                   "\tstd::memcpy(dial_pt, static_pk, crypto_box_PUBLICKEYBYTES);\n"
+                   "\tstd::memcpy(dial_pt + crypto_box_PUBLICKEYBYTES, ephemeral_pk, crypto_kx_PUBLICKEYBYTES);\n"
+                   "\tcrypto_box_seal(buf, dial_pt, pt_len, remote_static_pk);", "StreamFiber.hpp")
+
+
 def main() -> None:
     src, out = Path(sys.argv[1]), Path(sys.argv[2])
     examples = src / "stream" / "examples"
     out.mkdir(parents=True, exist_ok=True)
     (out / "ow_server.cpp").write_text(patch_server((examples / "server.cpp").read_text()))
     (out / "ow_client.cpp").write_text(patch_client((examples / "client.cpp").read_text()))
+    fiber = Path("include") / "marlin" / "stream" / "StreamFiber.hpp"
+    (out / fiber).parent.mkdir(parents=True, exist_ok=True)
+    (out / fiber).write_text(patch_fiber((src / "stream" / fiber).read_text()))
 
 
 if __name__ == "__main__":

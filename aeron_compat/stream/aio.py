@@ -28,6 +28,8 @@ from aeron_compat.stream.packets import Profile
 
 READER_LIMIT = 1 << 20
 SOCKET_BUFFER = 4 << 20  # asked of the kernel (capped by net.core.rmem_max / wmem_max)
+RECV_BATCH = 256  # datagrams read per wake-up beyond the one asyncio read
+RECV_SIZE = 65536
 
 
 def _now(loop: asyncio.AbstractEventLoop) -> int:
@@ -47,7 +49,9 @@ class _ReadGate(asyncio.ReadTransport):
 
     def resume_reading(self) -> None:
         self.paused = False
-        self._stream.pull()
+        # soon, not now: StreamReader resumes before it creates the waiter that data must wake
+        # (readexactly beyond the pause limit), as a socket transport would deliver data later too
+        self._stream.conn.endpoint.loop.call_soon(self._stream.pull)
 
     def is_reading(self) -> bool:
         return not self.paused
@@ -240,6 +244,7 @@ class StreamEndpoint(asyncio.DatagramProtocol):
         self.accepted: asyncio.Queue[StreamConnection] = asyncio.Queue()
         self._timer: asyncio.TimerHandle | None = None
         self._kick_scheduled = False
+        self.sock: socket.socket | None = None  # the bound socket, drained in batches
 
     @classmethod
     async def listen(cls, host: str, port: int, *, config: StreamConfig | None = None,
@@ -257,12 +262,19 @@ class StreamEndpoint(asyncio.DatagramProtocol):
     async def _bind(cls, host: str, port: int, config: StreamConfig | None, profile: Profile,
                     listening: bool, keys: OpenWeaverKeys | None) -> StreamEndpoint:
         loop = asyncio.get_running_loop()
-        transport, proto = await loop.create_datagram_endpoint(lambda: cls(config, profile, listening, keys),
-                                                               local_addr=(host, port))
-        sock = transport.get_extra_info("socket")
-        for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            sock.setblocking(False)
+            for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER)
+            sock.bind((host, port))
+            _, proto = await loop.create_datagram_endpoint(lambda: cls(config, profile, listening, keys), sock=sock)
+        except BaseException:
+            sock.close()
+            raise
+        proto.sock = sock
         return proto
 
     @property
@@ -301,7 +313,20 @@ class StreamEndpoint(asyncio.DatagramProtocol):
         self.transport = transport  # type: ignore[assignment]  # a datagram endpoint's transport
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        self.engine.receive(data, (addr[0], addr[1]), _now(self.loop))
+        now = _now(self.loop)
+        receive = self.engine.receive
+        receive(data, (addr[0], addr[1]), now)
+        # asyncio reads one datagram per wake-up; drain what else is queued now, so that one
+        # pump run (one ACK, one batch of sends) answers the whole batch.
+        recvfrom = self.sock.recvfrom if self.sock is not None else None
+        for _ in range(RECV_BATCH if recvfrom is not None else 0):
+            try:
+                data, addr = recvfrom(RECV_SIZE)  # type: ignore[misc]
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break  # ICMP errors: the engine's timers handle unreachable peers
+            receive(data, (addr[0], addr[1]), now)
         self.kick()
 
     def error_received(self, exc: Exception) -> None:

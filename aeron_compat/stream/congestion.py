@@ -24,6 +24,7 @@ class Congestion:
     min_cwnd: int
     burst: int
     srtt_ns: int
+    max_cwnd: int = 1 << 62
     ssthresh: int = 1 << 62
     recovery_start_ns: int = -1
     tokens: float = 0.0
@@ -44,9 +45,9 @@ class Congestion:
         if sent_ns <= self.recovery_start_ns:
             return
         if self.slow_start:
-            self.cwnd += nbytes
+            self.cwnd = min(self.cwnd + nbytes, self.max_cwnd)
         else:
-            self.cwnd += max(1, self.mss * nbytes // self.cwnd)
+            self.cwnd = min(self.cwnd + max(1, self.mss * nbytes // self.cwnd), self.max_cwnd)
 
     def on_congestion(self, sent_ns: int, now_ns: int) -> None:
         """A packet sent at `sent_ns` was lost."""

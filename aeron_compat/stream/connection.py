@@ -19,6 +19,7 @@ when to call `on_timer` (and `poll`) again.
 from __future__ import annotations
 
 import enum
+import heapq
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -35,7 +36,8 @@ from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, Packet,
 from aeron_compat.stream.recv import ReceivedPackets, RecvStream
 
 Address = tuple[str, int]
-MAX_ACK_ENTRIES = 33  # the 17 newest ranges: older holes are settled by the loss rule already
+PROBE_MIN_NS = 2_000_000  # a window probe waits at least this (and 2 srtt) after the packet's last send
+MAX_ACK_ENTRIES = 129  # the 65 newest ranges (one ACK per received batch: a lost ACK leaves none unacked)
 
 
 class State(enum.Enum):
@@ -100,6 +102,15 @@ class SendStream:
     next_offset: int = 0
     fin_queued: bool = False
     fin_sent: bool = False
+    unacked: list[int] = field(default_factory=list)  # heap of the offsets of packets sent and not yet acked
+    acked: set[int] = field(default_factory=set)  # offsets acked but still in `unacked` (removed lazily)
+
+    def floor(self) -> int:
+        """The lowest offset not yet acked: the peer's reader cannot have moved past it."""
+        heap, acked = self.unacked, self.acked
+        while heap and heap[0] in acked:
+            acked.discard(heapq.heappop(heap))
+        return heap[0] if heap else self.next_offset
 
 
 class Connection:
@@ -129,19 +140,24 @@ class Connection:
         self.queued_bytes = 0
         self.next_pn = 0
         self.sent: dict[int, SentPacket] = {}
-        self.in_flight = 0
-        self.lost: deque[tuple[int, int, bytes, bool]] = deque()
+        self.in_flight = 0  # bytes of every unacked packet
+        self.hole_bytes = 0  # of those, bytes of packets below the largest acked (off the wire: see _pipe)
+        # lost data awaiting resend, a heap by (offset, stream): the lowest offsets first, so the hole the
+        # receiver's reader waits on is filled before data its window may still refuse
+        self.lost: list[tuple[int, int, bytes, bool]] = []
         self.largest_acked = -1
         self._tlp_deadline: int | None = None
         self.cc = Congestion(mss=config.max_payload, cwnd=config.initial_cwnd_packets * config.max_payload,
                              min_cwnd=config.min_cwnd_packets * config.max_payload,
-                             burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns)
+                             burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns,
+                             max_cwnd=config.max_cwnd)
         self.cc.last_refill_ns = now_ns
         self.received = ReceivedPackets(config.max_ack_ranges)
         self._ack_pending = 0
+        self._ack_now = False  # an ACK is due at the next poll
         self._ack_deadline: int | None = None
         self._next_local_stream = 0
-        self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0}
+        self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0, "probes": 0}
         if dialer:
             self._emit(Dial(local_id, 0, dial_payload))
         else:
@@ -176,6 +192,8 @@ class Connection:
             s = self.send_streams[stream_id] = SendStream()
         if s.fin_queued:
             raise StreamError(f"stream {stream_id} already finished")
+        if not data and not fin:
+            return
         s.queued += data
         self.queued_bytes += len(data)
         s.fin_queued = fin
@@ -286,7 +304,7 @@ class Connection:
             in_order = False
         self._ack_pending += 1
         if not in_order or self._ack_pending >= self.config.ack_every:
-            self._send_ack()
+            self._ack_now = True  # sent by the next poll: one ACK per batch of received datagrams
         elif self._ack_deadline is None:
             self._ack_deadline = now_ns + self.config.ack_delay_ns
 
@@ -295,6 +313,7 @@ class Connection:
         self._emit(Ack(self.local_id, self.peer_id, largest, entries))
         self._ack_pending = 0
         self._ack_deadline = None
+        self._ack_now = False
 
     def _on_ack(self, ack: Ack, now_ns: int) -> None:
         newest: SentPacket | None = None
@@ -311,25 +330,48 @@ class Connection:
                     pns = [pn for pn in range(low, high + 1) if pn in sent]
                 for pn in pns:
                     sp = sent.pop(pn)
-                    self.in_flight -= len(sp.data) or 1
+                    ss = self.send_streams.get(sp.stream_id)
+                    if ss is not None:
+                        ss.acked.add(sp.offset)
+                    size = len(sp.data) or 1
+                    self.in_flight -= size
+                    if pn < self.largest_acked:
+                        self.hole_bytes -= size  # a hole filled late (reordering)
                     self.cc.on_acked(len(sp.data), sp.sent_ns)
                     if pn == ack.largest:
                         newest = sp
         if newest is not None and ack.largest > self.largest_acked:
+            for pn in range(self.largest_acked + 1, ack.largest):  # packets this ACK skipped become holes
+                hole = sent.get(pn)
+                if hole is not None:
+                    self.hole_bytes += len(hole.data) or 1
             self.largest_acked = ack.largest
             self.cc.on_rtt(now_ns - newest.sent_ns)
             cutoff = newest.sent_ns - self.config.loss_delay_ns
-            lost = [pn for pn, sp in self.sent.items() if pn < ack.largest and sp.sent_ns <= cutoff]
-            for pn in sorted(lost):
+            lost = []
+            for pn, sp in sent.items():  # ascending packet numbers, so ascending send times: stop early
+                if sp.sent_ns > cutoff or pn >= ack.largest:
+                    break
+                lost.append(pn)
+            for pn in lost:
                 self._mark_lost(pn, now_ns)
         self._tlp_deadline = now_ns + self._tlp_ns() if self.sent else None
 
     def _mark_lost(self, pn: int, now_ns: int) -> None:
-        sp = self.sent.pop(pn)
-        self.in_flight -= len(sp.data) or 1
+        sp = self.sent[pn]
+        self._forget(pn)
         self.stats["lost"] += 1
         self.cc.on_congestion(sp.sent_ns, now_ns)
-        self.lost.append((sp.stream_id, sp.offset, sp.data, sp.fin))
+        heapq.heappush(self.lost, (sp.offset, sp.stream_id, sp.data, sp.fin))
+
+    def _pipe(self) -> int:
+        """Bytes in flight for the congestion window: unacked packets not below the largest acked.
+
+        A packet sent before one the peer acked has left the wire (dropped, or overtaken); it stays
+        unacked until acked late or declared lost by the 50 ms rule, but it no longer holds the
+        window, so new data keeps flowing (and keeps producing the later ACKs the rule needs).
+        """
+        return self.in_flight - self.hole_bytes
 
     def _tlp_ns(self) -> int:
         return max(self.config.min_tlp_ns, 3 * self.cc.srtt_ns + self.config.ack_delay_ns)
@@ -343,6 +385,8 @@ class Connection:
             times.append(self._hs_deadline)
         if self._ack_deadline is not None:
             times.append(self._ack_deadline)
+        if self._ack_now:
+            times.append(self._last_recv_ns)
         if self._tlp_deadline is not None:
             times.append(self._tlp_deadline)
         return min(times)
@@ -351,8 +395,13 @@ class Connection:
         """When `poll` can next send data (None: nothing to send or the window is full)."""
         if self.state is not State.ESTABLISHED or not (self.lost or self._send_order):
             return None
-        if self.in_flight + self.config.max_payload > self.cc.cwnd:
+        if self._pipe() + self.config.max_payload > self.cc.cwnd:
             return None
+        if not self.lost and not self._rotate_to_open_stream(self.config.recv_window):
+            probe = self._window_probe()  # every stream waits for the peer's window
+            if probe is None:
+                return None
+            return max(self._probe_due(probe[1]), self.cc.next_send_ns(now_ns))
         return self.cc.next_send_ns(now_ns)
 
     def on_timer(self, now_ns: int) -> None:
@@ -384,20 +433,47 @@ class Connection:
     def poll(self, now_ns: int) -> list[bytes]:
         """Datagrams to send now: control packets, then lost data, then new data, paced."""
         if self.state is State.ESTABLISHED:
+            if self._ack_now:
+                self._send_ack()
             self._fill(now_ns)
         out, self._out = self._out, []
         return out
 
+    def _rotate_to_open_stream(self, window: int) -> bool:
+        """Rotate `_send_order` until its first stream has window left; False if none has."""
+        mss = self.config.max_payload
+        for _ in range(len(self._send_order)):
+            s = self.send_streams[self._send_order[0]]
+            if s.next_offset + mss <= s.floor() + window:
+                return True
+            self._send_order.rotate(-1)
+        return False
+
     def _fill(self, now_ns: int) -> None:
         mss = self.config.max_payload
+        window = self.config.recv_window
         sent_any = False
-        while (self.lost or self._send_order) and self.in_flight + mss <= self.cc.cwnd and self.cc.may_send(now_ns):
+        while (self.lost or self._send_order) and self._pipe() + mss <= self.cc.cwnd and self.cc.may_send(now_ns):
             if self.lost:
-                sid, offset, data, fin = self.lost.popleft()
+                offset, sid, data, fin = heapq.heappop(self.lost)
                 self.stats["retransmitted"] += 1
             else:
                 sid = self._send_order[0]
                 s = self.send_streams[sid]
+                if s.next_offset + mss > s.floor() + window and not self._rotate_to_open_stream(window):
+                    # the peer's window (assumed the size of ours) would refuse new data: probe its floor
+                    probe = self._window_probe()
+                    if probe is None or now_ns < self._probe_due(probe[1]):
+                        break
+                    old, sp = probe
+                    self._forget(old)
+                    sid, offset, data, fin = sp.stream_id, sp.offset, sp.data, sp.fin
+                    self.stats["probes"] += 1
+                    self._send_packet(sid, offset, data, fin, now_ns)
+                    continue
+                sid = self._send_order[0]
+                s = self.send_streams[sid]
+                heapq.heappush(s.unacked, s.next_offset)
                 data = bytes(s.queued[:mss])
                 del s.queued[:mss]
                 offset = s.next_offset
@@ -409,17 +485,46 @@ class Connection:
                 if s.queued:
                     self._send_order.append(sid)
                 sent_any = True
-            pn = self.next_pn
-            self.next_pn += 1
-            self.sent[pn] = SentPacket(sid, offset, data, fin, now_ns)
-            self.in_flight += len(data) or 1
-            self.cc.on_sent(len(data))
-            self.stats["sent_packets"] += 1
-            self._emit(Data(self.local_id, self.peer_id, sid, pn, offset, data, fin))
-            if self._tlp_deadline is None:
-                self._tlp_deadline = now_ns + self._tlp_ns()
+            self._send_packet(sid, offset, data, fin, now_ns)
         if sent_any:
             self.events.append(Writable())
+
+    def _send_packet(self, sid: int, offset: int, data: bytes, fin: bool, now_ns: int) -> None:
+        pn = self.next_pn
+        self.next_pn += 1
+        self.sent[pn] = SentPacket(sid, offset, data, fin, now_ns)
+        self.in_flight += len(data) or 1
+        self.cc.on_sent(len(data))
+        self.stats["sent_packets"] += 1
+        self._emit(Data(self.local_id, self.peer_id, sid, pn, offset, data, fin))
+        if self._tlp_deadline is None:
+            self._tlp_deadline = now_ns + self._tlp_ns()
+
+    def _window_probe(self) -> tuple[int, SentPacket] | None:
+        """The unacked packet at the window floor of the first blocked stream (None: it is not in `sent`).
+
+        When every stream is blocked by the peer's window, nothing new is sent, so no later packet can
+        be acked and the 50 ms rule can never declare the floor's packet lost: only the tail-loss timer
+        would. Instead that one packet is sent again (a window probe) `_probe_due` after its last send,
+        without declaring a loss (no congestion event): the peer's window, not the path, is the limit.
+        """
+        sid = self._send_order[0]
+        floor = self.send_streams[sid].floor()
+        for pn, sp in self.sent.items():
+            if sp.stream_id == sid and sp.offset == floor:
+                return pn, sp
+        return None
+
+    def _probe_due(self, sp: SentPacket) -> int:
+        return sp.sent_ns + max(2 * self.cc.srtt_ns, PROBE_MIN_NS)
+
+    def _forget(self, pn: int) -> None:
+        """Drop an unacked packet from `sent` (it is being sent again under a new number)."""
+        sp = self.sent.pop(pn)
+        size = len(sp.data) or 1
+        self.in_flight -= size
+        if pn < self.largest_acked:
+            self.hole_bytes -= size
 
     # ------------------------------------------------------------------ internals
     def _emit(self, packet: Packet) -> None:
@@ -433,6 +538,7 @@ class Connection:
         self.state = State.CLOSED
         self.error = error
         self.sent.clear()
+        self.in_flight = self.hole_bytes = 0
         self.lost.clear()
         self.send_streams.clear()
         self._send_order.clear()

@@ -28,11 +28,12 @@ class StreamConfig:
     ack_delay_ns: int = 10 * MS  # periodic ACK
     ack_every: int = 2  # ACK at once after this many in-order packets
     loss_delay_ns: int = 50 * MS  # lost = sent this long before the largest acked
-    min_tlp_ns: int = 100 * MS  # tail-loss timer floor
+    min_tlp_ns: int = 25 * MS  # tail-loss timer floor (above ack_delay_ns: a delayed ACK is not a tail loss)
     handshake_retry_ns: int = 200 * MS  # first DIAL/DIALCONF retransmission, doubling (6 tries: 12.6 s)
     handshake_tries: int = 6
     idle_timeout_ns: int = 15_000 * MS
     initial_cwnd_packets: int = 32
+    max_cwnd: int = 4 << 20  # congestion window ceiling in bytes (one stream's receive window: more is refused)
     min_cwnd_packets: int = 4
     pacing_burst_packets: int = 16
     initial_rtt_ns: int = 50 * MS

@@ -101,6 +101,13 @@ def targets(results: Results) -> list[Target]:
             Target("tuned bulk MB/s vs raw aioquic defaults", bbulk, ">= 3x", _check(bbulk, 3.0, True)),
             Target("tuned RTT p50 (us)", brtt, "< 300", _check(brtt, 300.0, False)),
         ]
+    if "marlin stream" in results.samples:
+        sbulk = _ratio(cs, "marlin stream", "bulk")
+        out.append(Target("Marlin Stream bulk MB/s vs raw aioquic", sbulk, ">= 2x", _check(sbulk, 2.0, True)))
+    at5 = next((r["x_lossless"] for r in results.loss if r["path"] == "marlin stream" and r["loss"] == 0.05), None)
+    if results.loss:
+        out.append(Target("Marlin Stream goodput at 5% loss vs 0% (same proxy)", at5, ">= 0.5x",
+                          _check(at5, 0.5, True)))
     e = results.engine
     if e:
         curve = e["throughput_vs_channels"]
@@ -158,6 +165,12 @@ def table(results: Results) -> str:
                      f"{e['idle_channel_bytes_rss_count']:,} (both ends)")
         lines.append("engine msgs/s vs open channels: "
                      + ", ".join(f"{n:,}: {rate:,.0f}" for n, rate in e["throughput_vs_channels"]))
+    if results.loss:
+        lines.append("goodput under loss (bulk MB/s through the impairment proxy, both ways; TCP cannot pass it):")
+        for r in results.loss:
+            ratio = "-" if r["x_lossless"] is None else f"{r['x_lossless']:.2f}x"
+            lines.append(f"  {r['path']:<26} {r['loss']:>4.0%} loss {_fmt(r['mb_s']):>10} {_fmt(r['low']):>10} "
+                         f"{_fmt(r['high']):>10}  {ratio:>8} of 0%")
     lines.append("targets:")
     for t in targets(results):
         mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
@@ -178,6 +191,7 @@ def as_json(results: Results) -> dict[str, Any]:
         "zero_rtt_accepted": results.zero_rtt_accepted,
         "api_memory": results.api_memory,
         "engine": results.engine,
+        "loss_curves": results.loss,
         "targets": [t.__dict__ for t in targets(results)],
         "seconds": results.seconds,
     }

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.app import Delivery
 from ..quic.certs import make_dev_certs
-from .clients import AqueductClient, RawQuicClient, TcpClient, median, percentile
+from .clients import AqueductClient, RawQuicClient, StreamClient, TcpClient, median, percentile
 
 MB = 1_000_000
 
@@ -89,6 +89,7 @@ TRANSPORTS = [
     Transport("aioquic", "aioquic", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt", "setup_0rtt")),
     Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
     Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
+    Transport("marlin stream", "stream", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
 ]
 BY_NAME = {t.name: t for t in TRANSPORTS}
 
@@ -111,6 +112,10 @@ class Options:
     only: tuple[str, ...] = ()
     """Substrings of transport names to run (empty: all)."""
     uvloop: bool = False
+    loss_curves: bool = False
+    """Also measure bulk goodput at 0/1/5% loss through the impairment proxy (loss.py)."""
+    loss_window: float = 1.0
+    loss_rounds: int = 3
 
 
 @dataclass
@@ -122,6 +127,8 @@ class Results:
     zero_rtt_accepted: dict[str, str] = field(default_factory=dict)
     api_memory: dict[str, float] = field(default_factory=dict)
     engine: dict[str, Any] = field(default_factory=dict)
+    loss: list[dict[str, Any]] = field(default_factory=list)
+    """The loss curves (loss.curves), when asked for."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -132,6 +139,8 @@ def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
         return AqueductClient(port, ca, t.codec, t.mode, tuned=t.tuned, typed=t.typed)
     if t.family == "tcp":
         return TcpClient(ports["tcp"])
+    if t.family == "stream":
+        return StreamClient(ports["stream"])
     return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams")
 
 
@@ -268,6 +277,15 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 await client.close()
                 results.api_memory = {"channels": n, "sender_side_bytes": ours / n, "receiver_side_bytes": theirs / n,
                                       "per_channel_bytes": (ours + theirs) / n}
+            if opts.loss_curves:
+                from . import loss
+
+                proxy_proc, proxy_ports = loss.start_proxies(ports)
+                try:
+                    samples = await loss.measure(proxy_ports, certs.ca, opts.loss_window, opts.loss_rounds, progress)
+                finally:
+                    _stop(proxy_proc)
+                results.loss = loss.curves(samples)
         finally:
             for p in (proc, fast_proc):
                 if p is not None:

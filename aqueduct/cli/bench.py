@@ -29,6 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument("--engine-messages", type=int, default=20_000, help="messages per point of the engine curve")
     p.add_argument("--only", action="append", default=[], help="run transports whose name contains this (repeat)")
     p.add_argument("--uvloop", action="store_true", help="run both processes on uvloop (extra 'fast')")
+    p.add_argument("--loss-curves", action="store_true",
+                   help="also measure Marlin Stream and Aqueduct bulk at 0/1/5%% loss through the impairment proxy")
     p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="PNG", help="write a chart (matplotlib)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
-                   only=tuple(args.only), uvloop=args.uvloop)
+                   only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves)
 
     def progress(line: str) -> None:
         if not args.quiet:

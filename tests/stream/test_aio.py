@@ -140,3 +140,25 @@ def test_openweaver_dial_sealed_to_another_key_is_refused() -> None:
         server.close()
 
     asyncio.run(main())
+
+
+def test_readexactly_beyond_the_readers_pause_limit_completes() -> None:
+    """(It deadlocked: resuming the reader fed it before its waiter existed, then it paused again.)"""
+    from aeron_compat.stream.aio import READER_LIMIT
+
+    async def main() -> None:
+        server = await StreamEndpoint.listen("127.0.0.1", 0)
+        client = await StreamEndpoint.bind()
+        conn = await client.dial(server.address)
+        body = payload(3 * READER_LIMIT, 7)
+        _, writer = conn.open_stream()
+        writer.write(body)
+        writer.write_eof()
+        peer = await server.accept()
+        reader, _ = await peer.accept_stream()
+        got = await asyncio.wait_for(reader.readexactly(len(body)), 30)
+        assert got == body
+        client.close()
+        server.close()
+
+    asyncio.run(main())

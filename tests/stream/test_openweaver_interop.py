@@ -1,7 +1,9 @@
-"""Interop with OpenWeaver (Marlin's C++ Stream): our endpoint dials its example server and sends 10 MB.
+"""Interop with OpenWeaver (Marlin's C++ Stream), both directions, 10 MB checked by SHA-256.
 
-The server (a patched copy of the upstream example, scripts/openweaver_patch.py) prints the SHA-256 of
-the first OW_BYTES bytes it received; it must equal ours. The build is cached by source hash, so only a
+Our endpoint dials its example server: the server (a patched copy of the upstream example,
+scripts/openweaver_patch.py) prints the SHA-256 of the first OW_BYTES bytes it received; it must equal
+ours. Its example client dials our listener and sends OW_BYTES bytes of a known pattern; we hash what we
+read, and it prints `SENT n` once we acknowledged them. The build is cached by source hash, so only a
 fresh machine pays for it (about 15 s plus the apt packages).
 """
 
@@ -16,6 +18,7 @@ from pathlib import Path
 from nacl.public import PrivateKey
 
 from aeron_compat.stream.aio import StreamEndpoint
+from aeron_compat.stream.openweaver import OpenWeaverKeys
 from tests.stream.openweaver_peer import build, free_udp_port, key_dir
 
 SIZE = 10_000_000
@@ -63,3 +66,39 @@ def test_we_dial_the_cpp_server_and_it_receives_10_mb_intact(tmp_path: Path) -> 
         server.kill()
         server.wait()
     assert line == f"RECEIVED {SIZE} {hashlib.sha256(data).hexdigest()}"
+
+
+def test_the_cpp_client_dials_us_and_we_receive_10_mb_intact(tmp_path: Path) -> None:
+    """(The example client seals its DIAL to its own static key: the examples share ./.marlin/keys/static,
+    so our listener holds the same key. Unpatched, its DIAL carried a wrong static key: specs/DECISIONS.md.)"""
+    binaries = build()
+    secret = PrivateKey.generate()
+    data = pattern(SIZE)
+
+    async def main() -> tuple[str, str]:
+        ep = await StreamEndpoint.listen("127.0.0.1", 0, profile="openweaver", keys=OpenWeaverKeys(bytes(secret)))
+        env = dict(os.environ, OW_DIAL=f"127.0.0.1:{ep.address[1]}", OW_BIND=f"127.0.0.1:{free_udp_port()}",
+                   OW_BYTES=str(SIZE))
+        client = await asyncio.create_subprocess_exec(str(binaries / "ow_client"), cwd=key_dir(tmp_path, bytes(secret)),
+                                                      env=env, stdout=asyncio.subprocess.PIPE,
+                                                      stderr=asyncio.subprocess.DEVNULL)
+        try:
+            conn = await asyncio.wait_for(ep.accept(), 30)
+            reader, _ = await asyncio.wait_for(conn.accept_stream(), 30)
+            got = await asyncio.wait_for(reader.readexactly(SIZE), 120)
+            assert client.stdout is not None
+            sent = ""
+            while not sent.startswith("SENT"):
+                line = await asyncio.wait_for(client.stdout.readline(), 60)
+                assert line, "the C++ client ended before its data was acknowledged"
+                sent = line.decode().strip()
+            return hashlib.sha256(got).hexdigest(), sent
+        finally:
+            if client.returncode is None:
+                client.kill()
+            await client.wait()
+            ep.close()
+
+    digest, sent = asyncio.run(main())
+    assert digest == hashlib.sha256(data).hexdigest()
+    assert sent == f"SENT {SIZE}"
