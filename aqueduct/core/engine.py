@@ -361,11 +361,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             if r.handle in self._stalls:
                 self._resume.add(r.handle)
             run_sid: int | None = None  # credit is returned per run of messages from one stream
-            run = nbytes = 0
-            pop, append = queue.popleft, out.append
-            for _ in range(min(limit, len(queue))):
-                d, sid, credit = pop()
-                nbytes += len(d.payload)
+            run = 0
+            append = out.append
+            for d, sid, credit in queue.take_many(limit):
                 if sid != run_sid:
                     self._credit_taken(run_sid, run)
                     run_sid, run = sid, 0
@@ -374,7 +372,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                     for att in d.attachments:
                         self._expose(att)
                 append(d)
-            r.queue_bytes -= nbytes
             self._credit_taken(run_sid, run)
         self._run_resumed()
         return out
@@ -599,7 +596,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                 del self._senders[s.handle]
         for r in list(self._receivers.values()):
             r.queue = None
-            r.queue_bytes = 0
             if not r.end_reported:
                 r.state = RState.GONE
                 r.end_reason = EndReason.CONNECTION_LOST

@@ -103,7 +103,7 @@ class IncomingMixin:
         sid = ev.stream_id
         rec = self._streams.get(sid)
         if rec is None:
-            if ev.end_stream and sid & 2 and opened_by(sid) is not self._side and self._whole_message(ev):
+            if ev.end_stream and is_uni(sid) and opened_by(sid) is not self._side and self._whole_message(ev):
                 return
             rec = self._incoming_rec(sid)
         if rec.in_done:
@@ -156,9 +156,10 @@ class IncomingMixin:
         sizes: list[int] = []
         channel, first, stop = read_plain_run(buf, 0, self._max, payloads, sizes)
         h = self._rx_by_channel.get(channel) if payloads else None
-        if h is None or channel & 4:
+        r = self._receivers[h] if h is not None else None
+        if r is None or r.oneshot:
             return buf
-        taken = self._queue_run(rec, self._receivers[h], first, payloads, sizes)
+        taken = self._queue_run(rec, r, first, payloads, sizes)
         if taken < len(sizes):
             stop = sum(sizes[:taken])
         return buf[stop:] if stop else buf
@@ -167,7 +168,7 @@ class IncomingMixin:
         """A new uni stream arrived whole, one plain Message (an unordered message): process it without a
         stream record, as the general path would. False (nothing done) for anything else or a full queue."""
         data = ev.data
-        if not data or data[0] != 3 or type(data) is not bytes:
+        if type(data) is not bytes:
             return False
         plain = read_plain_whole(data, self._max)
         if plain is None:
@@ -394,7 +395,7 @@ class IncomingMixin:
                 self._receiver_ctrl_reset(r, ev.error_code)
 
     def _on_datagram(self: Engine, data: bytes) -> None:
-        if data and data[0] == 3 and type(data) is bytes:  # the hot path: one plain Message
+        if type(data) is bytes:  # the hot path: one plain Message
             plain = read_plain_whole(data, self._max)
             if plain is not None:
                 if not self._queue_unreliable(*plain):

@@ -11,9 +11,9 @@ SentUnreliable that declared them are nacked, and never delivered later.
 The ack timer always holds what `_rx_schedule` would set; the next message
 of an open channel (nothing attached, room queued) takes a short path that
 reschedules only when that may change (`_queue_reliable`,
-`_queue_unreliable`; `_queue_run` for a stream chunk's run of them). A
-queued message is kept as the Delivered the application will get, with the
-credit it holds.
+`_queue_unreliable`; `_queue_run` for a stream chunk's run of them). Every
+path queues through the receiver's one MessageQueue (queue.py), which keeps
+each message as the Delivered the application will get, with its credit.
 
 Closing (finish complete, sender cancelled, or the application): owed
 unreliable acks, CloseReceiver (ranges from the AckReliable start), FIN;
@@ -45,6 +45,7 @@ from ..wire.frames import (
     encode_frame,
 )
 from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
+from .queue import MessageQueue
 from .rangeset import RangeSet
 from .receiver import Receiver, RState
 from .sender import SState
@@ -89,15 +90,17 @@ class ReceivingMixin:
 
         Kept per index space as ranges (the peer mints indexes in order, so they stay few); beyond
         max(64, discarded_filter_size) ranges the oldest are forgotten (false negatives only)."""
-        ranges = self._claimed.setdefault(channel & 7, RangeSet())
-        index = channel >> 3
+        cid = ChannelId(channel)
+        ranges = self._claimed.setdefault(cid.space, RangeSet())
+        index = cid.index
         ranges.add(index, index + 1)
         if len(ranges) > max(64, self.config.discarded_filter_size):
             ranges.drop_first()
 
     def _was_claimed(self: Engine, channel: int) -> bool:
-        ranges = self._claimed.get(channel & 7)
-        return ranges is not None and (channel >> 3) in ranges
+        cid = ChannelId(channel)
+        ranges = self._claimed.get(cid.space)
+        return ranges is not None and cid.index in ranges
 
     def _check_channel_limit(self: Engine, more: int) -> None:
         if len(self._senders) + len(self._receivers) + more > self.config.max_channels:
@@ -114,8 +117,7 @@ class ReceivingMixin:
             elif self._queue_reliable(channel, m.number, m.payload, credit_sid, size):
                 return credit_sid is not None
         h = self._rx_by_channel.get(channel)
-        oneshot = channel & 4
-        if oneshot and m.number != 0:
+        if m.number != 0 and ChannelId(channel).oneshot:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
         if h is None:
             cid = ChannelId(channel)
@@ -139,16 +141,12 @@ class ReceivingMixin:
                 return False  # nacked already (or a duplicate): never delivered
             if r.finish_count is not None and n >= r.declared:
                 raise ProtocolError(f"unreliable message {n} on channel {channel} beyond the declared count")
-        if oneshot and r.messages_seen:
+        if r.oneshot and r.messages_seen:
             raise ProtocolError(f"second message on oneshot channel {channel}")
         queue = r.queue
         if queue is None:
-            queue = r.queue = deque()
-        over = (
-            len(queue) >= self.config.max_receiver_queue_messages
-            or r.queue_bytes + len(m.payload) > self.config.max_receiver_queue_bytes
-        )
-        if over:
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+        if not queue.has_room(1, len(m.payload)):
             if not reliable:
                 return False  # dropped: it will be nacked like a lost datagram
             if not queue:
@@ -165,8 +163,7 @@ class ReceivingMixin:
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
         was_empty = not queue
-        queue.append((Delivered(m.payload, attachments, r.channel, n, delivery), credit_sid, size))
-        r.queue_bytes += len(m.payload)
+        queue.put((Delivered(m.payload, attachments, r.channel, n, delivery), credit_sid, size), len(m.payload))
         if r.close_reason is not None:
             self._discard_queues([r], lost=False)  # returns its credit: report it as deferred
         elif was_empty and r.exposed and not r.app_dropped:
@@ -182,22 +179,23 @@ class ReceivingMixin:
         `credit_sid`) as `_on_message` would if its channel's receiver is open, it is the next in order and the
         queue has room; else False (nothing changed: the general path takes it)."""
         h = self._rx_by_channel.get(channel)
-        if h is None or channel & 4:
+        if h is None:
             return False
         r = self._receivers[h]
-        queue = r.queue
         if (
             n != r.done_prefix
             or r.state is not _ROPEN
+            or r.oneshot
             or r.finish_count is not None
             or r.close_reason is not None
-            or (queue is not None and len(queue) >= self._queue_max)
-            or r.queue_bytes + len(payload) > self._queue_max_bytes
             or r.rel_done
         ):
             return False
+        queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
-            queue = r.queue = deque()
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+        if not queue.offer((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size), len(payload)):
+            return False
         # The timer always holds what _rx_schedule would set; if acks were owed already (with their time set),
         # one more number to ack leaves that unchanged.
         ack_due = r.ack_due
@@ -207,10 +205,8 @@ class ReceivingMixin:
         r.messages_seen += 1
         r.rel_pending.add_one(n)
         r.done_prefix = n + 1
-        if not queue and r.exposed and not r.app_dropped:
+        if len(queue) == 1 and r.exposed and not r.app_dropped:
             self._event(MessageAvailable(h))
-        queue.append((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size))
-        r.queue_bytes += len(payload)
         if not owed:
             self._rx_schedule(r)
         return True
@@ -220,24 +216,20 @@ class ReceivingMixin:
         channel's receiver is open, it is past every number received and the queue has room; else False (nothing
         changed: the general path takes it)."""
         h = self._rx_by_channel.get(channel)
-        if h is None or channel & 4:
+        if h is None:
             return False
         r = self._receivers[h]
-        queue = r.queue
-        if (
-            r.state is not _ROPEN
-            or r.finish_count is not None
-            or r.close_reason is not None
-            or (queue is not None and len(queue) >= self._queue_max)
-            or r.queue_bytes + len(payload) > self._queue_max_bytes
-        ):
+        if r.state is not _ROPEN or r.oneshot or r.finish_count is not None or r.close_reason is not None:
             return False
         start = r.unrel_start
         received = r.unrel_received
         if n < start or n < received.max_stop():
             return False
+        queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
-            queue = r.queue = deque()
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+        if not queue.offer((Delivered(payload, (), r.channel, n, _UNRELIABLE), None, 0), len(payload)):
+            return False
         # The timer always holds what _rx_schedule would set; if acks were owed already (with their time set),
         # one more number to ack leaves that unchanged.
         ack_due = r.ack_due
@@ -246,10 +238,8 @@ class ReceivingMixin:
             r.ack_due = self.now + self.config.ack_delay
         r.messages_seen += 1
         received.add_one(n)
-        if not queue and r.exposed and not r.app_dropped:
+        if len(queue) == 1 and r.exposed and not r.app_dropped:
             self._event(MessageAvailable(h))
-        queue.append((Delivered(payload, (), r.channel, n, _UNRELIABLE), None, 0))
-        r.queue_bytes += len(payload)
         if not owed:
             self._rx_schedule(r)
         return True
@@ -270,11 +260,11 @@ class ReceivingMixin:
             return 0
         queue = r.queue
         if queue is None:
-            queue = r.queue = deque()
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
         k = len(sizes)
         nbytes = len(payloads[0]) if k == 1 else sum(map(len, payloads))
-        if len(queue) + k > self._queue_max or r.queue_bytes + nbytes > self._queue_max_bytes:
-            k, nbytes = self._run_room(r, payloads)
+        if not queue.has_room(k, nbytes):
+            k, nbytes = queue.fitting(payloads)
             if not k:
                 return 0
             payloads = payloads[:k]
@@ -292,18 +282,18 @@ class ReceivingMixin:
         channel = r.channel
         sid = rec.stream_id
         if k == 1:  # (building the iterators below costs more than one message)
-            queue.append((Delivered(payloads[0], (), channel, first, _ORDERED), sid, sizes[0]))
+            queue.put((Delivered(payloads[0], (), channel, first, _ORDERED), sid, sizes[0]), nbytes)
             rec.outstanding += sizes[0]
         else:
-            queue.extend(
+            queue.put_run(
                 zip(
                     map(Delivered, payloads, repeat(()), repeat(channel), range(first, first + k), repeat(_ORDERED)),
                     repeat(sid),
                     sizes,
-                )
+                ),
+                nbytes,
             )
             rec.outstanding += sum(sizes)
-        r.queue_bytes += nbytes
         rec.frames_seen += k
         rec.reader.frames_read += k
         if was_empty and r.exposed and not r.app_dropped:
@@ -311,19 +301,6 @@ class ReceivingMixin:
         if not owed:
             self._rx_schedule(r)
         return k
-
-    def _run_room(self: Engine, r: Receiver, payloads: list[bytes]) -> tuple[int, int]:
-        """How many of `payloads` (and their bytes) fit in `r`'s queue, in order (the general path queues the
-        rest, or stalls on them)."""
-        assert r.queue is not None
-        k = min(len(payloads), self._queue_max - len(r.queue))
-        room = self._queue_max_bytes - r.queue_bytes
-        nbytes = 0
-        for i in range(max(k, 0)):
-            if nbytes + len(payloads[i]) > room:
-                return i, nbytes
-            nbytes += len(payloads[i])
-        return max(k, 0), nbytes
 
     def _take_attachments(self: Engine, ids: tuple[int, ...]) -> tuple[Attachment, ...]:
         out: list[Attachment] = []
@@ -518,8 +495,9 @@ class ReceivingMixin:
             r = work.pop()
             if r.handle in self._stalls:
                 self._resume.add(r.handle)
-            while r.queue:
-                d, sid, credit = r.queue.popleft()
+            queue = r.queue
+            while queue:
+                d, sid, credit = queue.take()
                 self._credit_taken(sid, credit)
                 for att in d.attachments:
                     if att.is_sender:
@@ -547,7 +525,6 @@ class ReceivingMixin:
                                 self._close_receiver(inner, EndReason.CLOSED, discard=False)
                         self._maybe_forget_receiver(inner)
                         work.append(inner)
-            r.queue_bytes = 0
 
     # ---- application ----
     def _take(self: Engine, r: Receiver) -> Delivered | None:
@@ -555,8 +532,7 @@ class ReceivingMixin:
             return None
         if r.handle in self._stalls:
             self._resume.add(r.handle)
-        d, sid, credit = r.queue.popleft()
-        r.queue_bytes -= len(d.payload)
+        d, sid, credit = r.queue.take()
         self._credit_taken(sid, credit)
         for att in d.attachments:
             self._expose(att)

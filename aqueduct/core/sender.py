@@ -70,7 +70,12 @@ class Sender:
     """Set once SenderEnded was decided; emitted when reachable (or lost)."""
     end_reported: bool = False
     head: bytes | None = None
-    """The Message frame's type byte and channel varint (made by the first write on the ordered stream)."""
+    """The first bytes of its Message frames (wire.frames.message_head, made by the first plain write)."""
+    oneshot: bool = field(init=False)
+    """The channel carries exactly one message."""
+
+    def __post_init__(self) -> None:
+        self.oneshot = self.channel.oneshot
 
     @property
     def can_send(self) -> bool:

@@ -33,8 +33,9 @@ from ..wire.frames import (
     SentUnreliable,
     encode_frame,
     encode_message,
+    message_head,
+    plain_message_prefix,
 )
-from ..wire.varint import SMALL_VARINTS, encode_varint
 from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
 from .links import MsgKey
 from .receiver import Receiver
@@ -49,20 +50,14 @@ _ORDERED = Delivery.ORDERED
 _OPEN = SState.OPEN
 _COALESCE_BELOW = 4096
 """Payloads smaller than this join their neighbours on the same stream into one write."""
-_NO_ATTACHMENTS_LEN = [b"\x00" + v for v in SMALL_VARINTS]
-"""A Message frame's empty attachment array and a payload length under 128."""
 
 
 def _plain_head(s: Sender, number: int, n: int) -> bytes:
-    """The bytes before the payload of an n-byte Message without attachments (channel varint cached)."""
+    """The bytes before the payload of an n-byte Message without attachments (the frame's head cached)."""
     head = s.head
     if head is None:
-        head = s.head = b"\x03" + encode_varint(s.channel)
-    return (
-        head
-        + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
-        + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
-    )
+        head = s.head = message_head(s.channel)
+    return plain_message_prefix(head, number, n)
 
 
 class SendingMixin:
@@ -91,7 +86,7 @@ class SendingMixin:
                 return self._send(s, payload, (), delivery).stream_id  # raises LimitExceeded
             sid = None
             self._write_datagram(s, data)
-        if s.channel & 4:
+        if s.oneshot:
             self._finish(s)
         return sid
 
@@ -122,12 +117,8 @@ class SendingMixin:
         n = len(payload)
         head = s.head  # (_plain_head, inline)
         if head is None:
-            head = s.head = b"\x03" + encode_varint(s.channel)
-        frame = (
-            head
-            + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
-            + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
-        )
+            head = s.head = message_head(s.channel)
+        frame = plain_message_prefix(head, number, n)
         cmds = self._cmds
         tail = self._tail
         if n >= _COALESCE_BELOW:  # large: one write each (joining many would copy them out of cache)
