@@ -58,22 +58,23 @@ from .app import (
     SendResult,
 )
 from .config import EngineConfig
+from .context import Context
 from .incoming import IncomingMixin
 from .links import LinkTable
 from .loss import LossMixin
+from .outbox import Outbox
 from .rangeset import RangeSet
 from .receiver import Receiver, RState
 from .receiving import ReceivingMixin
 from .sender import Sender, SState
 from .sending import SendingMixin
 from .startup import StartupMixin
-from .streams import VERSION_BYTES, PendingWrite, Role, StreamIds, StreamRec, opened_by
+from .streams import VERSION_BYTES, Role, StreamIds, StreamRec, opened_by
 from .timers import Timers
 from .transport import (
     CloseConnection,
     ConnectionTerminated,
     DatagramReceived,
-    GrantCredit,
     ResetStream,
     SendStreamData,
     StreamDataReceived,
@@ -89,21 +90,16 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     """One side of an Aqueduct connection, as a deterministic state machine."""
 
     config: EngineConfig
+    _ctx: Context
+    _out: Outbox
     _max: int
     _queue_max: int
     _queue_max_bytes: int
     _buffered_max: int
-    now: float
-    rtt: float
     _side: Side
     _headers: Headers
     _peer_headers: Headers | None
-    _closed: bool
     _admitted: bool
-    _cmds: list[TransportCommand | PendingWrite]
-    _tail: SendStreamData | PendingWrite | None
-    _pending_writes: int
-    _events: list[AppEvent]
     _next_handle: int
     _minter: ChannelIdMinter
     _ids: StreamIds
@@ -138,20 +134,15 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         """A client starts sending its Version + ConnectionControl at once; a server waits for them."""
         self._side = side
         self.config = config or EngineConfig()
+        self._ctx = Context(side, self.config, now)
+        self._out = self._ctx.out
         self._max = self.config.max_frame_size
         self._queue_max = self.config.max_receiver_queue_messages
         self._queue_max_bytes = self.config.max_receiver_queue_bytes
         self._buffered_max = self.config.max_buffered_bytes
-        self.now = now
-        self.rtt = self.config.initial_rtt
         self._headers: Headers = normalize_headers(headers)
         self._peer_headers: Headers | None = None
-        self._closed = False
         self._admitted = False  # data events may skip _admit (see handle_event)
-        self._cmds: list[TransportCommand | PendingWrite] = []
-        self._tail: SendStreamData | PendingWrite | None = None  # the write plain ordered sends may join
-        self._pending_writes = 0  # PendingWrites in _cmds
-        self._events: list[AppEvent] = []
         self._next_handle = 1
         self._minter = ChannelIdMinter(side)
         self._ids = StreamIds(side)
@@ -162,7 +153,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._rx_by_channel: dict[int, int] = {}
         self._unclaimed: dict[int, int] = {}
         self._links = LinkTable()
-        self._timers = Timers()
+        self._timers = self._ctx.timers
         self._discarded: deque[int] = deque()
         self._discarded_set: set[int] = set()
         self._partial_bytes = 0
@@ -179,7 +170,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if side is Side.CLIENT:
             self._ids.bidi()  # stream 0 is the connection control stream
             self._streams[0].out_started = True
-            self._cmd(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
+            self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
             h = self._new_handle()
             self._senders[h] = Sender(h, ENTRYPOINT, reachable=True, exposed=True)
             self._tx_by_channel[ENTRYPOINT] = h
@@ -202,15 +193,25 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         return self._peer_headers
 
     @property
+    def now(self) -> float:
+        """The latest time the engine was given."""
+        return self._ctx.now
+
+    @property
+    def rtt(self) -> float:
+        """The RTT estimate in use (seconds)."""
+        return self._ctx.rtt
+
+    @property
     def closed(self) -> bool:
         """Whether the connection is over."""
-        return self._closed
+        return self._ctx.closed
 
     # ---- transport side ----
     def handle_event(self, event: TransportEvent, now: float) -> None:
         """Process one transport event. Protocol errors become a CloseConnection command, never an exception."""
-        if now > self.now:
-            self.now = now
+        if now > self._ctx.now:
+            self._ctx.now = now
         kind = type(event)
         if self._admitted and (kind is StreamDataReceived or kind is DatagramReceived):
             # the hot path: what _admit would dispatch at once
@@ -224,7 +225,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             except ProtocolError as err:
                 self._fail(err)
             return
-        if self._closed:
+        if self._ctx.closed:
             return
         if isinstance(event, ConnectionTerminated):
             self._teardown(event.error_code, event.reason, by_peer=event.by_peer, send_close=False)
@@ -235,7 +236,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         except ProtocolError as err:
             self._fail(err)
         self._admitted = (  # once true, only the teardown ends it
-            not self._closed
+            not self._ctx.closed
             and self._gate_open
             and not self._held
             and (self._side is Side.CLIENT or self._peer_headers is not None)
@@ -243,18 +244,18 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     def handle_timer(self, now: float) -> None:
         """Run whatever is due at `now` (acks, SentUnreliable, nacks)."""
-        self.now = max(self.now, now)
-        if self._closed:
+        self._ctx.now = max(self._ctx.now, now)
+        if self._ctx.closed:
             return
         try:
-            for key in self._timers.due(self.now):
+            for key in self._timers.due(self._ctx.now):
                 assert isinstance(key, tuple)
                 kind, handle = key
                 if kind == "su":
                     self._sent_unreliable_due(handle)
                 else:
                     self._receiver_due(handle)
-                if self._closed:
+                if self._ctx.closed:
                     return
             self._resume_stalled()
         except ProtocolError as err:
@@ -262,25 +263,20 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     def next_deadline(self) -> float | None:
         """When `handle_timer` must next run, or None."""
-        return None if self._closed else self._timers.next()
+        return None if self._ctx.closed else self._timers.next()
 
     def update_rtt(self, rtt: float) -> None:
         """The transport's smoothed RTT estimate, in seconds."""
         if rtt > 0:
-            self.rtt = rtt
+            self._ctx.rtt = rtt
 
     def commands(self) -> list[TransportCommand]:
         """Drain the transport commands produced so far, in order."""
-        out, self._cmds = self._cmds, []
-        if self._pending_writes:
-            self._pending_writes = 0
-            return [c.command() if isinstance(c, PendingWrite) else c for c in out]
-        return out  # type: ignore[return-value]  # no PendingWrite in it
+        return self._out.take_commands()
 
     def events(self) -> list[AppEvent]:
         """Drain the application events produced so far, in order."""
-        out, self._events = self._events, []
-        return out
+        return self._out.take_events()
 
     # ---- application side ----
     def send(
@@ -304,10 +300,16 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self, sender: SenderHandle, payload: bytes, delivery: Delivery = Delivery.ORDERED, now: float | None = None
     ) -> int | None:
         """`send` of a message without attachments (the hot path): returns only the stream written (None: datagram)."""
-        if now is not None and now > self.now:
-            self.now = now
+        if now is not None and now > self._ctx.now:
+            self._ctx.now = now
         s = self._senders.get(sender)
-        if s is not None and s.state is _OPEN and not s.app_dropped and not self._closed and len(payload) <= self._max:
+        if (
+            s is not None
+            and s.state is _OPEN
+            and not s.app_dropped
+            and not self._ctx.closed
+            and len(payload) <= self._max
+        ):
             if type(payload) is not bytes:
                 payload = bytes(payload)
             sid = s.ordered_sid
@@ -383,7 +385,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if s is None or s.app_dropped:
             return
         s.app_dropped = True
-        if not self._closed and s.state is SState.OPEN:
+        if not self._ctx.closed and s.state is SState.OPEN:
             self._cancel(s)
         self._maybe_forget_sender(s)
 
@@ -394,7 +396,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if r is None or r.app_dropped:
             return
         r.app_dropped = True
-        if not self._closed and r.state is not RState.GONE:
+        if not self._ctx.closed and r.state is not RState.GONE:
             self._close_receiver(r, EndReason.CLOSED)
         else:
             self._discard_queues([r], lost=False)
@@ -451,15 +453,15 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     # ---- shared primitives (used by the mixins) ----
     def _run_resumed(self) -> None:
         """After an application call made room in a queue: let stalled streams run (errors close)."""
-        if self._resume and not self._closed:
+        if self._resume and not self._ctx.closed:
             try:
                 self._resume_stalled()
             except ProtocolError as err:
                 self._fail(err)
 
     def _tick(self, now: float | None) -> None:
-        if now is not None and now > self.now:
-            self.now = now
+        if now is not None and now > self._ctx.now:
+            self._ctx.now = now
 
     def _new_handle(self) -> int:
         h = self._next_handle
@@ -467,20 +469,14 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         return h
 
     def _cmd(self, cmd: TransportCommand) -> None:
-        self._cmds.append(cmd)
+        self._out.command(cmd)
 
     def _event(self, ev: AppEvent) -> None:
-        self._events.append(ev)
+        self._out.event(ev)
 
     def _credit(self, stream_id: int | None, nbytes: int) -> None:
-        if stream_id is not None and nbytes > 0 and not self._closed:
-            cmds = self._cmds
-            if cmds:  # takes in a row on one stream: one grant for them all
-                last = cmds[-1]
-                if type(last) is GrantCredit and last.stream_id == stream_id:
-                    cmds[-1] = GrantCredit(stream_id, last.nbytes + nbytes)
-                    return
-            cmds.append(GrantCredit(stream_id, nbytes))
+        if stream_id is not None and nbytes > 0 and not self._ctx.closed:
+            self._out.grant_credit(stream_id, nbytes)
 
     @property
     def _need_version(self) -> bool:
@@ -489,12 +485,12 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     def _open_uni(self, data: bytes, fin: bool = False) -> int:
         sid = self._ids.uni()
-        self._cmd(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data, fin))
+        self._out.command(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data, fin))
         return sid
 
     def _open_bidi(self, data: bytes, role: Role, half: int) -> int:
         sid = self._ids.bidi()
-        self._cmd(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data))
+        self._out.command(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data))
         self._streams[sid] = StreamRec(
             sid, role, FrameReader(self.config.max_frame_size), half=half, out_done=False, out_started=True
         )
@@ -510,7 +506,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                     data = VERSION_BYTES + data
             if fin:
                 rec.out_done = True
-        self._cmd(SendStreamData(sid, data, fin))
+        self._out.command(SendStreamData(sid, data, fin))
         if fin and rec is not None:
             self._maybe_drop_stream(rec)
 
@@ -525,7 +521,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if rec is not None and opened_by(sid) is self._side and rec.frames_seen == 0 and not rec.in_done:
             rec.pending_reset = code
             return
-        self._cmd(ResetStream(sid, code))
+        self._out.command(ResetStream(sid, code))
         if rec is not None:
             rec.out_done = True
             rec.pending_reset = None
@@ -534,7 +530,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     def _flush_pending_reset(self, rec: StreamRec) -> None:
         if rec.pending_reset is not None:
             code, rec.pending_reset = rec.pending_reset, None
-            self._cmd(ResetStream(rec.stream_id, code))
+            self._out.command(ResetStream(rec.stream_id, code))
             rec.out_done = True
             self._maybe_drop_stream(rec)
 
@@ -552,7 +548,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             self._discarded_set.discard(self._discarded.popleft())
 
     def _app_sender(self, handle: int) -> Sender:
-        if self._closed:
+        if self._ctx.closed:
             raise ConnectionLost()
         s = self._senders.get(handle)
         if s is None or s.app_dropped:
@@ -578,12 +574,12 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         raise ProtocolError(reason, CloseCode.LIMIT_EXCEEDED)
 
     def _teardown(self, code: int, reason: str, *, by_peer: bool, send_close: bool) -> None:
-        if self._closed:
+        if self._ctx.closed:
             return
-        self._closed = True
+        self._ctx.closed = True
         self._admitted = False
         if send_close:
-            self._cmds.append(CloseConnection(code, reason))
+            self._out.command(CloseConnection(code, reason))
         for s in list(self._senders.values()):
             s.deferred.clear()
             if not s.end_reported:
@@ -591,7 +587,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                 s.end_reason = EndReason.CONNECTION_LOST
                 s.end_reported = True
                 if s.exposed and not s.app_dropped:
-                    self._event(SenderEnded(s.handle, EndReason.CONNECTION_LOST))
+                    self._out.event(SenderEnded(s.handle, EndReason.CONNECTION_LOST))
             if s.app_dropped or not s.exposed:
                 del self._senders[s.handle]
         for r in list(self._receivers.values()):
@@ -601,7 +597,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                 r.end_reason = EndReason.CONNECTION_LOST
                 r.end_reported = True
                 if r.exposed and not r.app_dropped:
-                    self._event(ReceiverEnded(r.handle, EndReason.CONNECTION_LOST))
+                    self._out.event(ReceiverEnded(r.handle, EndReason.CONNECTION_LOST))
             if r.app_dropped or not r.exposed:
                 del self._receivers[r.handle]
         self._streams.clear()
@@ -615,7 +611,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._partial_bytes = 0
         self._stalls.clear()
         self._resume.clear()
-        self._event(ConnectionClosed(code, reason, by_peer))
+        self._out.event(ConnectionClosed(code, reason, by_peer))
 
 
 __all__ = ["Engine"]

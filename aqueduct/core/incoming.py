@@ -223,7 +223,7 @@ class IncomingMixin:
                 return
             other -= deferred
             rec.outstanding += deferred
-            if self._closed:
+            if self._ctx.closed:
                 return
         rec.busy = False
         if other > 0:
@@ -259,11 +259,11 @@ class IncomingMixin:
 
     def _resume_stalled(self: Engine) -> None:
         """Streams stalled on receivers that have room again (or ended) run on."""
-        while self._resume and not self._closed:
+        while self._resume and not self._ctx.closed:
             handle = self._resume.pop()
             for sid in sorted(self._stalls.pop(handle, ())):
                 rec = self._streams.get(sid)
-                if rec is not None and rec.stalled is not None and not self._closed:
+                if rec is not None and rec.stalled is not None and not self._ctx.closed:
                     self._run_stalled(rec)
 
     def _run_stalled(self: Engine, rec: StreamRec) -> None:
@@ -288,7 +288,7 @@ class IncomingMixin:
             rec.stalled_bytes -= size
             self._partial_bytes -= size
             credit += size - p - deferred
-            if self._closed:
+            if self._ctx.closed:
                 return
         rec.busy = False
         fin = rec.stalled_fin
@@ -405,7 +405,7 @@ class IncomingMixin:
         for i, frame in enumerate(frames):
             if type(frame) is Message:
                 self._on_message(frame, False, None, 0)
-                if self._closed:
+                if self._ctx.closed:
                     return
             elif isinstance(frame, Version):
                 if i:

@@ -43,7 +43,7 @@ class LossMixin:
             deferred, s.deferred = s.deferred, []
             if s.exposed:
                 for reliable, first, stop in deferred:
-                    self._event(MessagesAcked(s.handle, reliable, first, stop))
+                    self._out.event(MessagesAcked(s.handle, reliable, first, stop))
         self._maybe_forget_sender(s)
 
     def _on_lost(self: Engine, node_id: int, node: Node) -> None:
@@ -73,11 +73,11 @@ class LossMixin:
             h = s.handle
             if s.rel_acked:
                 for a, b in s.unresolved_reliable():
-                    self._events.append(MessagesNacked(h, True, a, b))
+                    self._out.event(MessagesNacked(h, True, a, b))
             elif s.next_rel > s.rel_prefix:
-                self._events.append(MessagesNacked(h, True, s.rel_prefix, s.next_rel))
+                self._out.event(MessagesNacked(h, True, s.rel_prefix, s.next_rel))
             if s.next_unrel > s.unrel_resolved:
-                self._events.append(MessagesNacked(h, False, s.unrel_resolved, s.next_unrel))
+                self._out.event(MessagesNacked(h, False, s.unrel_resolved, s.next_unrel))
         s.rel_prefix = s.next_rel
         s.rel_acked.clear()
         s.unrel_resolved = s.next_unrel
@@ -93,7 +93,7 @@ class LossMixin:
         deferred, s.deferred = s.deferred, []
         if s.exposed:
             for reliable, first, stop in deferred:
-                self._event(MessagesNacked(s.handle, reliable, first, stop))
+                self._out.event(MessagesNacked(s.handle, reliable, first, stop))
         self._maybe_forget_sender(s)
 
     def _send_closed_channel_lost(self: Engine, channel: int) -> None:

@@ -159,7 +159,7 @@ class ReceivingMixin:
         else:
             r.unrel_received.add(n, n + 1)
         if r.ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
         was_empty = not queue
@@ -167,7 +167,7 @@ class ReceivingMixin:
         if r.close_reason is not None:
             self._discard_queues([r], lost=False)  # returns its credit: report it as deferred
         elif was_empty and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(r.handle))
+            self._out.event(MessageAvailable(r.handle))
         if r.state is RState.FINISHING:
             self._check_finished(r)
         if not (reliable and not r.declarations and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
@@ -201,12 +201,12 @@ class ReceivingMixin:
         ack_due = r.ack_due
         owed = ack_due is not None and bool(r.rel_pending)
         if ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         r.messages_seen += 1
         r.rel_pending.add_one(n)
         r.done_prefix = n + 1
         if len(queue) == 1 and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(h))
+            self._out.event(MessageAvailable(h))
         if not owed:
             self._rx_schedule(r)
         return True
@@ -235,11 +235,11 @@ class ReceivingMixin:
         ack_due = r.ack_due
         owed = ack_due is not None and (start < r.nack_upto or start in received or bool(r.rel_pending))
         if ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         r.messages_seen += 1
         received.add_one(n)
         if len(queue) == 1 and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(h))
+            self._out.event(MessageAvailable(h))
         if not owed:
             self._rx_schedule(r)
         return True
@@ -275,7 +275,7 @@ class ReceivingMixin:
         r.rel_pending.add(first, first + k)
         r.done_prefix = first + k
         if r.ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         if rec.pre:
             sizes = [sizes[0] - rec.pre, *sizes[1:]]
             rec.pre = 0
@@ -297,7 +297,7 @@ class ReceivingMixin:
         rec.frames_seen += k
         rec.reader.frames_read += k
         if was_empty and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(r.handle))
+            self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx_schedule(r)
         return k
@@ -345,7 +345,7 @@ class ReceivingMixin:
             if not frame.count:
                 return
             r.declared += frame.count
-            deadline = self.now + max(self.config.nack_timeout, 2 * self.rtt)
+            deadline = self._ctx.now + max(self.config.nack_timeout, 2 * self._ctx.rtt)
             decl = r.declarations
             if decl is None:
                 decl = r.declarations = deque()
@@ -384,7 +384,7 @@ class ReceivingMixin:
         when: float | None = None
         start = r.unrel_start
         if r.rel_pending or start < r.nack_upto or start in r.unrel_received:  # i.e. decided_end() > start
-            when = r.ack_due if r.ack_due is not None else self.now
+            when = r.ack_due if r.ack_due is not None else self._ctx.now
         for upto, deadline, _ in r.declarations or ():
             if upto > r.nack_upto:
                 when = deadline if when is None else min(when, deadline)
@@ -399,12 +399,12 @@ class ReceivingMixin:
         if r is None or r.state is RState.GONE or not r.ctrl_open:
             return
         nacked = False
-        while r.declarations and r.declarations[0][1] <= self.now:
+        while r.declarations and r.declarations[0][1] <= self._ctx.now:
             upto = r.declarations.popleft()[0]
             if upto > r.nack_upto:
                 r.nack_upto = upto
                 nacked = True
-        if nacked or (r.ack_due is not None and r.ack_due <= self.now):
+        if nacked or (r.ack_due is not None and r.ack_due <= self._ctx.now):
             self._flush_acks(r)
         if r.state is RState.FINISHING:
             self._check_finished(r)
@@ -482,7 +482,7 @@ class ReceivingMixin:
         if r.exposed and not r.end_reported and r.end_reason is not None:
             r.end_reported = True
             if not r.app_dropped:
-                self._event(ReceiverEnded(r.handle, r.end_reason))
+                self._out.event(ReceiverEnded(r.handle, r.end_reason))
 
     def _maybe_forget_receiver(self: Engine, r: Receiver) -> None:
         if r.state is RState.GONE and r.app_dropped and self._receivers.get(r.handle) is r:
@@ -545,11 +545,11 @@ class ReceivingMixin:
             if s is not None and not s.exposed:
                 s.exposed = True
                 if s.end_reported and s.end_reason is not None:
-                    self._event(SenderEnded(s.handle, s.end_reason))
+                    self._out.event(SenderEnded(s.handle, s.end_reason))
             return
         r = self._receivers.get(att.handle)
         if r is not None and not r.exposed:
             r.exposed = True
             if r.queue:
-                self._event(MessageAvailable(r.handle))
+                self._out.event(MessageAvailable(r.handle))
             self._report_receiver_end(r)

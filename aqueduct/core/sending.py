@@ -40,7 +40,7 @@ from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnde
 from .links import MsgKey
 from .receiver import Receiver
 from .sender import Sender, SState
-from .streams import VERSION_BYTES, PendingWrite, Role
+from .streams import VERSION_BYTES, Role
 from .transport import ResetStream, SendDatagram, SendStreamData
 
 if TYPE_CHECKING:
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 
 _ORDERED = Delivery.ORDERED
 _OPEN = SState.OPEN
-_COALESCE_BELOW = 4096
-"""Payloads smaller than this join their neighbours on the same stream into one write."""
 
 
 def _plain_head(s: Sender, number: int, n: int) -> bytes:
@@ -62,8 +60,6 @@ def _plain_head(s: Sender, number: int, n: int) -> bytes:
 
 class SendingMixin:
     """Sender-side procedures."""
-
-    _tail: SendStreamData | PendingWrite | None
 
     # ---- application calls ----
     def _send_plain(self: Engine, s: Sender, payload: bytes, delivery: Delivery) -> int | None:
@@ -101,37 +97,22 @@ class SendingMixin:
 
     def _write_datagram(self: Engine, s: Sender, data: bytes) -> None:
         """The next unreliable message, encoded (Version included if due), as a datagram."""
-        self._cmds.append(SendDatagram(data))
+        self._out.command(SendDatagram(data))
         s.next_unrel += 1
         s.undeclared += 1
         if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
-            half_rtt, cap = self.rtt / 2, self.config.sent_unreliable_delay
-            self._timers.set_earlier(("su", s.handle), self.now + (half_rtt if half_rtt < cap else cap))
+            half_rtt, cap = self._ctx.rtt / 2, self.config.sent_unreliable_delay
+            self._timers.set_earlier(("su", s.handle), self._ctx.now + (half_rtt if half_rtt < cap else cap))
 
     def _write_ordered(self: Engine, s: Sender, sid: int, payload: bytes) -> int:
         """One more plain message on an open ordered stream; returns its number.
 
-        A write right after another one of these to the same stream joins it: the two become a PendingWrite,
-        which later ones extend (joined when commands are drained)."""
+        A write right after another one of these to the same stream joins it (Outbox.write_joined)."""
         number = s.next_rel
-        n = len(payload)
         head = s.head  # (_plain_head, inline)
         if head is None:
             head = s.head = message_head(s.channel)
-        frame = plain_message_prefix(head, number, n)
-        cmds = self._cmds
-        tail = self._tail
-        if n >= _COALESCE_BELOW:  # large: one write each (joining many would copy them out of cache)
-            cmds.append(SendStreamData(sid, frame + payload))
-        elif tail is None or tail.stream_id != sid or not cmds or cmds[-1] is not tail:
-            self._tail = SendStreamData(sid, frame + payload)
-            cmds.append(self._tail)
-        elif type(tail) is PendingWrite:
-            tail.parts += (frame, payload)
-        else:
-            assert type(tail) is SendStreamData
-            self._tail = cmds[-1] = PendingWrite(sid, [tail.data, frame, payload])
-            self._pending_writes += 1
+        self._out.write_joined(sid, plain_message_prefix(head, number, len(payload)), payload)
         s.next_rel = number + 1
         return number
 
@@ -168,7 +149,7 @@ class SendingMixin:
                 sid = s.ordered_sid = self._open_uni(data)
             else:
                 sid = s.ordered_sid
-                self._cmds.append(SendStreamData(sid, data))
+                self._out.command(SendStreamData(sid, data))
             s.next_rel += 1
         elif delivery is Delivery.UNORDERED:
             sid = self._write_unordered(s, number, data)
@@ -207,7 +188,7 @@ class SendingMixin:
             raise self._sender_error(s)
         s.state = SState.FINISH_WAIT
         if s.ordered_sid is not None:
-            self._cmd(SendStreamData(s.ordered_sid, b"", True))
+            self._out.command(SendStreamData(s.ordered_sid, b"", True))
         if s.ctrl is not None:
             self._do_finish(s)
 
@@ -240,11 +221,11 @@ class SendingMixin:
 
     def _reset_message_streams(self: Engine, s: Sender, code: int) -> None:
         if s.ordered_sid is not None:
-            self._cmd(ResetStream(s.ordered_sid, code))
+            self._out.command(ResetStream(s.ordered_sid, code))
             s.ordered_sid = None
         if s.unordered_sids:
             for sid in s.unordered_sids.values():
-                self._cmd(ResetStream(sid, code))
+                self._out.command(ResetStream(sid, code))
             s.unordered_sids = None
 
     # ---- control stream ----
@@ -340,14 +321,14 @@ class SendingMixin:
         if acked:
             if s.reachable:
                 if s.exposed:
-                    self._event(MessagesAcked(s.handle, reliable, first, stop))
+                    self._out.event(MessagesAcked(s.handle, reliable, first, stop))
             else:
                 s.deferred.append((reliable, first, stop))
             if keys:
                 self._links.acked(s.handle, keys, self._on_reachable)
         else:
             if s.exposed:
-                self._event(MessagesNacked(s.handle, reliable, first, stop))
+                self._out.event(MessagesNacked(s.handle, reliable, first, stop))
             if keys:
                 self._links.nacked(s.handle, keys, self._on_lost)
 
@@ -365,7 +346,7 @@ class SendingMixin:
         if not s.end_reported:
             s.end_reported = True
             if s.exposed and not s.app_dropped:
-                self._event(SenderEnded(s.handle, reason))
+                self._out.event(SenderEnded(s.handle, reason))
         self._maybe_forget_sender(s)
 
     def _maybe_forget_sender(self: Engine, s: Sender) -> None:

@@ -24,8 +24,6 @@ the application takes from the queue or the receiver ends.
 A Version frame may open any direction from the peer (a client sends it
 until it has the server's headers) and is mandatory on CONNECTION only.
 
-PendingWrite: consecutive plain messages the engine writes to one stream,
-given to the adapter as one SendStreamData when commands are drained.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from enum import Enum
 from ..wire.channel_id import Side
 from ..wire.frames import Frame, Version, encode_frame
 from ..wire.reader import FrameReader
-from .transport import SendStreamData
 
 VERSION_BYTES = encode_frame(Version())
 """The encoded Version frame a client puts first until it has the server's headers."""
@@ -83,21 +80,6 @@ class StreamRec:
     """Frames (with their wire sizes) not processed yet because a receiver queue was full (backpressure), in order."""
     stalled_bytes: int = 0
     stalled_fin: bool = False
-
-
-class PendingWrite:
-    """Internal: consecutive hot-path writes to one stream, one SendStreamData when the engine's commands are
-    drained (the adapter gets one write per stream and drain instead of one per message)."""
-
-    __slots__ = ("parts", "stream_id")
-
-    def __init__(self, stream_id: int, parts: list[bytes]) -> None:
-        self.stream_id = stream_id
-        self.parts = parts
-
-    def command(self) -> SendStreamData:
-        """The write as a command."""
-        return SendStreamData(self.stream_id, b"".join(self.parts))
 
 
 def is_uni(stream_id: int) -> bool:
