@@ -44,7 +44,6 @@ from ..wire.channel_id import ENTRYPOINT, ChannelIdMinter, Side
 from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import ConnectionControl, Version, encode_frames
 from ..wire.headers import Headers, normalize_headers
-from ..wire.reader import FrameReader
 from .app import (
     AppEvent,
     AttachKind,
@@ -69,14 +68,12 @@ from .receiving import ReceivingMixin
 from .sender import Sender, SState
 from .sending import SendingMixin
 from .startup import StartupMixin
-from .streams import VERSION_BYTES, Role, StreamIds, StreamRec, opened_by
+from .streams import StreamTable
 from .timers import Timers
 from .transport import (
     CloseConnection,
     ConnectionTerminated,
     DatagramReceived,
-    ResetStream,
-    SendStreamData,
     StreamDataReceived,
     TransportCommand,
     TransportEvent,
@@ -102,8 +99,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _admitted: bool
     _next_handle: int
     _minter: ChannelIdMinter
-    _ids: StreamIds
-    _streams: dict[int, StreamRec]
+    _streams: StreamTable
     _senders: dict[int, Sender]
     _receivers: dict[int, Receiver]
     _tx_by_channel: dict[int, int]
@@ -145,8 +141,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._admitted = False  # data events may skip _admit (see handle_event)
         self._next_handle = 1
         self._minter = ChannelIdMinter(side)
-        self._ids = StreamIds(side)
-        self._streams: dict[int, StreamRec] = {}
+        self._streams = StreamTable(self._ctx)
         self._senders: dict[int, Sender] = {}
         self._receivers: dict[int, Receiver] = {}
         self._tx_by_channel: dict[int, int] = {}
@@ -166,11 +161,8 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._held: deque[TransportEvent] = deque()
         self._held_bytes = 0
         self._releasing = False
-        self._streams[0] = StreamRec(0, Role.CONNECTION, FrameReader(self.config.max_frame_size), out_done=False)
         if side is Side.CLIENT:
-            self._ids.bidi()  # stream 0 is the connection control stream
-            self._streams[0].out_started = True
-            self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
+            self._streams.open_connection_stream(encode_frames([Version(), ConnectionControl(self._headers)]))
             h = self._new_handle()
             self._senders[h] = Sender(h, ENTRYPOINT, reachable=True, exposed=True)
             self._tx_by_channel[ENTRYPOINT] = h
@@ -477,67 +469,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     def _credit(self, stream_id: int | None, nbytes: int) -> None:
         if stream_id is not None and nbytes > 0 and not self._ctx.closed:
             self._out.grant_credit(stream_id, nbytes)
-
-    @property
-    def _need_version(self) -> bool:
-        """A client prefixes every new stream and datagram with Version until the server's headers arrive."""
-        return self._side is Side.CLIENT and self._peer_headers is None
-
-    def _open_uni(self, data: bytes, fin: bool = False) -> int:
-        sid = self._ids.uni()
-        self._out.command(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data, fin))
-        return sid
-
-    def _open_bidi(self, data: bytes, role: Role, half: int) -> int:
-        sid = self._ids.bidi()
-        self._out.command(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data))
-        self._streams[sid] = StreamRec(
-            sid, role, FrameReader(self.config.max_frame_size), half=half, out_done=False, out_started=True
-        )
-        return sid
-
-    def _ctrl_write(self, sid: int, data: bytes, fin: bool = False) -> None:
-        """Write on our direction of a control stream (the first write of a client may need Version)."""
-        rec = self._streams.get(sid)
-        if rec is not None:
-            if not rec.out_started:
-                rec.out_started = True
-                if self._need_version:
-                    data = VERSION_BYTES + data
-            if fin:
-                rec.out_done = True
-        self._out.command(SendStreamData(sid, data, fin))
-        if fin and rec is not None:
-            self._maybe_drop_stream(rec)
-
-    def _ctrl_reset(self, sid: int, code: int) -> None:
-        """Reset our direction of a control stream.
-
-        A QUIC reset may discard bytes the peer has not read, so on a stream we opened
-        the reset waits until the peer has sent a frame (or ended its direction): only
-        then do we know it read our ChannelControl and can tell which channel is reset.
-        """
-        rec = self._streams.get(sid)
-        if rec is not None and opened_by(sid) is self._side and rec.frames_seen == 0 and not rec.in_done:
-            rec.pending_reset = code
-            return
-        self._out.command(ResetStream(sid, code))
-        if rec is not None:
-            rec.out_done = True
-            rec.pending_reset = None
-            self._maybe_drop_stream(rec)
-
-    def _flush_pending_reset(self, rec: StreamRec) -> None:
-        if rec.pending_reset is not None:
-            code, rec.pending_reset = rec.pending_reset, None
-            self._out.command(ResetStream(rec.stream_id, code))
-            rec.out_done = True
-            self._maybe_drop_stream(rec)
-
-    def _maybe_drop_stream(self, rec: StreamRec) -> None:
-        if rec.in_done and rec.out_done and rec.role is not Role.CONNECTION:
-            self._partial_bytes -= rec.reader.buffered
-            self._streams.pop(rec.stream_id, None)
 
     def _remember_discarded(self, channel: int) -> None:
         if channel in self._discarded_set or self.config.discarded_filter_size <= 0:

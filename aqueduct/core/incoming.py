@@ -93,11 +93,7 @@ class IncomingMixin:
             return rec
         if opened_by(sid) is self._side:
             raise ProtocolError(f"data on stream {sid}, which we never opened for the peer to write")
-        uni = is_uni(sid)
-        rec = StreamRec(sid, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self._max))
-        rec.out_done = uni
-        self._streams[sid] = rec
-        return rec
+        return self._streams.accept(sid)
 
     def _on_stream_data(self: Engine, ev: StreamDataReceived) -> None:
         sid = ev.stream_id
@@ -119,7 +115,7 @@ class IncomingMixin:
                     if rec.outstanding <= 0:
                         self._credit_partial(rec)
                     if rec.pending_reset is not None and rec.frames_seen:
-                        self._flush_pending_reset(rec)
+                        self._streams.flush_pending_reset(rec)
                 return
             if rec.role is _MESSAGES and reader.buffered <= _SMALL_HELD and rec.stalled is None:
                 if rec.pending_reset is None:
@@ -143,7 +139,7 @@ class IncomingMixin:
                 if rec.outstanding <= 0:
                     self._credit_partial(rec)
                 if rec.frames_seen and rec.pending_reset is not None:
-                    self._flush_pending_reset(rec)
+                    self._streams.flush_pending_reset(rec)
 
     def _plain_runs(self: Engine, rec: StreamRec, data: bytes) -> bytes:
         """Queue the run of plain in-order Messages at the front of a message stream's held bytes and `data`
@@ -231,11 +227,11 @@ class IncomingMixin:
         if rec.outstanding <= 0:
             self._credit_partial(rec)
         if rec.frames_seen and rec.pending_reset is not None:
-            self._flush_pending_reset(rec)
+            self._streams.flush_pending_reset(rec)
         if fin:
             if rec.role is _MESSAGES and rec.out_done and not rec.reader.buffered and rec.pending_reset is None:
                 rec.in_done = True  # a message stream ended cleanly: all _on_stream_fin would do
-                del self._streams[rec.stream_id]
+                self._streams.drop(rec)
             else:
                 self._on_stream_fin(rec)
 
@@ -350,14 +346,14 @@ class IncomingMixin:
         if rec.role in (Role.TO_SENDER, Role.TO_RECEIVER) and not rec.final_seen:
             raise ProtocolError(f"control stream {rec.stream_id} finished without its final frame")
         rec.in_done = True
-        self._flush_pending_reset(rec)
+        self._streams.flush_pending_reset(rec)
         self._end_unidentified(rec)
-        self._maybe_drop_stream(rec)
+        self._streams.maybe_drop(rec)
 
     def _end_unidentified(self: Engine, rec: StreamRec) -> None:
         """A peer-opened bidi stream ended before its ChannelControl was read: end our side too."""
         if rec.role is Role.NEW_BIDI and not rec.out_done:
-            self._ctrl_reset(rec.stream_id, ResetCode.LOST)
+            self._streams.reset(rec.stream_id, ResetCode.LOST)
 
     def _on_stream_reset(self: Engine, ev: StreamReset) -> None:
         if ev.error_code not in _VALID_RESETS:
@@ -380,9 +376,9 @@ class IncomingMixin:
         rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
         half = rec.half
         role = rec.role
-        self._flush_pending_reset(rec)
+        self._streams.flush_pending_reset(rec)
         self._end_unidentified(rec)
-        self._maybe_drop_stream(rec)
+        self._streams.maybe_drop(rec)
         if half is None:
             return
         if role is Role.TO_SENDER:
@@ -418,13 +414,13 @@ class IncomingMixin:
         """A peer-opened bidi stream became a channel control stream (or is refused with 'lost')."""
         if channel.minted_by is not self._side:
             raise ProtocolError(f"ChannelControl for channel {channel} minted by the side that sent it")
-        rec.out_done = False
+        self._streams.open_reply(rec)
         if channel.to is self._side:
             rec.role = Role.TO_RECEIVER
             rh = self._rx_by_channel.get(channel)
             r = self._receivers.get(rh) if rh is not None else None
             if r is not None and r.ctrl is None:
-                rec.half = r.handle
+                self._streams.bind(rec, r.handle)
                 self._receiver_attached(r, rec.stream_id)
                 return
         else:
@@ -432,9 +428,9 @@ class IncomingMixin:
             sh = self._tx_by_channel.get(channel)
             s = self._senders.get(sh) if sh is not None else None
             if s is not None and s.ctrl is None:
-                rec.half = s.handle
+                self._streams.bind(rec, s.handle)
                 self._sender_attached(s, rec.stream_id)
                 return
         # unknown channel, or its half already has a control stream: a ghost, refuse it
-        self._ctrl_reset(rec.stream_id, ResetCode.LOST)
+        self._streams.reset(rec.stream_id, ResetCode.LOST)
 

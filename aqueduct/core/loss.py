@@ -84,7 +84,7 @@ class LossMixin:
         self._reset_message_streams(s, ResetCode.LOST)
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
-            self._ctrl_reset(s.ctrl, ResetCode.LOST)
+            self._streams.reset(s.ctrl, ResetCode.LOST)
         self._sender_gone(s, EndReason.LOST)
 
     def _drop_deferred_as_nacks(self: Engine, s: Sender) -> None:
@@ -97,7 +97,7 @@ class LossMixin:
         self._maybe_forget_sender(s)
 
     def _send_closed_channel_lost(self: Engine, channel: int) -> None:
-        self._open_uni(encode_frame(ClosedChannelLost(channel)), fin=True)
+        self._streams.open_uni(encode_frame(ClosedChannelLost(channel)), fin=True)
 
     def _on_closed_channel_lost(self: Engine, channel: ChannelId) -> None:
         if channel.minted_by is self._side:

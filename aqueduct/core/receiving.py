@@ -81,7 +81,7 @@ class ReceivingMixin:
         self._rx_by_channel[channel] = h
         if not claimed:
             self._unclaimed[channel] = h
-        r.ctrl = self._open_bidi(encode_frame(ChannelControl(channel)), Role.TO_RECEIVER, h)
+        r.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_RECEIVER, h)
         r.ctrl_open = True
         return r
 
@@ -335,7 +335,7 @@ class ReceivingMixin:
         if r.close_reason is not None:
             self._close_receiver(r, r.close_reason)
         else:
-            self._ctrl_write(sid, encode_frame(AckNackUnreliable(())))
+            self._streams.write(sid, encode_frame(AckNackUnreliable(())))
             self._rx_schedule(r)
 
     def _receiver_frame(self: Engine, r: Receiver, frame: Frame) -> None:
@@ -421,7 +421,7 @@ class ReceivingMixin:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
         r.ack_due = None
         if frames:
-            self._ctrl_write(r.ctrl, b"".join(frames))
+            self._streams.write(r.ctrl, b"".join(frames))
 
     def _check_finished(self: Engine, r: Receiver) -> None:
         if r.state is RState.FINISHING and r.all_accounted():
@@ -443,7 +443,7 @@ class ReceivingMixin:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
         frames.append(encode_frame(CloseReceiver(r.close_ranges())))
         r.ctrl_open = False
-        self._ctrl_write(r.ctrl, b"".join(frames), fin=True)
+        self._streams.write(r.ctrl, b"".join(frames), fin=True)
         self._end_receiver(r, reason)
 
     def _receiver_lost(self: Engine, r: Receiver) -> None:
@@ -452,7 +452,7 @@ class ReceivingMixin:
             return
         if r.ctrl is not None and r.ctrl_open:
             r.ctrl_open = False
-            self._ctrl_reset(r.ctrl, ResetCode.LOST)
+            self._streams.reset(r.ctrl, ResetCode.LOST)
         self._end_receiver(r, EndReason.LOST)
         self._discard_queues([r], lost=True)
 
@@ -466,9 +466,7 @@ class ReceivingMixin:
         self._remember_discarded(r.channel)
         self._timers.cancel(("rx", r.handle))
         if r.ctrl is not None:
-            rec = self._streams.get(r.ctrl)
-            if rec is not None:
-                rec.half = None
+            self._streams.unbind(r.ctrl)
         ghost = self._was_claimed(r.channel)
         if not r.claimed and (reason is EndReason.LOST or ghost) and self._unclaimed.get(r.channel) == r.handle:
             del self._unclaimed[r.channel]  # others are kept for their creating message
@@ -519,7 +517,7 @@ class ReceivingMixin:
                             if lost:
                                 if inner.ctrl is not None and inner.ctrl_open:
                                     inner.ctrl_open = False
-                                    self._ctrl_reset(inner.ctrl, ResetCode.LOST)
+                                    self._streams.reset(inner.ctrl, ResetCode.LOST)
                                 self._end_receiver(inner, EndReason.LOST)
                             else:
                                 self._close_receiver(inner, EndReason.CLOSED, discard=False)

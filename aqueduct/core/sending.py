@@ -76,7 +76,7 @@ class SendingMixin:
         if unordered:
             sid = self._write_unordered(s, number, data)
         else:
-            if self._need_version:
+            if self._streams.need_version:
                 data = VERSION_BYTES + data
             if len(data) > self.config.max_datagram_payload:
                 return self._send(s, payload, (), delivery).stream_id  # raises LimitExceeded
@@ -88,7 +88,7 @@ class SendingMixin:
 
     def _write_unordered(self: Engine, s: Sender, number: int, data: bytes) -> int:
         """Message `number`, encoded, on a stream of its own; returns the stream."""
-        sid = self._open_uni(data, fin=True)
+        sid = self._streams.open_uni(data, fin=True)
         if s.unordered_sids is None:
             s.unordered_sids = {}
         s.unordered_sids[number] = sid
@@ -133,7 +133,7 @@ class SendingMixin:
         number = s.next_rel if reliable else s.next_unrel
         data = encode_message(s.channel, number, ids, payload)
         if not reliable:
-            if self._need_version:
+            if self._streams.need_version:
                 data = VERSION_BYTES + data
             if len(data) > self.config.max_datagram_payload:
                 raise LimitExceeded(
@@ -146,7 +146,7 @@ class SendingMixin:
             self._links.add_link(s.handle, s.channel, (reliable, number), created)
         if delivery is Delivery.ORDERED:
             if s.ordered_sid is None:
-                sid = s.ordered_sid = self._open_uni(data)
+                sid = s.ordered_sid = self._streams.open_uni(data)
             else:
                 sid = s.ordered_sid
                 self._out.command(SendStreamData(sid, data))
@@ -177,7 +177,7 @@ class SendingMixin:
         h = self._new_handle()
         s = self._senders[h] = Sender(h, channel, reachable=True, exposed=False)
         self._tx_by_channel[channel] = h
-        s.ctrl = self._open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, h)
+        s.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, h)
         s.ctrl_open = True
         return s
 
@@ -202,7 +202,7 @@ class SendingMixin:
         s.state = SState.FINISHED
         s.ctrl_open = False
         assert s.ctrl is not None
-        self._ctrl_write(s.ctrl, b"".join(encode_frame(f) for f in frames), fin=True)
+        self._streams.write(s.ctrl, b"".join(encode_frame(f) for f in frames), fin=True)
 
     def _cancel(self: Engine, s: Sender) -> None:
         if s.state not in (SState.OPEN, SState.FINISH_WAIT):
@@ -217,7 +217,7 @@ class SendingMixin:
         s.state = SState.CANCELLED
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
-            self._ctrl_reset(s.ctrl, ResetCode.CANCELLED)
+            self._streams.reset(s.ctrl, ResetCode.CANCELLED)
 
     def _reset_message_streams(self: Engine, s: Sender, code: int) -> None:
         if s.ordered_sid is not None:
@@ -234,7 +234,7 @@ class SendingMixin:
         s.ctrl = sid
         s.ctrl_open = True
         if s.state is SState.OPEN and not s.undeclared:
-            self._ctrl_write(sid, encode_frame(SentUnreliable(0)))
+            self._streams.write(sid, encode_frame(SentUnreliable(0)))
         if s.state is SState.FINISH_WAIT:
             self._do_finish(s)
         elif s.state is SState.CANCEL_WAIT:
@@ -246,7 +246,7 @@ class SendingMixin:
         s = self._senders.get(handle)
         if s is None or s.state is not SState.OPEN or not s.ctrl_open or not s.undeclared or s.ctrl is None:
             return
-        self._ctrl_write(s.ctrl, encode_frame(SentUnreliable(s.undeclared)))
+        self._streams.write(s.ctrl, encode_frame(SentUnreliable(s.undeclared)))
         s.undeclared = 0
 
     def _sender_frame(self: Engine, s: Sender, frame: Frame) -> None:
@@ -276,7 +276,7 @@ class SendingMixin:
                 self._reset_message_streams(s, ResetCode.CANCELLED)
             if s.ctrl is not None and s.ctrl_open:
                 s.ctrl_open = False
-                self._ctrl_reset(s.ctrl, ResetCode.CANCELLED)
+                self._streams.reset(s.ctrl, ResetCode.CANCELLED)
             self._sender_gone(s, reason)
         else:
             raise ProtocolError(f"{type(frame).__name__} sent to a sender")
@@ -289,7 +289,7 @@ class SendingMixin:
         self._reset_message_streams(s, ResetCode.LOST)
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
-            self._ctrl_reset(s.ctrl, ResetCode.LOST)
+            self._streams.reset(s.ctrl, ResetCode.LOST)
         self._sender_gone(s, EndReason.LOST if code == ResetCode.LOST else EndReason.RECEIVER_DROPPED)
 
     def _nack_everything(self: Engine, s: Sender) -> None:
@@ -339,9 +339,7 @@ class SendingMixin:
             del self._tx_by_channel[s.channel]
         self._timers.cancel(("su", s.handle))
         if s.ctrl is not None:
-            rec = self._streams.get(s.ctrl)
-            if rec is not None:
-                rec.half = None
+            self._streams.unbind(s.ctrl)
         s.end_reason = reason
         if not s.end_reported:
             s.end_reported = True

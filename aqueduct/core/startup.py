@@ -99,6 +99,7 @@ class StartupMixin:
         if self._peer_headers is not None:
             raise ProtocolError("ConnectionControl received twice")
         self._peer_headers = headers
+        self._streams.headers_arrived()
         if self._side is Side.CLIENT:
             self._out.event(HeadersReceived(headers))
             return
