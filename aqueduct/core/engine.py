@@ -58,11 +58,11 @@ from .app import (
 )
 from .config import EngineConfig
 from .context import Context
+from .halves import Halves
 from .incoming import IncomingMixin
 from .links import LinkTable
 from .loss import LossMixin
 from .outbox import Outbox
-from .rangeset import RangeSet
 from .receiver import Receiver, RState
 from .receiving import ReceivingMixin
 from .sender import Sender, SState
@@ -97,18 +97,14 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _headers: Headers
     _peer_headers: Headers | None
     _admitted: bool
-    _next_handle: int
     _minter: ChannelIdMinter
     _streams: StreamTable
+    _halves: Halves
     _senders: dict[int, Sender]
     _receivers: dict[int, Receiver]
-    _tx_by_channel: dict[int, int]
-    _rx_by_channel: dict[int, int]
-    _unclaimed: dict[int, int]
+    _rx_of: dict[int, Receiver]
     _links: LinkTable
     _timers: Timers
-    _discarded: deque[int]
-    _discarded_set: set[int]
     _partial_bytes: int
     _entrypoint: int | None
     _gate_open: bool
@@ -116,7 +112,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _held_bytes: int
     _releasing: bool
     _stalls: dict[int, set[int]]
-    _claimed: dict[int, RangeSet]
     _resume: set[int]
 
     def __init__(
@@ -139,21 +134,16 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._headers: Headers = normalize_headers(headers)
         self._peer_headers: Headers | None = None
         self._admitted = False  # data events may skip _admit (see handle_event)
-        self._next_handle = 1
         self._minter = ChannelIdMinter(side)
         self._streams = StreamTable(self._ctx)
-        self._senders: dict[int, Sender] = {}
-        self._receivers: dict[int, Receiver] = {}
-        self._tx_by_channel: dict[int, int] = {}
-        self._rx_by_channel: dict[int, int] = {}
-        self._unclaimed: dict[int, int] = {}
+        self._halves = Halves(self.config)
+        self._senders = self._halves.senders
+        self._receivers = self._halves.receivers
+        self._rx_of = self._halves.rx_of
         self._links = LinkTable()
         self._timers = self._ctx.timers
-        self._discarded: deque[int] = deque()
-        self._discarded_set: set[int] = set()
         self._partial_bytes = 0
         self._stalls = {}  # receiver handle -> streams stalled on its full queue
-        self._claimed = {}  # index space -> indexes of peer-minted channels whose receiver was handed out
         self._resume = set()  # receivers whose stalled streams may run on
         self._entrypoint: int | None = None
         # startup (startup.py)
@@ -163,10 +153,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._releasing = False
         if side is Side.CLIENT:
             self._streams.open_connection_stream(encode_frames([Version(), ConnectionControl(self._headers)]))
-            h = self._new_handle()
-            self._senders[h] = Sender(h, ENTRYPOINT, reachable=True, exposed=True)
-            self._tx_by_channel[ENTRYPOINT] = h
-            self._entrypoint = h
+            self._entrypoint = self._halves.add_sender(ENTRYPOINT, reachable=True, exposed=True).handle
 
     # ---- identity ----
     @property
@@ -436,9 +423,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             "links": len(self._links),
             "timers": len(self._timers),
             "streams": len(self._streams),
-            "pending_receivers": len(self._unclaimed),
+            "pending_receivers": len(self._halves.unclaimed),
             "held_bytes": self._held_bytes + self._partial_bytes,
-            "channel_map": len(self._tx_by_channel) + len(self._rx_by_channel),
+            "channel_map": len(self._halves.tx_of) + len(self._halves.rx_of),
             "stalled_streams": sum(len(v) for v in self._stalls.values()),
         }
 
@@ -455,28 +442,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
 
-    def _new_handle(self) -> int:
-        h = self._next_handle
-        self._next_handle += 1
-        return h
-
-    def _cmd(self, cmd: TransportCommand) -> None:
-        self._out.command(cmd)
-
-    def _event(self, ev: AppEvent) -> None:
-        self._out.event(ev)
-
     def _credit(self, stream_id: int | None, nbytes: int) -> None:
         if stream_id is not None and nbytes > 0 and not self._ctx.closed:
             self._out.grant_credit(stream_id, nbytes)
-
-    def _remember_discarded(self, channel: int) -> None:
-        if channel in self._discarded_set or self.config.discarded_filter_size <= 0:
-            return
-        self._discarded.append(channel)
-        self._discarded_set.add(channel)
-        while len(self._discarded) > self.config.discarded_filter_size:
-            self._discarded_set.discard(self._discarded.popleft())
 
     def _app_sender(self, handle: int) -> Sender:
         if self._ctx.closed:
@@ -520,7 +488,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                 if s.exposed and not s.app_dropped:
                     self._out.event(SenderEnded(s.handle, EndReason.CONNECTION_LOST))
             if s.app_dropped or not s.exposed:
-                del self._senders[s.handle]
+                self._halves.forget_sender(s)
         for r in list(self._receivers.values()):
             r.queue = None
             if not r.end_reported:
@@ -530,11 +498,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                 if r.exposed and not r.app_dropped:
                     self._out.event(ReceiverEnded(r.handle, EndReason.CONNECTION_LOST))
             if r.app_dropped or not r.exposed:
-                del self._receivers[r.handle]
+                self._halves.forget_receiver(r)
         self._streams.clear()
-        self._tx_by_channel.clear()
-        self._rx_by_channel.clear()
-        self._unclaimed.clear()
+        self._halves.clear_live()
         self._links.clear()
         self._timers.clear()
         self._held.clear()

@@ -151,8 +151,7 @@ class IncomingMixin:
         payloads: list[bytes] = []
         sizes: list[int] = []
         channel, first, stop = read_plain_run(buf, 0, self._max, payloads, sizes)
-        h = self._rx_by_channel.get(channel) if payloads else None
-        r = self._receivers[h] if h is not None else None
+        r = self._halves.rx_of.get(channel) if payloads else None
         if r is None or r.oneshot:
             return buf
         taken = self._queue_run(rec, r, first, payloads, sizes)
@@ -417,16 +416,14 @@ class IncomingMixin:
         self._streams.open_reply(rec)
         if channel.to is self._side:
             rec.role = Role.TO_RECEIVER
-            rh = self._rx_by_channel.get(channel)
-            r = self._receivers.get(rh) if rh is not None else None
+            r = self._halves.rx_of.get(channel)
             if r is not None and r.ctrl is None:
                 self._streams.bind(rec, r.handle)
                 self._receiver_attached(r, rec.stream_id)
                 return
         else:
             rec.role = Role.TO_SENDER
-            sh = self._tx_by_channel.get(channel)
-            s = self._senders.get(sh) if sh is not None else None
+            s = self._halves.tx_of.get(channel)
             if s is not None and s.ctrl is None:
                 self._streams.bind(rec, s.handle)
                 self._sender_attached(s, rec.stream_id)

@@ -102,11 +102,8 @@ class LossMixin:
     def _on_closed_channel_lost(self: Engine, channel: ChannelId) -> None:
         if channel.minted_by is self._side:
             raise ProtocolError(f"ClosedChannelLost for channel {channel}, which we minted")
-        h = self._unclaimed.pop(channel, None)
-        if h is None:
-            return
-        r = self._receivers.get(h)
-        if r is None:
+        r = self._halves.drop_pending(channel)
+        if r is None or self._halves.receivers.get(r.handle) is not r:
             return
         if r.state is not RState.GONE:
             self._receiver_lost(r)

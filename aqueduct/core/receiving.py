@@ -46,7 +46,6 @@ from ..wire.frames import (
 )
 from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
 from .queue import MessageQueue
-from .rangeset import RangeSet
 from .receiver import Receiver, RState
 from .sender import SState
 from .streams import Role
@@ -73,37 +72,16 @@ class ReceivingMixin:
 
     def _create_receiver(self: Engine, channel: ChannelId, claimed: bool) -> Receiver:
         """A receiver for a channel the peer minted: reachable; we open its control stream."""
-        if not claimed and len(self._unclaimed) >= self.config.max_pending_receivers:
+        if not claimed and len(self._halves.unclaimed) >= self.config.max_pending_receivers:
             self._limit(f"more than max_pending_receivers={self.config.max_pending_receivers} auto-created receivers")
         self._check_channel_limit(1)
-        h = self._new_handle()
-        r = self._receivers[h] = Receiver(h, channel, exposed=False, claimed=claimed)
-        self._rx_by_channel[channel] = h
-        if not claimed:
-            self._unclaimed[channel] = h
-        r.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_RECEIVER, h)
+        r = self._halves.add_receiver(channel, exposed=False, claimed=claimed)
+        r.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_RECEIVER, r.handle)
         r.ctrl_open = True
         return r
 
-    def _mark_claimed(self: Engine, channel: int) -> None:
-        """A message handed out this channel's receiver: any later unclaimed receiver for it is a ghost.
-
-        Kept per index space as ranges (the peer mints indexes in order, so they stay few); beyond
-        max(64, discarded_filter_size) ranges the oldest are forgotten (false negatives only)."""
-        cid = ChannelId(channel)
-        ranges = self._claimed.setdefault(cid.space, RangeSet())
-        index = cid.index
-        ranges.add(index, index + 1)
-        if len(ranges) > max(64, self.config.discarded_filter_size):
-            ranges.drop_first()
-
-    def _was_claimed(self: Engine, channel: int) -> bool:
-        cid = ChannelId(channel)
-        ranges = self._claimed.get(cid.space)
-        return ranges is not None and cid.index in ranges
-
     def _check_channel_limit(self: Engine, more: int) -> None:
-        if len(self._senders) + len(self._receivers) + more > self.config.max_channels:
+        if self._halves.count() + more > self.config.max_channels:
             self._limit(f"the peer made us exceed max_channels={self.config.max_channels}")
 
     # ---- messages ----
@@ -116,20 +94,20 @@ class ReceivingMixin:
                     return False
             elif self._queue_reliable(channel, m.number, m.payload, credit_sid, size):
                 return credit_sid is not None
-        h = self._rx_by_channel.get(channel)
+        found = self._halves.rx_of.get(channel)
         if m.number != 0 and ChannelId(channel).oneshot:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
-        if h is None:
+        if found is None:
             cid = ChannelId(channel)
             if cid.to is not self._side:
                 raise ProtocolError(f"Message on channel {cid}, whose receiver would be the sender's own side")
-            if cid.minted_by is self._side or channel in self._unclaimed or self._was_claimed(channel):
+            if cid.minted_by is self._side or channel in self._halves.unclaimed or self._halves.was_claimed(channel):
                 return False  # a receiver for it was handed out and is gone: no ghost
-            if channel in self._discarded_set:
+            if self._halves.recently_discarded(channel):
                 return False
             r = self._create_receiver(cid, claimed=False)
         else:
-            r = self._receivers[h]  # a receiver exists only for channels flowing to us
+            r = found  # a receiver exists only for channels flowing to us
         n = m.number
         if reliable:
             if r.has_reliable(n):
@@ -178,10 +156,9 @@ class ReceivingMixin:
         """The hot path for a reliable message without attachments: queue it (holding `size` credit of stream
         `credit_sid`) as `_on_message` would if its channel's receiver is open, it is the next in order and the
         queue has room; else False (nothing changed: the general path takes it)."""
-        h = self._rx_by_channel.get(channel)
-        if h is None:
+        r = self._rx_of.get(channel)
+        if r is None:
             return False
-        r = self._receivers[h]
         if (
             n != r.done_prefix
             or r.state is not _ROPEN
@@ -206,7 +183,7 @@ class ReceivingMixin:
         r.rel_pending.add_one(n)
         r.done_prefix = n + 1
         if len(queue) == 1 and r.exposed and not r.app_dropped:
-            self._out.event(MessageAvailable(h))
+            self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx_schedule(r)
         return True
@@ -215,10 +192,9 @@ class ReceivingMixin:
         """The hot path for an unreliable message without attachments: queue it as `_on_message` would if its
         channel's receiver is open, it is past every number received and the queue has room; else False (nothing
         changed: the general path takes it)."""
-        h = self._rx_by_channel.get(channel)
-        if h is None:
+        r = self._rx_of.get(channel)
+        if r is None:
             return False
-        r = self._receivers[h]
         if r.state is not _ROPEN or r.oneshot or r.finish_count is not None or r.close_reason is not None:
             return False
         start = r.unrel_start
@@ -239,7 +215,7 @@ class ReceivingMixin:
         r.messages_seen += 1
         received.add_one(n)
         if len(queue) == 1 and r.exposed and not r.app_dropped:
-            self._out.event(MessageAvailable(h))
+            self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx_schedule(r)
         return True
@@ -311,17 +287,17 @@ class ReceivingMixin:
             if a == ENTRYPOINT:
                 raise ProtocolError("the entrypoint channel cannot be attached")
             if a.to is self._side:
-                h = self._unclaimed.pop(a, None)
-                if h is not None:
-                    self._receivers[h].claimed = True
-                elif a in self._rx_by_channel:
+                pending = self._halves.claim(a)
+                if pending is not None:
+                    h = pending.handle
+                elif a in self._halves.rx_of:
                     raise ProtocolError(f"receiver of channel {a} handed out twice")
                 else:
                     h = self._create_receiver(a, claimed=True).handle
-                self._mark_claimed(a)
+                self._halves.mark_claimed(a)
                 out.append(Attachment(index, a, False, h))
             else:
-                if a in self._tx_by_channel:
+                if a in self._halves.tx_of:
                     raise ProtocolError(f"sender of channel {a} attached twice")
                 self._check_channel_limit(1)
                 out.append(Attachment(index, a, True, self._create_remote_sender(a).handle))
@@ -461,15 +437,13 @@ class ReceivingMixin:
         if r.handle in self._stalls:
             self._resume.add(r.handle)
         r.end_reason = reason
-        if self._rx_by_channel.get(r.channel) == r.handle:
-            del self._rx_by_channel[r.channel]
-        self._remember_discarded(r.channel)
+        self._halves.receiver_ended(r)
         self._timers.cancel(("rx", r.handle))
         if r.ctrl is not None:
             self._streams.unbind(r.ctrl)
-        ghost = self._was_claimed(r.channel)
-        if not r.claimed and (reason is EndReason.LOST or ghost) and self._unclaimed.get(r.channel) == r.handle:
-            del self._unclaimed[r.channel]  # others are kept for their creating message
+        ghost = self._halves.was_claimed(r.channel)
+        if not r.claimed and (reason is EndReason.LOST or ghost) and self._halves.unclaimed.get(r.channel) is r:
+            self._halves.drop_pending(r.channel)  # others are kept for their creating message
             r.app_dropped = True
             if reason is EndReason.FINISHED:
                 self._discard_queues([r], lost=False)  # a finished ghost: nobody will take its messages
@@ -483,8 +457,8 @@ class ReceivingMixin:
                 self._out.event(ReceiverEnded(r.handle, r.end_reason))
 
     def _maybe_forget_receiver(self: Engine, r: Receiver) -> None:
-        if r.state is RState.GONE and r.app_dropped and self._receivers.get(r.handle) is r:
-            del self._receivers[r.handle]
+        if r.state is RState.GONE and r.app_dropped:
+            self._halves.forget_receiver(r)
 
     def _discard_queues(self: Engine, start: list[Receiver], *, lost: bool) -> None:
         """Drop every queued message of `start`, and the halves they carry, through nested queues."""

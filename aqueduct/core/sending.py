@@ -38,7 +38,6 @@ from ..wire.frames import (
 )
 from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
 from .links import MsgKey
-from .receiver import Receiver
 from .sender import Sender, SState
 from .streams import VERSION_BYTES, Role
 from .transport import ResetStream, SendDatagram, SendStreamData
@@ -124,7 +123,7 @@ class SendingMixin:
             raise self._sender_error(s)
         if len(payload) > self.config.max_frame_size:
             raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {self.config.max_frame_size}")
-        if attach and len(self._senders) + len(self._receivers) + len(attach) > self.config.max_channels:
+        if attach and self._halves.count() + len(attach) > self.config.max_channels:
             raise LimitExceeded(f"more than max_channels={self.config.max_channels} channels")
         minter = self._minter.copy() if attach else self._minter
         peer = self._side.other
@@ -162,22 +161,17 @@ class SendingMixin:
 
     def _create_local_half(self: Engine, channel: ChannelId, kind: AttachKind) -> int:
         """A half we keep for a channel we just minted: unreachable, no control stream until the peer opens it."""
-        h = self._new_handle()
         if kind.gives_sender:
-            self._receivers[h] = Receiver(h, channel, exposed=True, claimed=True)
-            self._rx_by_channel[channel] = h
+            h = self._halves.add_receiver(channel, exposed=True, claimed=True).handle
         else:
-            self._senders[h] = Sender(h, channel, reachable=False, exposed=True)
-            self._tx_by_channel[channel] = h
+            h = self._halves.add_sender(channel, reachable=False, exposed=True).handle
         self._links.add_unreachable(h, channel, not kind.gives_sender)
         return h
 
     def _create_remote_sender(self: Engine, channel: ChannelId) -> Sender:
         """A sender the peer attached to a message: reachable; we open its control stream."""
-        h = self._new_handle()
-        s = self._senders[h] = Sender(h, channel, reachable=True, exposed=False)
-        self._tx_by_channel[channel] = h
-        s.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, h)
+        s = self._halves.add_sender(channel, reachable=True, exposed=False)
+        s.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, s.handle)
         s.ctrl_open = True
         return s
 
@@ -335,8 +329,7 @@ class SendingMixin:
     def _sender_gone(self: Engine, s: Sender, reason: EndReason) -> None:
         """The sender ceased to exist: SenderEnded now; acks it still holds back are reported later."""
         s.state = SState.GONE
-        if self._tx_by_channel.get(s.channel) == s.handle:
-            del self._tx_by_channel[s.channel]
+        self._halves.sender_ended(s)
         self._timers.cancel(("su", s.handle))
         if s.ctrl is not None:
             self._streams.unbind(s.ctrl)
@@ -348,5 +341,5 @@ class SendingMixin:
         self._maybe_forget_sender(s)
 
     def _maybe_forget_sender(self: Engine, s: Sender) -> None:
-        if s.state is SState.GONE and s.app_dropped and not s.deferred and self._senders.get(s.handle) is s:
-            del self._senders[s.handle]
+        if s.state is SState.GONE and s.app_dropped and not s.deferred:
+            self._halves.forget_sender(s)

@@ -105,7 +105,7 @@ class StartupMixin:
             return
         self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
         r = self._create_receiver(ENTRYPOINT, claimed=True)
-        self._mark_claimed(ENTRYPOINT)
+        self._halves.mark_claimed(ENTRYPOINT)
         r.exposed = True
         self._entrypoint = r.handle
         self._out.event(HeadersReceived(headers, entrypoint=r.handle))
