@@ -39,8 +39,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from ..errors import ERROR_FOR_REASON, ChannelClosed, ConnectionLost, EndReason
-from ..wire.channel_id import ENTRYPOINT, ChannelIdMinter, Side
+from ..errors import ChannelClosed, EndReason
+from ..wire.channel_id import ENTRYPOINT, Side
 from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import ConnectionControl, Version, encode_frames
 from ..wire.headers import Headers, normalize_headers
@@ -52,7 +52,6 @@ from .app import (
     Delivery,
     ReceiverEnded,
     ReceiverHandle,
-    SenderEnded,
     SenderHandle,
     SendResult,
 )
@@ -66,7 +65,7 @@ from .outbox import Outbox
 from .receiver import Receiver, RState
 from .receiving import ReceivingMixin
 from .sender import Sender, SState
-from .sending import SendingMixin
+from .sending import Senders
 from .startup import StartupMixin
 from .streams import StreamTable
 from .timers import Timers
@@ -83,7 +82,7 @@ _OPEN = SState.OPEN
 _ORDERED = Delivery.ORDERED
 
 
-class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixin):
+class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
     """One side of an Aqueduct connection, as a deterministic state machine."""
 
     config: EngineConfig
@@ -97,7 +96,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _headers: Headers
     _peer_headers: Headers | None
     _admitted: bool
-    _minter: ChannelIdMinter
     _streams: StreamTable
     _halves: Halves
     _senders: dict[int, Sender]
@@ -134,13 +132,14 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._headers: Headers = normalize_headers(headers)
         self._peer_headers: Headers | None = None
         self._admitted = False  # data events may skip _admit (see handle_event)
-        self._minter = ChannelIdMinter(side)
         self._streams = StreamTable(self._ctx)
         self._halves = Halves(self.config)
         self._senders = self._halves.senders
         self._receivers = self._halves.receivers
         self._rx_of = self._halves.rx_of
         self._links = LinkTable()
+        self._tx = Senders(self._ctx, self._streams, self._halves, self._links)
+        self._tx.set_loss(self._on_reachable, self._on_lost)
         self._timers = self._ctx.timers
         self._partial_bytes = 0
         self._stalls = {}  # receiver handle -> streams stalled on its full queue
@@ -231,7 +230,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                 assert isinstance(key, tuple)
                 kind, handle = key
                 if kind == "su":
-                    self._sent_unreliable_due(handle)
+                    self._tx.sent_unreliable_due(handle)
                 else:
                     self._receiver_due(handle)
                 if self._ctx.closed:
@@ -273,7 +272,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         over the datagram limit, or too many channels.
         """
         self._tick(now)
-        return self._send(self._app_sender(sender), bytes(payload), attach, delivery)
+        return self._tx.send(self._tx.app_sender(sender), bytes(payload), attach, delivery)
 
     def send_plain(
         self, sender: SenderHandle, payload: bytes, delivery: Delivery = Delivery.ORDERED, now: float | None = None
@@ -292,16 +291,16 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             if type(payload) is not bytes:
                 payload = bytes(payload)
             sid = s.ordered_sid
-            if delivery is _ORDERED and sid is not None:  # (the hottest case: _send_plain's first branch, inline)
-                self._write_ordered(s, sid, payload)
+            if delivery is _ORDERED and sid is not None:  # (the hottest case: Senders.send_plain's first branch)
+                self._tx.write_ordered(s, sid, payload)
                 return sid
-            return self._send_plain(s, payload, delivery)
-        return self._send(self._app_sender(sender), bytes(payload), (), delivery).stream_id
+            return self._tx.send_plain(s, payload, delivery)
+        return self._tx.send(self._tx.app_sender(sender), bytes(payload), (), delivery).stream_id
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""
         self._tick(now)
-        self._finish(self._app_sender(sender))
+        self._tx.finish(self._tx.app_sender(sender))
 
     def cancel(self, sender: SenderHandle, now: float | None = None) -> None:
         """Abruptly cancel a channel: reset its streams with 'cancelled'.
@@ -309,10 +308,10 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         Raises ChannelClosed if the channel already finished; no-op if it already ended otherwise.
         """
         self._tick(now)
-        s = self._app_sender(sender)
+        s = self._tx.app_sender(sender)
         if s.state in (SState.FINISH_WAIT, SState.FINISHED):
             raise ChannelClosed("the channel was already finished")
-        self._cancel(s)
+        self._tx.cancel(s)
 
     def close_receiver(self, receiver: ReceiverHandle, now: float | None = None) -> None:
         """Close a receiver now (final acks/nacks, CloseReceiver, FIN once the control stream exists).
@@ -360,13 +359,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     def drop_sender(self, sender: SenderHandle, now: float | None = None) -> None:
         """The application let go of a sender handle: cancel it unless already finished."""
         self._tick(now)
-        s = self._senders.get(sender)
-        if s is None or s.app_dropped:
-            return
-        s.app_dropped = True
-        if not self._ctx.closed and s.state is SState.OPEN:
-            self._cancel(s)
-        self._maybe_forget_sender(s)
+        self._tx.drop(sender)
 
     def drop_receiver(self, receiver: ReceiverHandle, now: float | None = None) -> None:
         """The application let go of a receiver handle: close it."""
@@ -390,10 +383,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     # ---- additions: status and introspection ----
     def sender_status(self, handle: SenderHandle) -> EndReason | None:
         """None while the sender is alive, else why it ended (as reported by SenderEnded)."""
-        s = self._senders.get(handle)
-        if s is None:
-            raise ChannelClosed(f"unknown or dropped sender {handle}")
-        return s.end_reason if s.end_reported else None
+        return self._tx.status(handle)
 
     def receiver_status(self, handle: ReceiverHandle) -> EndReason | None:
         """None while the receiver is alive, else why it ended (as reported by ReceiverEnded)."""
@@ -446,24 +436,11 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if stream_id is not None and nbytes > 0 and not self._ctx.closed:
             self._out.grant_credit(stream_id, nbytes)
 
-    def _app_sender(self, handle: int) -> Sender:
-        if self._ctx.closed:
-            raise ConnectionLost()
-        s = self._senders.get(handle)
-        if s is None or s.app_dropped:
-            raise ChannelClosed(f"unknown or dropped sender {handle}")
-        return s
-
     def _app_receiver(self, handle: int) -> Receiver:
         r = self._receivers.get(handle)
         if r is None or r.app_dropped:
             raise ChannelClosed(f"unknown or dropped receiver {handle}")
         return r
-
-    def _sender_error(self, s: Sender) -> Exception:
-        if s.end_reason is not None and s.end_reported:
-            return ERROR_FOR_REASON.get(s.end_reason, ChannelClosed)(f"sender ended: {s.end_reason.value}")
-        return ChannelClosed("the sender was finished or cancelled")
 
     def _fail(self, err: ProtocolError) -> None:
         """A protocol error: close the connection with its code."""
@@ -479,16 +456,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._admitted = False
         if send_close:
             self._out.command(CloseConnection(code, reason))
-        for s in list(self._senders.values()):
-            s.deferred.clear()
-            if not s.end_reported:
-                s.state = SState.GONE
-                s.end_reason = EndReason.CONNECTION_LOST
-                s.end_reported = True
-                if s.exposed and not s.app_dropped:
-                    self._out.event(SenderEnded(s.handle, EndReason.CONNECTION_LOST))
-            if s.app_dropped or not s.exposed:
-                self._halves.forget_sender(s)
+        self._tx.teardown()
         for r in list(self._receivers.values()):
             r.queue = None
             if not r.end_reported:

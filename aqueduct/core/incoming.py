@@ -332,7 +332,7 @@ class IncomingMixin:
         if rec.role is Role.TO_SENDER:
             s = self._senders.get(rec.half)
             if s is not None:
-                self._sender_frame(s, frame)
+                self._tx.on_frame(s, frame)
         else:
             r = self._receivers.get(rec.half)
             if r is not None:
@@ -383,7 +383,7 @@ class IncomingMixin:
         if role is Role.TO_SENDER:
             s = self._senders.get(half)
             if s is not None:
-                self._sender_ctrl_reset(s, ev.error_code)
+                self._tx.on_ctrl_reset(s, ev.error_code)
         elif role is Role.TO_RECEIVER:
             r = self._receivers.get(half)
             if r is not None:
@@ -426,7 +426,7 @@ class IncomingMixin:
             s = self._halves.tx_of.get(channel)
             if s is not None and s.ctrl is None:
                 self._streams.bind(rec, s.handle)
-                self._sender_attached(s, rec.stream_id)
+                self._tx.attached(s, rec.stream_id)
                 return
         # unknown channel, or its half already has a control stream: a ghost, refuse it
         self._streams.reset(rec.stream_id, ResetCode.LOST)

@@ -47,7 +47,6 @@ from ..wire.frames import (
 from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
 from .queue import MessageQueue
 from .receiver import Receiver, RState
-from .sender import SState
 from .streams import Role
 
 if TYPE_CHECKING:
@@ -300,7 +299,7 @@ class ReceivingMixin:
                 if a in self._halves.tx_of:
                     raise ProtocolError(f"sender of channel {a} attached twice")
                 self._check_channel_limit(1)
-                out.append(Attachment(index, a, True, self._create_remote_sender(a).handle))
+                out.append(Attachment(index, a, True, self._tx.create_remote(a).handle))
         return tuple(out)
 
     # ---- control stream ----
@@ -474,14 +473,8 @@ class ReceivingMixin:
                 for att in d.attachments:
                     if att.is_sender:
                         s = self._senders.get(att.handle)
-                        if s is None:
-                            continue
-                        s.app_dropped = True
-                        if lost and s.state is not SState.GONE:
-                            self._sender_ctrl_reset(s, ResetCode.LOST)
-                        elif s.state is SState.OPEN:
-                            self._cancel(s)
-                        self._maybe_forget_sender(s)
+                        if s is not None:
+                            self._tx.abandon(s, lost=lost)
                     else:
                         inner = self._receivers.get(att.handle)
                         if inner is None:
