@@ -39,12 +39,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from ..errors import ERROR_FOR_REASON, ChannelClosed, ConnectionLost, EndReason
-from ..wire.channel_id import ENTRYPOINT, ChannelIdMinter, Side
+from ..errors import ChannelClosed, EndReason
+from ..wire.channel_id import ENTRYPOINT, Side
 from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import ConnectionControl, Version, encode_frames
 from ..wire.headers import Headers, normalize_headers
-from ..wire.reader import FrameReader
 from .app import (
     AppEvent,
     AttachKind,
@@ -53,29 +52,27 @@ from .app import (
     Delivery,
     ReceiverEnded,
     ReceiverHandle,
-    SenderEnded,
     SenderHandle,
     SendResult,
 )
 from .config import EngineConfig
+from .context import Context
+from .halves import Halves
 from .incoming import IncomingMixin
 from .links import LinkTable
 from .loss import LossMixin
-from .rangeset import RangeSet
+from .outbox import Outbox
 from .receiver import Receiver, RState
 from .receiving import ReceivingMixin
 from .sender import Sender, SState
-from .sending import SendingMixin
+from .sending import Senders
 from .startup import StartupMixin
-from .streams import VERSION_BYTES, PendingWrite, Role, StreamIds, StreamRec, opened_by
+from .streams import StreamTable
 from .timers import Timers
 from .transport import (
     CloseConnection,
     ConnectionTerminated,
     DatagramReceived,
-    GrantCredit,
-    ResetStream,
-    SendStreamData,
     StreamDataReceived,
     TransportCommand,
     TransportEvent,
@@ -85,38 +82,27 @@ _OPEN = SState.OPEN
 _ORDERED = Delivery.ORDERED
 
 
-class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixin):
+class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
     """One side of an Aqueduct connection, as a deterministic state machine."""
 
     config: EngineConfig
+    _ctx: Context
+    _out: Outbox
     _max: int
     _queue_max: int
     _queue_max_bytes: int
     _buffered_max: int
-    now: float
-    rtt: float
     _side: Side
     _headers: Headers
     _peer_headers: Headers | None
-    _closed: bool
     _admitted: bool
-    _cmds: list[TransportCommand | PendingWrite]
-    _tail: SendStreamData | PendingWrite | None
-    _pending_writes: int
-    _events: list[AppEvent]
-    _next_handle: int
-    _minter: ChannelIdMinter
-    _ids: StreamIds
-    _streams: dict[int, StreamRec]
+    _streams: StreamTable
+    _halves: Halves
     _senders: dict[int, Sender]
     _receivers: dict[int, Receiver]
-    _tx_by_channel: dict[int, int]
-    _rx_by_channel: dict[int, int]
-    _unclaimed: dict[int, int]
+    _rx_of: dict[int, Receiver]
     _links: LinkTable
     _timers: Timers
-    _discarded: deque[int]
-    _discarded_set: set[int]
     _partial_bytes: int
     _entrypoint: int | None
     _gate_open: bool
@@ -124,7 +110,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     _held_bytes: int
     _releasing: bool
     _stalls: dict[int, set[int]]
-    _claimed: dict[int, RangeSet]
     _resume: set[int]
 
     def __init__(
@@ -138,36 +123,26 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         """A client starts sending its Version + ConnectionControl at once; a server waits for them."""
         self._side = side
         self.config = config or EngineConfig()
+        self._ctx = Context(side, self.config, now)
+        self._out = self._ctx.out
         self._max = self.config.max_frame_size
         self._queue_max = self.config.max_receiver_queue_messages
         self._queue_max_bytes = self.config.max_receiver_queue_bytes
         self._buffered_max = self.config.max_buffered_bytes
-        self.now = now
-        self.rtt = self.config.initial_rtt
         self._headers: Headers = normalize_headers(headers)
         self._peer_headers: Headers | None = None
-        self._closed = False
         self._admitted = False  # data events may skip _admit (see handle_event)
-        self._cmds: list[TransportCommand | PendingWrite] = []
-        self._tail: SendStreamData | PendingWrite | None = None  # the write plain ordered sends may join
-        self._pending_writes = 0  # PendingWrites in _cmds
-        self._events: list[AppEvent] = []
-        self._next_handle = 1
-        self._minter = ChannelIdMinter(side)
-        self._ids = StreamIds(side)
-        self._streams: dict[int, StreamRec] = {}
-        self._senders: dict[int, Sender] = {}
-        self._receivers: dict[int, Receiver] = {}
-        self._tx_by_channel: dict[int, int] = {}
-        self._rx_by_channel: dict[int, int] = {}
-        self._unclaimed: dict[int, int] = {}
+        self._streams = StreamTable(self._ctx)
+        self._halves = Halves(self.config)
+        self._senders = self._halves.senders
+        self._receivers = self._halves.receivers
+        self._rx_of = self._halves.rx_of
         self._links = LinkTable()
-        self._timers = Timers()
-        self._discarded: deque[int] = deque()
-        self._discarded_set: set[int] = set()
+        self._tx = Senders(self._ctx, self._streams, self._halves, self._links)
+        self._tx.set_loss(self._on_reachable, self._on_lost)
+        self._timers = self._ctx.timers
         self._partial_bytes = 0
         self._stalls = {}  # receiver handle -> streams stalled on its full queue
-        self._claimed = {}  # index space -> indexes of peer-minted channels whose receiver was handed out
         self._resume = set()  # receivers whose stalled streams may run on
         self._entrypoint: int | None = None
         # startup (startup.py)
@@ -175,15 +150,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._held: deque[TransportEvent] = deque()
         self._held_bytes = 0
         self._releasing = False
-        self._streams[0] = StreamRec(0, Role.CONNECTION, FrameReader(self.config.max_frame_size), out_done=False)
         if side is Side.CLIENT:
-            self._ids.bidi()  # stream 0 is the connection control stream
-            self._streams[0].out_started = True
-            self._cmd(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
-            h = self._new_handle()
-            self._senders[h] = Sender(h, ENTRYPOINT, reachable=True, exposed=True)
-            self._tx_by_channel[ENTRYPOINT] = h
-            self._entrypoint = h
+            self._streams.open_connection_stream(encode_frames([Version(), ConnectionControl(self._headers)]))
+            self._entrypoint = self._halves.add_sender(ENTRYPOINT, reachable=True, exposed=True).handle
 
     # ---- identity ----
     @property
@@ -202,15 +171,25 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         return self._peer_headers
 
     @property
+    def now(self) -> float:
+        """The latest time the engine was given."""
+        return self._ctx.now
+
+    @property
+    def rtt(self) -> float:
+        """The RTT estimate in use (seconds)."""
+        return self._ctx.rtt
+
+    @property
     def closed(self) -> bool:
         """Whether the connection is over."""
-        return self._closed
+        return self._ctx.closed
 
     # ---- transport side ----
     def handle_event(self, event: TransportEvent, now: float) -> None:
         """Process one transport event. Protocol errors become a CloseConnection command, never an exception."""
-        if now > self.now:
-            self.now = now
+        if now > self._ctx.now:
+            self._ctx.now = now
         kind = type(event)
         if self._admitted and (kind is StreamDataReceived or kind is DatagramReceived):
             # the hot path: what _admit would dispatch at once
@@ -224,7 +203,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             except ProtocolError as err:
                 self._fail(err)
             return
-        if self._closed:
+        if self._ctx.closed:
             return
         if isinstance(event, ConnectionTerminated):
             self._teardown(event.error_code, event.reason, by_peer=event.by_peer, send_close=False)
@@ -235,7 +214,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         except ProtocolError as err:
             self._fail(err)
         self._admitted = (  # once true, only the teardown ends it
-            not self._closed
+            not self._ctx.closed
             and self._gate_open
             and not self._held
             and (self._side is Side.CLIENT or self._peer_headers is not None)
@@ -243,18 +222,18 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     def handle_timer(self, now: float) -> None:
         """Run whatever is due at `now` (acks, SentUnreliable, nacks)."""
-        self.now = max(self.now, now)
-        if self._closed:
+        self._ctx.now = max(self._ctx.now, now)
+        if self._ctx.closed:
             return
         try:
-            for key in self._timers.due(self.now):
+            for key in self._timers.due(self._ctx.now):
                 assert isinstance(key, tuple)
                 kind, handle = key
                 if kind == "su":
-                    self._sent_unreliable_due(handle)
+                    self._tx.sent_unreliable_due(handle)
                 else:
                     self._receiver_due(handle)
-                if self._closed:
+                if self._ctx.closed:
                     return
             self._resume_stalled()
         except ProtocolError as err:
@@ -262,25 +241,20 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
 
     def next_deadline(self) -> float | None:
         """When `handle_timer` must next run, or None."""
-        return None if self._closed else self._timers.next()
+        return None if self._ctx.closed else self._timers.next()
 
     def update_rtt(self, rtt: float) -> None:
         """The transport's smoothed RTT estimate, in seconds."""
         if rtt > 0:
-            self.rtt = rtt
+            self._ctx.rtt = rtt
 
     def commands(self) -> list[TransportCommand]:
         """Drain the transport commands produced so far, in order."""
-        out, self._cmds = self._cmds, []
-        if self._pending_writes:
-            self._pending_writes = 0
-            return [c.command() if isinstance(c, PendingWrite) else c for c in out]
-        return out  # type: ignore[return-value]  # no PendingWrite in it
+        return self._out.take_commands()
 
     def events(self) -> list[AppEvent]:
         """Drain the application events produced so far, in order."""
-        out, self._events = self._events, []
-        return out
+        return self._out.take_events()
 
     # ---- application side ----
     def send(
@@ -298,29 +272,35 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         over the datagram limit, or too many channels.
         """
         self._tick(now)
-        return self._send(self._app_sender(sender), bytes(payload), attach, delivery)
+        return self._tx.send(self._tx.app_sender(sender), bytes(payload), attach, delivery)
 
     def send_plain(
         self, sender: SenderHandle, payload: bytes, delivery: Delivery = Delivery.ORDERED, now: float | None = None
     ) -> int | None:
         """`send` of a message without attachments (the hot path): returns only the stream written (None: datagram)."""
-        if now is not None and now > self.now:
-            self.now = now
+        if now is not None and now > self._ctx.now:
+            self._ctx.now = now
         s = self._senders.get(sender)
-        if s is not None and s.state is _OPEN and not s.app_dropped and not self._closed and len(payload) <= self._max:
+        if (
+            s is not None
+            and s.state is _OPEN
+            and not s.app_dropped
+            and not self._ctx.closed
+            and len(payload) <= self._max
+        ):
             if type(payload) is not bytes:
                 payload = bytes(payload)
             sid = s.ordered_sid
-            if delivery is _ORDERED and sid is not None:  # (the hottest case: _send_plain's first branch, inline)
-                self._write_ordered(s, sid, payload)
+            if delivery is _ORDERED and sid is not None:  # (the hottest case: Senders.send_plain's first branch)
+                self._tx.write_ordered(s, sid, payload)
                 return sid
-            return self._send_plain(s, payload, delivery)
-        return self._send(self._app_sender(sender), bytes(payload), (), delivery).stream_id
+            return self._tx.send_plain(s, payload, delivery)
+        return self._tx.send(self._tx.app_sender(sender), bytes(payload), (), delivery).stream_id
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""
         self._tick(now)
-        self._finish(self._app_sender(sender))
+        self._tx.finish(self._tx.app_sender(sender))
 
     def cancel(self, sender: SenderHandle, now: float | None = None) -> None:
         """Abruptly cancel a channel: reset its streams with 'cancelled'.
@@ -328,10 +308,10 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         Raises ChannelClosed if the channel already finished; no-op if it already ended otherwise.
         """
         self._tick(now)
-        s = self._app_sender(sender)
+        s = self._tx.app_sender(sender)
         if s.state in (SState.FINISH_WAIT, SState.FINISHED):
             raise ChannelClosed("the channel was already finished")
-        self._cancel(s)
+        self._tx.cancel(s)
 
     def close_receiver(self, receiver: ReceiverHandle, now: float | None = None) -> None:
         """Close a receiver now (final acks/nacks, CloseReceiver, FIN once the control stream exists).
@@ -361,11 +341,9 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             if r.handle in self._stalls:
                 self._resume.add(r.handle)
             run_sid: int | None = None  # credit is returned per run of messages from one stream
-            run = nbytes = 0
-            pop, append = queue.popleft, out.append
-            for _ in range(min(limit, len(queue))):
-                d, sid, credit = pop()
-                nbytes += len(d.payload)
+            run = 0
+            append = out.append
+            for d, sid, credit in queue.take_many(limit):
                 if sid != run_sid:
                     self._credit_taken(run_sid, run)
                     run_sid, run = sid, 0
@@ -374,7 +352,6 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
                     for att in d.attachments:
                         self._expose(att)
                 append(d)
-            r.queue_bytes -= nbytes
             self._credit_taken(run_sid, run)
         self._run_resumed()
         return out
@@ -382,13 +359,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     def drop_sender(self, sender: SenderHandle, now: float | None = None) -> None:
         """The application let go of a sender handle: cancel it unless already finished."""
         self._tick(now)
-        s = self._senders.get(sender)
-        if s is None or s.app_dropped:
-            return
-        s.app_dropped = True
-        if not self._closed and s.state is SState.OPEN:
-            self._cancel(s)
-        self._maybe_forget_sender(s)
+        self._tx.drop(sender)
 
     def drop_receiver(self, receiver: ReceiverHandle, now: float | None = None) -> None:
         """The application let go of a receiver handle: close it."""
@@ -397,7 +368,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         if r is None or r.app_dropped:
             return
         r.app_dropped = True
-        if not self._closed and r.state is not RState.GONE:
+        if not self._ctx.closed and r.state is not RState.GONE:
             self._close_receiver(r, EndReason.CLOSED)
         else:
             self._discard_queues([r], lost=False)
@@ -412,10 +383,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
     # ---- additions: status and introspection ----
     def sender_status(self, handle: SenderHandle) -> EndReason | None:
         """None while the sender is alive, else why it ended (as reported by SenderEnded)."""
-        s = self._senders.get(handle)
-        if s is None:
-            raise ChannelClosed(f"unknown or dropped sender {handle}")
-        return s.end_reason if s.end_reported else None
+        return self._tx.status(handle)
 
     def receiver_status(self, handle: ReceiverHandle) -> EndReason | None:
         """None while the receiver is alive, else why it ended (as reported by ReceiverEnded)."""
@@ -445,133 +413,34 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
             "links": len(self._links),
             "timers": len(self._timers),
             "streams": len(self._streams),
-            "pending_receivers": len(self._unclaimed),
+            "pending_receivers": len(self._halves.unclaimed),
             "held_bytes": self._held_bytes + self._partial_bytes,
-            "channel_map": len(self._tx_by_channel) + len(self._rx_by_channel),
+            "channel_map": len(self._halves.tx_of) + len(self._halves.rx_of),
             "stalled_streams": sum(len(v) for v in self._stalls.values()),
         }
 
     # ---- shared primitives (used by the mixins) ----
     def _run_resumed(self) -> None:
         """After an application call made room in a queue: let stalled streams run (errors close)."""
-        if self._resume and not self._closed:
+        if self._resume and not self._ctx.closed:
             try:
                 self._resume_stalled()
             except ProtocolError as err:
                 self._fail(err)
 
     def _tick(self, now: float | None) -> None:
-        if now is not None and now > self.now:
-            self.now = now
-
-    def _new_handle(self) -> int:
-        h = self._next_handle
-        self._next_handle += 1
-        return h
-
-    def _cmd(self, cmd: TransportCommand) -> None:
-        self._cmds.append(cmd)
-
-    def _event(self, ev: AppEvent) -> None:
-        self._events.append(ev)
+        if now is not None and now > self._ctx.now:
+            self._ctx.now = now
 
     def _credit(self, stream_id: int | None, nbytes: int) -> None:
-        if stream_id is not None and nbytes > 0 and not self._closed:
-            cmds = self._cmds
-            if cmds:  # takes in a row on one stream: one grant for them all
-                last = cmds[-1]
-                if type(last) is GrantCredit and last.stream_id == stream_id:
-                    cmds[-1] = GrantCredit(stream_id, last.nbytes + nbytes)
-                    return
-            cmds.append(GrantCredit(stream_id, nbytes))
-
-    @property
-    def _need_version(self) -> bool:
-        """A client prefixes every new stream and datagram with Version until the server's headers arrive."""
-        return self._side is Side.CLIENT and self._peer_headers is None
-
-    def _open_uni(self, data: bytes, fin: bool = False) -> int:
-        sid = self._ids.uni()
-        self._cmd(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data, fin))
-        return sid
-
-    def _open_bidi(self, data: bytes, role: Role, half: int) -> int:
-        sid = self._ids.bidi()
-        self._cmd(SendStreamData(sid, VERSION_BYTES + data if self._need_version else data))
-        self._streams[sid] = StreamRec(
-            sid, role, FrameReader(self.config.max_frame_size), half=half, out_done=False, out_started=True
-        )
-        return sid
-
-    def _ctrl_write(self, sid: int, data: bytes, fin: bool = False) -> None:
-        """Write on our direction of a control stream (the first write of a client may need Version)."""
-        rec = self._streams.get(sid)
-        if rec is not None:
-            if not rec.out_started:
-                rec.out_started = True
-                if self._need_version:
-                    data = VERSION_BYTES + data
-            if fin:
-                rec.out_done = True
-        self._cmd(SendStreamData(sid, data, fin))
-        if fin and rec is not None:
-            self._maybe_drop_stream(rec)
-
-    def _ctrl_reset(self, sid: int, code: int) -> None:
-        """Reset our direction of a control stream.
-
-        A QUIC reset may discard bytes the peer has not read, so on a stream we opened
-        the reset waits until the peer has sent a frame (or ended its direction): only
-        then do we know it read our ChannelControl and can tell which channel is reset.
-        """
-        rec = self._streams.get(sid)
-        if rec is not None and opened_by(sid) is self._side and rec.frames_seen == 0 and not rec.in_done:
-            rec.pending_reset = code
-            return
-        self._cmd(ResetStream(sid, code))
-        if rec is not None:
-            rec.out_done = True
-            rec.pending_reset = None
-            self._maybe_drop_stream(rec)
-
-    def _flush_pending_reset(self, rec: StreamRec) -> None:
-        if rec.pending_reset is not None:
-            code, rec.pending_reset = rec.pending_reset, None
-            self._cmd(ResetStream(rec.stream_id, code))
-            rec.out_done = True
-            self._maybe_drop_stream(rec)
-
-    def _maybe_drop_stream(self, rec: StreamRec) -> None:
-        if rec.in_done and rec.out_done and rec.role is not Role.CONNECTION:
-            self._partial_bytes -= rec.reader.buffered
-            self._streams.pop(rec.stream_id, None)
-
-    def _remember_discarded(self, channel: int) -> None:
-        if channel in self._discarded_set or self.config.discarded_filter_size <= 0:
-            return
-        self._discarded.append(channel)
-        self._discarded_set.add(channel)
-        while len(self._discarded) > self.config.discarded_filter_size:
-            self._discarded_set.discard(self._discarded.popleft())
-
-    def _app_sender(self, handle: int) -> Sender:
-        if self._closed:
-            raise ConnectionLost()
-        s = self._senders.get(handle)
-        if s is None or s.app_dropped:
-            raise ChannelClosed(f"unknown or dropped sender {handle}")
-        return s
+        if stream_id is not None and nbytes > 0 and not self._ctx.closed:
+            self._out.grant_credit(stream_id, nbytes)
 
     def _app_receiver(self, handle: int) -> Receiver:
         r = self._receivers.get(handle)
         if r is None or r.app_dropped:
             raise ChannelClosed(f"unknown or dropped receiver {handle}")
         return r
-
-    def _sender_error(self, s: Sender) -> Exception:
-        if s.end_reason is not None and s.end_reported:
-            return ERROR_FOR_REASON.get(s.end_reason, ChannelClosed)(f"sender ended: {s.end_reason.value}")
-        return ChannelClosed("the sender was finished or cancelled")
 
     def _fail(self, err: ProtocolError) -> None:
         """A protocol error: close the connection with its code."""
@@ -581,37 +450,25 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         raise ProtocolError(reason, CloseCode.LIMIT_EXCEEDED)
 
     def _teardown(self, code: int, reason: str, *, by_peer: bool, send_close: bool) -> None:
-        if self._closed:
+        if self._ctx.closed:
             return
-        self._closed = True
+        self._ctx.closed = True
         self._admitted = False
         if send_close:
-            self._cmds.append(CloseConnection(code, reason))
-        for s in list(self._senders.values()):
-            s.deferred.clear()
-            if not s.end_reported:
-                s.state = SState.GONE
-                s.end_reason = EndReason.CONNECTION_LOST
-                s.end_reported = True
-                if s.exposed and not s.app_dropped:
-                    self._event(SenderEnded(s.handle, EndReason.CONNECTION_LOST))
-            if s.app_dropped or not s.exposed:
-                del self._senders[s.handle]
+            self._out.command(CloseConnection(code, reason))
+        self._tx.teardown()
         for r in list(self._receivers.values()):
             r.queue = None
-            r.queue_bytes = 0
             if not r.end_reported:
                 r.state = RState.GONE
                 r.end_reason = EndReason.CONNECTION_LOST
                 r.end_reported = True
                 if r.exposed and not r.app_dropped:
-                    self._event(ReceiverEnded(r.handle, EndReason.CONNECTION_LOST))
+                    self._out.event(ReceiverEnded(r.handle, EndReason.CONNECTION_LOST))
             if r.app_dropped or not r.exposed:
-                del self._receivers[r.handle]
+                self._halves.forget_receiver(r)
         self._streams.clear()
-        self._tx_by_channel.clear()
-        self._rx_by_channel.clear()
-        self._unclaimed.clear()
+        self._halves.clear_live()
         self._links.clear()
         self._timers.clear()
         self._held.clear()
@@ -619,7 +476,7 @@ class Engine(StartupMixin, IncomingMixin, SendingMixin, ReceivingMixin, LossMixi
         self._partial_bytes = 0
         self._stalls.clear()
         self._resume.clear()
-        self._event(ConnectionClosed(code, reason, by_peer))
+        self._out.event(ConnectionClosed(code, reason, by_peer))
 
 
 __all__ = ["Engine"]

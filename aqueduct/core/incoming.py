@@ -93,17 +93,13 @@ class IncomingMixin:
             return rec
         if opened_by(sid) is self._side:
             raise ProtocolError(f"data on stream {sid}, which we never opened for the peer to write")
-        uni = is_uni(sid)
-        rec = StreamRec(sid, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self._max))
-        rec.out_done = uni
-        self._streams[sid] = rec
-        return rec
+        return self._streams.accept(sid)
 
     def _on_stream_data(self: Engine, ev: StreamDataReceived) -> None:
         sid = ev.stream_id
         rec = self._streams.get(sid)
         if rec is None:
-            if ev.end_stream and sid & 2 and opened_by(sid) is not self._side and self._whole_message(ev):
+            if ev.end_stream and is_uni(sid) and opened_by(sid) is not self._side and self._whole_message(ev):
                 return
             rec = self._incoming_rec(sid)
         if rec.in_done:
@@ -119,7 +115,7 @@ class IncomingMixin:
                     if rec.outstanding <= 0:
                         self._credit_partial(rec)
                     if rec.pending_reset is not None and rec.frames_seen:
-                        self._flush_pending_reset(rec)
+                        self._streams.flush_pending_reset(rec)
                 return
             if rec.role is _MESSAGES and reader.buffered <= _SMALL_HELD and rec.stalled is None:
                 if rec.pending_reset is None:
@@ -143,7 +139,7 @@ class IncomingMixin:
                 if rec.outstanding <= 0:
                     self._credit_partial(rec)
                 if rec.frames_seen and rec.pending_reset is not None:
-                    self._flush_pending_reset(rec)
+                    self._streams.flush_pending_reset(rec)
 
     def _plain_runs(self: Engine, rec: StreamRec, data: bytes) -> bytes:
         """Queue the run of plain in-order Messages at the front of a message stream's held bytes and `data`
@@ -155,10 +151,10 @@ class IncomingMixin:
         payloads: list[bytes] = []
         sizes: list[int] = []
         channel, first, stop = read_plain_run(buf, 0, self._max, payloads, sizes)
-        h = self._rx_by_channel.get(channel) if payloads else None
-        if h is None or channel & 4:
+        r = self._halves.rx_of.get(channel) if payloads else None
+        if r is None or r.oneshot:
             return buf
-        taken = self._queue_run(rec, self._receivers[h], first, payloads, sizes)
+        taken = self._queue_run(rec, r, first, payloads, sizes)
         if taken < len(sizes):
             stop = sum(sizes[:taken])
         return buf[stop:] if stop else buf
@@ -167,7 +163,7 @@ class IncomingMixin:
         """A new uni stream arrived whole, one plain Message (an unordered message): process it without a
         stream record, as the general path would. False (nothing done) for anything else or a full queue."""
         data = ev.data
-        if not data or data[0] != 3 or type(data) is not bytes:
+        if type(data) is not bytes:
             return False
         plain = read_plain_whole(data, self._max)
         if plain is None:
@@ -222,7 +218,7 @@ class IncomingMixin:
                 return
             other -= deferred
             rec.outstanding += deferred
-            if self._closed:
+            if self._ctx.closed:
                 return
         rec.busy = False
         if other > 0:
@@ -230,11 +226,11 @@ class IncomingMixin:
         if rec.outstanding <= 0:
             self._credit_partial(rec)
         if rec.frames_seen and rec.pending_reset is not None:
-            self._flush_pending_reset(rec)
+            self._streams.flush_pending_reset(rec)
         if fin:
             if rec.role is _MESSAGES and rec.out_done and not rec.reader.buffered and rec.pending_reset is None:
                 rec.in_done = True  # a message stream ended cleanly: all _on_stream_fin would do
-                del self._streams[rec.stream_id]
+                self._streams.drop(rec)
             else:
                 self._on_stream_fin(rec)
 
@@ -258,11 +254,11 @@ class IncomingMixin:
 
     def _resume_stalled(self: Engine) -> None:
         """Streams stalled on receivers that have room again (or ended) run on."""
-        while self._resume and not self._closed:
+        while self._resume and not self._ctx.closed:
             handle = self._resume.pop()
             for sid in sorted(self._stalls.pop(handle, ())):
                 rec = self._streams.get(sid)
-                if rec is not None and rec.stalled is not None and not self._closed:
+                if rec is not None and rec.stalled is not None and not self._ctx.closed:
                     self._run_stalled(rec)
 
     def _run_stalled(self: Engine, rec: StreamRec) -> None:
@@ -287,7 +283,7 @@ class IncomingMixin:
             rec.stalled_bytes -= size
             self._partial_bytes -= size
             credit += size - p - deferred
-            if self._closed:
+            if self._ctx.closed:
                 return
         rec.busy = False
         fin = rec.stalled_fin
@@ -336,7 +332,7 @@ class IncomingMixin:
         if rec.role is Role.TO_SENDER:
             s = self._senders.get(rec.half)
             if s is not None:
-                self._sender_frame(s, frame)
+                self._tx.on_frame(s, frame)
         else:
             r = self._receivers.get(rec.half)
             if r is not None:
@@ -349,14 +345,14 @@ class IncomingMixin:
         if rec.role in (Role.TO_SENDER, Role.TO_RECEIVER) and not rec.final_seen:
             raise ProtocolError(f"control stream {rec.stream_id} finished without its final frame")
         rec.in_done = True
-        self._flush_pending_reset(rec)
+        self._streams.flush_pending_reset(rec)
         self._end_unidentified(rec)
-        self._maybe_drop_stream(rec)
+        self._streams.maybe_drop(rec)
 
     def _end_unidentified(self: Engine, rec: StreamRec) -> None:
         """A peer-opened bidi stream ended before its ChannelControl was read: end our side too."""
         if rec.role is Role.NEW_BIDI and not rec.out_done:
-            self._ctrl_reset(rec.stream_id, ResetCode.LOST)
+            self._streams.reset(rec.stream_id, ResetCode.LOST)
 
     def _on_stream_reset(self: Engine, ev: StreamReset) -> None:
         if ev.error_code not in _VALID_RESETS:
@@ -379,22 +375,22 @@ class IncomingMixin:
         rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
         half = rec.half
         role = rec.role
-        self._flush_pending_reset(rec)
+        self._streams.flush_pending_reset(rec)
         self._end_unidentified(rec)
-        self._maybe_drop_stream(rec)
+        self._streams.maybe_drop(rec)
         if half is None:
             return
         if role is Role.TO_SENDER:
             s = self._senders.get(half)
             if s is not None:
-                self._sender_ctrl_reset(s, ev.error_code)
+                self._tx.on_ctrl_reset(s, ev.error_code)
         elif role is Role.TO_RECEIVER:
             r = self._receivers.get(half)
             if r is not None:
                 self._receiver_ctrl_reset(r, ev.error_code)
 
     def _on_datagram(self: Engine, data: bytes) -> None:
-        if data and data[0] == 3 and type(data) is bytes:  # the hot path: one plain Message
+        if type(data) is bytes:  # the hot path: one plain Message
             plain = read_plain_whole(data, self._max)
             if plain is not None:
                 if not self._queue_unreliable(*plain):
@@ -404,7 +400,7 @@ class IncomingMixin:
         for i, frame in enumerate(frames):
             if type(frame) is Message:
                 self._on_message(frame, False, None, 0)
-                if self._closed:
+                if self._ctx.closed:
                     return
             elif isinstance(frame, Version):
                 if i:
@@ -417,23 +413,21 @@ class IncomingMixin:
         """A peer-opened bidi stream became a channel control stream (or is refused with 'lost')."""
         if channel.minted_by is not self._side:
             raise ProtocolError(f"ChannelControl for channel {channel} minted by the side that sent it")
-        rec.out_done = False
+        self._streams.open_reply(rec)
         if channel.to is self._side:
             rec.role = Role.TO_RECEIVER
-            rh = self._rx_by_channel.get(channel)
-            r = self._receivers.get(rh) if rh is not None else None
+            r = self._halves.rx_of.get(channel)
             if r is not None and r.ctrl is None:
-                rec.half = r.handle
+                self._streams.bind(rec, r.handle)
                 self._receiver_attached(r, rec.stream_id)
                 return
         else:
             rec.role = Role.TO_SENDER
-            sh = self._tx_by_channel.get(channel)
-            s = self._senders.get(sh) if sh is not None else None
+            s = self._halves.tx_of.get(channel)
             if s is not None and s.ctrl is None:
-                rec.half = s.handle
-                self._sender_attached(s, rec.stream_id)
+                self._streams.bind(rec, s.handle)
+                self._tx.attached(s, rec.stream_id)
                 return
         # unknown channel, or its half already has a control stream: a ghost, refuse it
-        self._ctrl_reset(rec.stream_id, ResetCode.LOST)
+        self._streams.reset(rec.stream_id, ResetCode.LOST)
 

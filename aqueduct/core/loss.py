@@ -18,14 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import EndReason, ResetCode
 from ..wire.channel_id import ChannelId
 from ..wire.errors import ProtocolError
 from ..wire.frames import ClosedChannelLost, encode_frame
-from .app import MessagesAcked, MessagesNacked
 from .links import Node
 from .receiver import RState
-from .sender import Sender, SState
+from .sender import SState
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -36,15 +34,8 @@ class LossMixin:
 
     def _on_reachable(self: Engine, node_id: int) -> None:
         s = self._senders.get(node_id)
-        if s is None or s.reachable:
-            return
-        s.reachable = True
-        if s.deferred:
-            deferred, s.deferred = s.deferred, []
-            if s.exposed:
-                for reliable, first, stop in deferred:
-                    self._event(MessagesAcked(s.handle, reliable, first, stop))
-        self._maybe_forget_sender(s)
+        if s is not None:
+            self._tx.became_reachable(s)
 
     def _on_lost(self: Engine, node_id: int, node: Node) -> None:
         if node.is_sender:
@@ -53,12 +44,12 @@ class LossMixin:
                 if s.ctrl is not None and not s.ctrl_open:
                     # finished or cancelled: our direction is closed, so the peer learns it this way
                     self._send_closed_channel_lost(node.channel)
-                self._drop_deferred_as_nacks(s)
-                self._lose_live_sender(s)
+                self._tx.drop_deferred_as_nacks(s)
+                self._tx.lose(s)
                 return
             self._send_closed_channel_lost(node.channel)
             if s is not None:
-                self._drop_deferred_as_nacks(s)
+                self._tx.drop_deferred_as_nacks(s)
             return
         r = self._receivers.get(node_id)
         if r is not None and r.state is not RState.GONE:
@@ -66,47 +57,14 @@ class LossMixin:
             return
         self._send_closed_channel_lost(node.channel)
 
-    def _lose_live_sender(self: Engine, s: Sender) -> None:
-        """Cascade on a live sender: its node is already gone, so its messages' links are walked by
-        the cascade itself; only report, reset and end here (the hot path of a 10,000-deep cascade)."""
-        if s.exposed:
-            h = s.handle
-            if s.rel_acked:
-                for a, b in s.unresolved_reliable():
-                    self._events.append(MessagesNacked(h, True, a, b))
-            elif s.next_rel > s.rel_prefix:
-                self._events.append(MessagesNacked(h, True, s.rel_prefix, s.next_rel))
-            if s.next_unrel > s.unrel_resolved:
-                self._events.append(MessagesNacked(h, False, s.unrel_resolved, s.next_unrel))
-        s.rel_prefix = s.next_rel
-        s.rel_acked.clear()
-        s.unrel_resolved = s.next_unrel
-        self._reset_message_streams(s, ResetCode.LOST)
-        if s.ctrl is not None and s.ctrl_open:
-            s.ctrl_open = False
-            self._ctrl_reset(s.ctrl, ResetCode.LOST)
-        self._sender_gone(s, EndReason.LOST)
-
-    def _drop_deferred_as_nacks(self: Engine, s: Sender) -> None:
-        if not s.deferred:
-            return
-        deferred, s.deferred = s.deferred, []
-        if s.exposed:
-            for reliable, first, stop in deferred:
-                self._event(MessagesNacked(s.handle, reliable, first, stop))
-        self._maybe_forget_sender(s)
-
     def _send_closed_channel_lost(self: Engine, channel: int) -> None:
-        self._open_uni(encode_frame(ClosedChannelLost(channel)), fin=True)
+        self._streams.open_uni(encode_frame(ClosedChannelLost(channel)), fin=True)
 
     def _on_closed_channel_lost(self: Engine, channel: ChannelId) -> None:
         if channel.minted_by is self._side:
             raise ProtocolError(f"ClosedChannelLost for channel {channel}, which we minted")
-        h = self._unclaimed.pop(channel, None)
-        if h is None:
-            return
-        r = self._receivers.get(h)
-        if r is None:
+        r = self._halves.drop_pending(channel)
+        if r is None or self._halves.receivers.get(r.handle) is not r:
             return
         if r.state is not RState.GONE:
             self._receiver_lost(r)

@@ -24,7 +24,7 @@ from enum import Enum
 from ..errors import EndReason
 from ..wire.channel_id import ChannelId
 from ..wire.ranges import runs_to_ranges
-from .app import Delivered
+from .queue import MessageQueue
 from .rangeset import RangeSet
 
 
@@ -34,11 +34,6 @@ class RState(Enum):
     OPEN = "open"
     FINISHING = "finishing"
     GONE = "gone"
-
-
-Queued = tuple[Delivered, int | None, int]
-"""A processed message waiting for the application: as the application will get it, the stream whose credit
-it holds (None: a datagram), and that credit. (A tuple: one is made per message.)"""
 
 
 @dataclass(slots=True)
@@ -53,9 +48,8 @@ class Receiver:
     state: RState = RState.OPEN
     ctrl: int | None = None
     ctrl_open: bool = False
-    queue: deque[Queued] | None = None
+    queue: MessageQueue | None = None
     """Messages waiting for the application (allocated with the first; an idle channel holds none)."""
-    queue_bytes: int = 0
     rel_acked: RangeSet = field(default_factory=RangeSet)
     rel_prefix: int = 0
     rel_pending: RangeSet = field(default_factory=RangeSet)
@@ -79,6 +73,16 @@ class Receiver:
     end_reason: EndReason | None = None
     end_reported: bool = False
     messages_seen: int = 0
+    oneshot: bool = field(init=False)
+    """The channel carries exactly one message."""
+
+    def __post_init__(self) -> None:
+        self.oneshot = self.channel.oneshot
+
+    @property
+    def queue_bytes(self) -> int:
+        """Payload bytes waiting for the application."""
+        return 0 if self.queue is None else self.queue.nbytes
 
     def has_reliable(self, n: int) -> bool:
         """Whether reliable message n was already processed."""

@@ -11,9 +11,9 @@ SentUnreliable that declared them are nacked, and never delivered later.
 The ack timer always holds what `_rx_schedule` would set; the next message
 of an open channel (nothing attached, room queued) takes a short path that
 reschedules only when that may change (`_queue_reliable`,
-`_queue_unreliable`; `_queue_run` for a stream chunk's run of them). A
-queued message is kept as the Delivered the application will get, with the
-credit it holds.
+`_queue_unreliable`; `_queue_run` for a stream chunk's run of them). Every
+path queues through the receiver's one MessageQueue (queue.py), which keeps
+each message as the Delivered the application will get, with its credit.
 
 Closing (finish complete, sender cancelled, or the application): owed
 unreliable acks, CloseReceiver (ranges from the AckReliable start), FIN;
@@ -45,9 +45,8 @@ from ..wire.frames import (
     encode_frame,
 )
 from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded, SenderEnded
-from .rangeset import RangeSet
+from .queue import MessageQueue
 from .receiver import Receiver, RState
-from .sender import SState
 from .streams import Role
 
 if TYPE_CHECKING:
@@ -72,35 +71,16 @@ class ReceivingMixin:
 
     def _create_receiver(self: Engine, channel: ChannelId, claimed: bool) -> Receiver:
         """A receiver for a channel the peer minted: reachable; we open its control stream."""
-        if not claimed and len(self._unclaimed) >= self.config.max_pending_receivers:
+        if not claimed and len(self._halves.unclaimed) >= self.config.max_pending_receivers:
             self._limit(f"more than max_pending_receivers={self.config.max_pending_receivers} auto-created receivers")
         self._check_channel_limit(1)
-        h = self._new_handle()
-        r = self._receivers[h] = Receiver(h, channel, exposed=False, claimed=claimed)
-        self._rx_by_channel[channel] = h
-        if not claimed:
-            self._unclaimed[channel] = h
-        r.ctrl = self._open_bidi(encode_frame(ChannelControl(channel)), Role.TO_RECEIVER, h)
+        r = self._halves.add_receiver(channel, exposed=False, claimed=claimed)
+        r.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_RECEIVER, r.handle)
         r.ctrl_open = True
         return r
 
-    def _mark_claimed(self: Engine, channel: int) -> None:
-        """A message handed out this channel's receiver: any later unclaimed receiver for it is a ghost.
-
-        Kept per index space as ranges (the peer mints indexes in order, so they stay few); beyond
-        max(64, discarded_filter_size) ranges the oldest are forgotten (false negatives only)."""
-        ranges = self._claimed.setdefault(channel & 7, RangeSet())
-        index = channel >> 3
-        ranges.add(index, index + 1)
-        if len(ranges) > max(64, self.config.discarded_filter_size):
-            ranges.drop_first()
-
-    def _was_claimed(self: Engine, channel: int) -> bool:
-        ranges = self._claimed.get(channel & 7)
-        return ranges is not None and (channel >> 3) in ranges
-
     def _check_channel_limit(self: Engine, more: int) -> None:
-        if len(self._senders) + len(self._receivers) + more > self.config.max_channels:
+        if self._halves.count() + more > self.config.max_channels:
             self._limit(f"the peer made us exceed max_channels={self.config.max_channels}")
 
     # ---- messages ----
@@ -113,21 +93,20 @@ class ReceivingMixin:
                     return False
             elif self._queue_reliable(channel, m.number, m.payload, credit_sid, size):
                 return credit_sid is not None
-        h = self._rx_by_channel.get(channel)
-        oneshot = channel & 4
-        if oneshot and m.number != 0:
+        found = self._halves.rx_of.get(channel)
+        if m.number != 0 and ChannelId(channel).oneshot:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
-        if h is None:
+        if found is None:
             cid = ChannelId(channel)
             if cid.to is not self._side:
                 raise ProtocolError(f"Message on channel {cid}, whose receiver would be the sender's own side")
-            if cid.minted_by is self._side or channel in self._unclaimed or self._was_claimed(channel):
+            if cid.minted_by is self._side or channel in self._halves.unclaimed or self._halves.was_claimed(channel):
                 return False  # a receiver for it was handed out and is gone: no ghost
-            if channel in self._discarded_set:
+            if self._halves.recently_discarded(channel):
                 return False
             r = self._create_receiver(cid, claimed=False)
         else:
-            r = self._receivers[h]  # a receiver exists only for channels flowing to us
+            r = found  # a receiver exists only for channels flowing to us
         n = m.number
         if reliable:
             if r.has_reliable(n):
@@ -139,16 +118,12 @@ class ReceivingMixin:
                 return False  # nacked already (or a duplicate): never delivered
             if r.finish_count is not None and n >= r.declared:
                 raise ProtocolError(f"unreliable message {n} on channel {channel} beyond the declared count")
-        if oneshot and r.messages_seen:
+        if r.oneshot and r.messages_seen:
             raise ProtocolError(f"second message on oneshot channel {channel}")
         queue = r.queue
         if queue is None:
-            queue = r.queue = deque()
-        over = (
-            len(queue) >= self.config.max_receiver_queue_messages
-            or r.queue_bytes + len(m.payload) > self.config.max_receiver_queue_bytes
-        )
-        if over:
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+        if not queue.has_room(1, len(m.payload)):
             if not reliable:
                 return False  # dropped: it will be nacked like a lost datagram
             if not queue:
@@ -161,16 +136,15 @@ class ReceivingMixin:
         else:
             r.unrel_received.add(n, n + 1)
         if r.ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
         was_empty = not queue
-        queue.append((Delivered(m.payload, attachments, r.channel, n, delivery), credit_sid, size))
-        r.queue_bytes += len(m.payload)
+        queue.put((Delivered(m.payload, attachments, r.channel, n, delivery), credit_sid, size), len(m.payload))
         if r.close_reason is not None:
             self._discard_queues([r], lost=False)  # returns its credit: report it as deferred
         elif was_empty and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(r.handle))
+            self._out.event(MessageAvailable(r.handle))
         if r.state is RState.FINISHING:
             self._check_finished(r)
         if not (reliable and not r.declarations and self._timers.armed_at(("rx", r.handle)) == r.ack_due):
@@ -181,36 +155,34 @@ class ReceivingMixin:
         """The hot path for a reliable message without attachments: queue it (holding `size` credit of stream
         `credit_sid`) as `_on_message` would if its channel's receiver is open, it is the next in order and the
         queue has room; else False (nothing changed: the general path takes it)."""
-        h = self._rx_by_channel.get(channel)
-        if h is None or channel & 4:
+        r = self._rx_of.get(channel)
+        if r is None:
             return False
-        r = self._receivers[h]
-        queue = r.queue
         if (
             n != r.done_prefix
             or r.state is not _ROPEN
+            or r.oneshot
             or r.finish_count is not None
             or r.close_reason is not None
-            or (queue is not None and len(queue) >= self._queue_max)
-            or r.queue_bytes + len(payload) > self._queue_max_bytes
             or r.rel_done
         ):
             return False
+        queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
-            queue = r.queue = deque()
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+        if not queue.offer((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size), len(payload)):
+            return False
         # The timer always holds what _rx_schedule would set; if acks were owed already (with their time set),
         # one more number to ack leaves that unchanged.
         ack_due = r.ack_due
         owed = ack_due is not None and bool(r.rel_pending)
         if ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         r.messages_seen += 1
         r.rel_pending.add_one(n)
         r.done_prefix = n + 1
-        if not queue and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(h))
-        queue.append((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size))
-        r.queue_bytes += len(payload)
+        if len(queue) == 1 and r.exposed and not r.app_dropped:
+            self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx_schedule(r)
         return True
@@ -219,37 +191,30 @@ class ReceivingMixin:
         """The hot path for an unreliable message without attachments: queue it as `_on_message` would if its
         channel's receiver is open, it is past every number received and the queue has room; else False (nothing
         changed: the general path takes it)."""
-        h = self._rx_by_channel.get(channel)
-        if h is None or channel & 4:
+        r = self._rx_of.get(channel)
+        if r is None:
             return False
-        r = self._receivers[h]
-        queue = r.queue
-        if (
-            r.state is not _ROPEN
-            or r.finish_count is not None
-            or r.close_reason is not None
-            or (queue is not None and len(queue) >= self._queue_max)
-            or r.queue_bytes + len(payload) > self._queue_max_bytes
-        ):
+        if r.state is not _ROPEN or r.oneshot or r.finish_count is not None or r.close_reason is not None:
             return False
         start = r.unrel_start
         received = r.unrel_received
         if n < start or n < received.max_stop():
             return False
+        queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
-            queue = r.queue = deque()
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+        if not queue.offer((Delivered(payload, (), r.channel, n, _UNRELIABLE), None, 0), len(payload)):
+            return False
         # The timer always holds what _rx_schedule would set; if acks were owed already (with their time set),
         # one more number to ack leaves that unchanged.
         ack_due = r.ack_due
         owed = ack_due is not None and (start < r.nack_upto or start in received or bool(r.rel_pending))
         if ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         r.messages_seen += 1
         received.add_one(n)
-        if not queue and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(h))
-        queue.append((Delivered(payload, (), r.channel, n, _UNRELIABLE), None, 0))
-        r.queue_bytes += len(payload)
+        if len(queue) == 1 and r.exposed and not r.app_dropped:
+            self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx_schedule(r)
         return True
@@ -270,11 +235,11 @@ class ReceivingMixin:
             return 0
         queue = r.queue
         if queue is None:
-            queue = r.queue = deque()
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
         k = len(sizes)
         nbytes = len(payloads[0]) if k == 1 else sum(map(len, payloads))
-        if len(queue) + k > self._queue_max or r.queue_bytes + nbytes > self._queue_max_bytes:
-            k, nbytes = self._run_room(r, payloads)
+        if not queue.has_room(k, nbytes):
+            k, nbytes = queue.fitting(payloads)
             if not k:
                 return 0
             payloads = payloads[:k]
@@ -285,45 +250,32 @@ class ReceivingMixin:
         r.rel_pending.add(first, first + k)
         r.done_prefix = first + k
         if r.ack_due is None:
-            r.ack_due = self.now + self.config.ack_delay
+            r.ack_due = self._ctx.now + self.config.ack_delay
         if rec.pre:
             sizes = [sizes[0] - rec.pre, *sizes[1:]]
             rec.pre = 0
         channel = r.channel
         sid = rec.stream_id
         if k == 1:  # (building the iterators below costs more than one message)
-            queue.append((Delivered(payloads[0], (), channel, first, _ORDERED), sid, sizes[0]))
+            queue.put((Delivered(payloads[0], (), channel, first, _ORDERED), sid, sizes[0]), nbytes)
             rec.outstanding += sizes[0]
         else:
-            queue.extend(
+            queue.put_run(
                 zip(
                     map(Delivered, payloads, repeat(()), repeat(channel), range(first, first + k), repeat(_ORDERED)),
                     repeat(sid),
                     sizes,
-                )
+                ),
+                nbytes,
             )
             rec.outstanding += sum(sizes)
-        r.queue_bytes += nbytes
         rec.frames_seen += k
         rec.reader.frames_read += k
         if was_empty and r.exposed and not r.app_dropped:
-            self._event(MessageAvailable(r.handle))
+            self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx_schedule(r)
         return k
-
-    def _run_room(self: Engine, r: Receiver, payloads: list[bytes]) -> tuple[int, int]:
-        """How many of `payloads` (and their bytes) fit in `r`'s queue, in order (the general path queues the
-        rest, or stalls on them)."""
-        assert r.queue is not None
-        k = min(len(payloads), self._queue_max - len(r.queue))
-        room = self._queue_max_bytes - r.queue_bytes
-        nbytes = 0
-        for i in range(max(k, 0)):
-            if nbytes + len(payloads[i]) > room:
-                return i, nbytes
-            nbytes += len(payloads[i])
-        return max(k, 0), nbytes
 
     def _take_attachments(self: Engine, ids: tuple[int, ...]) -> tuple[Attachment, ...]:
         out: list[Attachment] = []
@@ -334,20 +286,20 @@ class ReceivingMixin:
             if a == ENTRYPOINT:
                 raise ProtocolError("the entrypoint channel cannot be attached")
             if a.to is self._side:
-                h = self._unclaimed.pop(a, None)
-                if h is not None:
-                    self._receivers[h].claimed = True
-                elif a in self._rx_by_channel:
+                pending = self._halves.claim(a)
+                if pending is not None:
+                    h = pending.handle
+                elif a in self._halves.rx_of:
                     raise ProtocolError(f"receiver of channel {a} handed out twice")
                 else:
                     h = self._create_receiver(a, claimed=True).handle
-                self._mark_claimed(a)
+                self._halves.mark_claimed(a)
                 out.append(Attachment(index, a, False, h))
             else:
-                if a in self._tx_by_channel:
+                if a in self._halves.tx_of:
                     raise ProtocolError(f"sender of channel {a} attached twice")
                 self._check_channel_limit(1)
-                out.append(Attachment(index, a, True, self._create_remote_sender(a).handle))
+                out.append(Attachment(index, a, True, self._tx.create_remote(a).handle))
         return tuple(out)
 
     # ---- control stream ----
@@ -358,7 +310,7 @@ class ReceivingMixin:
         if r.close_reason is not None:
             self._close_receiver(r, r.close_reason)
         else:
-            self._ctrl_write(sid, encode_frame(AckNackUnreliable(())))
+            self._streams.write(sid, encode_frame(AckNackUnreliable(())))
             self._rx_schedule(r)
 
     def _receiver_frame(self: Engine, r: Receiver, frame: Frame) -> None:
@@ -368,7 +320,7 @@ class ReceivingMixin:
             if not frame.count:
                 return
             r.declared += frame.count
-            deadline = self.now + max(self.config.nack_timeout, 2 * self.rtt)
+            deadline = self._ctx.now + max(self.config.nack_timeout, 2 * self._ctx.rtt)
             decl = r.declarations
             if decl is None:
                 decl = r.declarations = deque()
@@ -407,7 +359,7 @@ class ReceivingMixin:
         when: float | None = None
         start = r.unrel_start
         if r.rel_pending or start < r.nack_upto or start in r.unrel_received:  # i.e. decided_end() > start
-            when = r.ack_due if r.ack_due is not None else self.now
+            when = r.ack_due if r.ack_due is not None else self._ctx.now
         for upto, deadline, _ in r.declarations or ():
             if upto > r.nack_upto:
                 when = deadline if when is None else min(when, deadline)
@@ -422,12 +374,12 @@ class ReceivingMixin:
         if r is None or r.state is RState.GONE or not r.ctrl_open:
             return
         nacked = False
-        while r.declarations and r.declarations[0][1] <= self.now:
+        while r.declarations and r.declarations[0][1] <= self._ctx.now:
             upto = r.declarations.popleft()[0]
             if upto > r.nack_upto:
                 r.nack_upto = upto
                 nacked = True
-        if nacked or (r.ack_due is not None and r.ack_due <= self.now):
+        if nacked or (r.ack_due is not None and r.ack_due <= self._ctx.now):
             self._flush_acks(r)
         if r.state is RState.FINISHING:
             self._check_finished(r)
@@ -444,7 +396,7 @@ class ReceivingMixin:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
         r.ack_due = None
         if frames:
-            self._ctrl_write(r.ctrl, b"".join(frames))
+            self._streams.write(r.ctrl, b"".join(frames))
 
     def _check_finished(self: Engine, r: Receiver) -> None:
         if r.state is RState.FINISHING and r.all_accounted():
@@ -466,7 +418,7 @@ class ReceivingMixin:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
         frames.append(encode_frame(CloseReceiver(r.close_ranges())))
         r.ctrl_open = False
-        self._ctrl_write(r.ctrl, b"".join(frames), fin=True)
+        self._streams.write(r.ctrl, b"".join(frames), fin=True)
         self._end_receiver(r, reason)
 
     def _receiver_lost(self: Engine, r: Receiver) -> None:
@@ -475,7 +427,7 @@ class ReceivingMixin:
             return
         if r.ctrl is not None and r.ctrl_open:
             r.ctrl_open = False
-            self._ctrl_reset(r.ctrl, ResetCode.LOST)
+            self._streams.reset(r.ctrl, ResetCode.LOST)
         self._end_receiver(r, EndReason.LOST)
         self._discard_queues([r], lost=True)
 
@@ -484,17 +436,13 @@ class ReceivingMixin:
         if r.handle in self._stalls:
             self._resume.add(r.handle)
         r.end_reason = reason
-        if self._rx_by_channel.get(r.channel) == r.handle:
-            del self._rx_by_channel[r.channel]
-        self._remember_discarded(r.channel)
+        self._halves.receiver_ended(r)
         self._timers.cancel(("rx", r.handle))
         if r.ctrl is not None:
-            rec = self._streams.get(r.ctrl)
-            if rec is not None:
-                rec.half = None
-        ghost = self._was_claimed(r.channel)
-        if not r.claimed and (reason is EndReason.LOST or ghost) and self._unclaimed.get(r.channel) == r.handle:
-            del self._unclaimed[r.channel]  # others are kept for their creating message
+            self._streams.unbind(r.ctrl)
+        ghost = self._halves.was_claimed(r.channel)
+        if not r.claimed and (reason is EndReason.LOST or ghost) and self._halves.unclaimed.get(r.channel) is r:
+            self._halves.drop_pending(r.channel)  # others are kept for their creating message
             r.app_dropped = True
             if reason is EndReason.FINISHED:
                 self._discard_queues([r], lost=False)  # a finished ghost: nobody will take its messages
@@ -505,11 +453,11 @@ class ReceivingMixin:
         if r.exposed and not r.end_reported and r.end_reason is not None:
             r.end_reported = True
             if not r.app_dropped:
-                self._event(ReceiverEnded(r.handle, r.end_reason))
+                self._out.event(ReceiverEnded(r.handle, r.end_reason))
 
     def _maybe_forget_receiver(self: Engine, r: Receiver) -> None:
-        if r.state is RState.GONE and r.app_dropped and self._receivers.get(r.handle) is r:
-            del self._receivers[r.handle]
+        if r.state is RState.GONE and r.app_dropped:
+            self._halves.forget_receiver(r)
 
     def _discard_queues(self: Engine, start: list[Receiver], *, lost: bool) -> None:
         """Drop every queued message of `start`, and the halves they carry, through nested queues."""
@@ -518,20 +466,15 @@ class ReceivingMixin:
             r = work.pop()
             if r.handle in self._stalls:
                 self._resume.add(r.handle)
-            while r.queue:
-                d, sid, credit = r.queue.popleft()
+            queue = r.queue
+            while queue:
+                d, sid, credit = queue.take()
                 self._credit_taken(sid, credit)
                 for att in d.attachments:
                     if att.is_sender:
                         s = self._senders.get(att.handle)
-                        if s is None:
-                            continue
-                        s.app_dropped = True
-                        if lost and s.state is not SState.GONE:
-                            self._sender_ctrl_reset(s, ResetCode.LOST)
-                        elif s.state is SState.OPEN:
-                            self._cancel(s)
-                        self._maybe_forget_sender(s)
+                        if s is not None:
+                            self._tx.abandon(s, lost=lost)
                     else:
                         inner = self._receivers.get(att.handle)
                         if inner is None:
@@ -541,13 +484,12 @@ class ReceivingMixin:
                             if lost:
                                 if inner.ctrl is not None and inner.ctrl_open:
                                     inner.ctrl_open = False
-                                    self._ctrl_reset(inner.ctrl, ResetCode.LOST)
+                                    self._streams.reset(inner.ctrl, ResetCode.LOST)
                                 self._end_receiver(inner, EndReason.LOST)
                             else:
                                 self._close_receiver(inner, EndReason.CLOSED, discard=False)
                         self._maybe_forget_receiver(inner)
                         work.append(inner)
-            r.queue_bytes = 0
 
     # ---- application ----
     def _take(self: Engine, r: Receiver) -> Delivered | None:
@@ -555,8 +497,7 @@ class ReceivingMixin:
             return None
         if r.handle in self._stalls:
             self._resume.add(r.handle)
-        d, sid, credit = r.queue.popleft()
-        r.queue_bytes -= len(d.payload)
+        d, sid, credit = r.queue.take()
         self._credit_taken(sid, credit)
         for att in d.attachments:
             self._expose(att)
@@ -569,11 +510,11 @@ class ReceivingMixin:
             if s is not None and not s.exposed:
                 s.exposed = True
                 if s.end_reported and s.end_reason is not None:
-                    self._event(SenderEnded(s.handle, s.end_reason))
+                    self._out.event(SenderEnded(s.handle, s.end_reason))
             return
         r = self._receivers.get(att.handle)
         if r is not None and not r.exposed:
             r.exposed = True
             if r.queue:
-                self._event(MessageAvailable(r.handle))
+                self._out.event(MessageAvailable(r.handle))
             self._report_receiver_end(r)

@@ -1,18 +1,19 @@
 """Sender state: numbering, message streams, and the sender's ack ledger.
 
-States (spec: finish / cancel procedures):
+States (spec: the finish and cancel procedures; "After this, the sender
+ceases to exist"), moved only by `move`, which checks `TRANSITIONS`:
 
-  OPEN ---finish()---> FINISH_WAIT --control stream--> FINISHED (FinishSender+FIN sent)
-  OPEN ---cancel()---> CANCEL_WAIT --control stream--> CANCELLED (control stream reset 1)
-  any ---CloseReceiver---> gone (unaccounted messages nacked)
-  any ---lost (cascade or reset 2)---> gone
+  OPEN --finish()--> FINISH_WAIT --control stream--> FINISHED (FinishSender+FIN sent)
+  OPEN or FINISH_WAIT --cancel()--> CANCEL_WAIT --control stream--> CANCELLED (control stream reset 1)
+  any but GONE --CloseReceiver, a reset of the control stream, cascading loss, connection lost--> GONE
 
 Reliable acks arrive as AckReliable ranges from the receiver's contiguous
 ack prefix; unreliable acks/nacks arrive strictly in order from where the
 previous AckNackUnreliable stopped. A number is reported to the application
 exactly once: acked (deferred while the sender is unreachable, because a
 later upstream loss turns it into a nack) or nacked. This module only keeps
-the ledger; the engine (sending.py) turns it into frames and events.
+the ledger; sending.py turns it into frames and events, and is the only
+writer of a Sender's other fields.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..wire.channel_id import ChannelId
 from ..wire.errors import ProtocolError
 from ..wire.ranges import ranges_to_runs
 from .rangeset import RangeSet
+from .transitions import checked
 
 
 class SState(Enum):
@@ -38,8 +40,19 @@ class SState(Enum):
     GONE = "gone"
 
 
-Report = tuple[bool, bool, int, int]
-"""(acked, reliable, first, stop): a run of message numbers to report."""
+_S = SState
+TRANSITIONS: dict[SState, frozenset[SState]] = {
+    _S.OPEN: frozenset({_S.FINISH_WAIT, _S.CANCEL_WAIT, _S.GONE}),
+    _S.FINISH_WAIT: frozenset({_S.FINISHED, _S.CANCEL_WAIT, _S.GONE}),
+    _S.FINISHED: frozenset({_S.GONE}),
+    _S.CANCEL_WAIT: frozenset({_S.CANCELLED, _S.GONE}),
+    _S.CANCELLED: frozenset({_S.GONE}),
+    _S.GONE: frozenset(),
+}
+"""The moves each sender state allows."""
+
+Run = tuple[bool, int, int]
+"""(reliable, first, stop): message numbers first to stop-1 of one number space."""
 
 
 @dataclass(slots=True)
@@ -70,7 +83,16 @@ class Sender:
     """Set once SenderEnded was decided; emitted when reachable (or lost)."""
     end_reported: bool = False
     head: bytes | None = None
-    """The Message frame's type byte and channel varint (made by the first write on the ordered stream)."""
+    """The first bytes of its Message frames (wire.frames.message_head, made by the first plain write)."""
+    oneshot: bool = field(init=False)
+    """The channel carries exactly one message."""
+
+    def __post_init__(self) -> None:
+        self.oneshot = self.channel.oneshot
+
+    def move(self, to: SState) -> None:
+        """Change state, as TRANSITIONS allows (else IllegalTransition)."""
+        self.state = checked(TRANSITIONS, f"sender {self.handle}", self.state, to)
 
     @property
     def can_send(self) -> bool:
@@ -131,3 +153,24 @@ class Sender:
     def unresolved_reliable(self) -> list[tuple[int, int]]:
         """Reliable runs neither acked nor nacked yet."""
         return [(a, b) for a, b, known in self.rel_acked.runs(self.rel_prefix, self.next_rel) if not known]
+
+    def settle_unreliable(self) -> Run | None:
+        """Every unreliable message not yet acked or nacked, as one run, now counted as nacked."""
+        if self.next_unrel <= self.unrel_resolved:
+            return None
+        first, self.unrel_resolved = self.unrel_resolved, self.next_unrel
+        return False, first, self.next_unrel
+
+    def settle_all(self) -> list[Run]:
+        """Every message not yet acked or nacked (reliable runs, then the unreliable one), now counted as nacked."""
+        runs: list[Run] = []
+        if self.rel_acked:
+            runs += [(True, a, b) for a, b in self.unresolved_reliable()]
+        elif self.next_rel > self.rel_prefix:
+            runs.append((True, self.rel_prefix, self.next_rel))
+        self.rel_prefix = self.next_rel
+        self.rel_acked.clear()
+        unreliable = self.settle_unreliable()
+        if unreliable is not None:
+            runs.append(unreliable)
+        return runs

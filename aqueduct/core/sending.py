@@ -1,4 +1,5 @@
-"""The sender procedures (spec: sending, finish, cancel, acks on the sender side).
+"""The sender procedures (spec: sending a Message, "finish", "cancel", acks and nacks on the sender side,
+and the sender's part of "reachable" and cascading loss).
 
 send: mint one channel ID per attachment and create the local halves (not
 reachable, linked from this message), then write the Message frame: on the
@@ -10,18 +11,22 @@ resets message streams at once and the control stream (code 1) once
 attached. Acks on an unreachable sender are reported when it becomes
 reachable; CloseReceiver settles everything still open as nacked and ends
 the sender. A message without attachments (send_plain) skips minting and
-linking; its header bytes are built from the sender's cached channel varint,
+linking; its header bytes are built from the sender's cached Message head,
 and small ones on the ordered stream join the write before them.
+
+Senders is the only writer of a Sender's fields (the ledger's through the
+record's own methods, the state through `Sender.move`). What a cascade does
+to a sender (`lose`, `became_reachable`) is here too; which halves a cascade
+visits is links.py's walk, started by `_report`, and what a visit does to a
+receiver is loss.py's, reached through the two callbacks `set_loss` gives.
 """
 
-# mypy: disable-error-code="misc"
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
-from ..errors import EndReason, LimitExceeded, ResetCode
-from ..wire.channel_id import ChannelId
+from ..errors import ERROR_FOR_REASON, ChannelClosed, ConnectionLost, EndReason, LimitExceeded, ResetCode
+from ..wire.channel_id import ChannelId, ChannelIdMinter
 from ..wire.errors import ProtocolError
 from ..wire.frames import (
     AckNackUnreliable,
@@ -33,140 +38,180 @@ from ..wire.frames import (
     SentUnreliable,
     encode_frame,
     encode_message,
+    message_head,
+    plain_message_prefix,
 )
-from ..wire.varint import SMALL_VARINTS, encode_varint
 from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
-from .links import MsgKey
-from .receiver import Receiver
+from .context import Context
+from .halves import Halves
+from .links import LinkTable, MsgKey, Node
 from .sender import Sender, SState
-from .streams import VERSION_BYTES, PendingWrite, Role
+from .streams import VERSION_BYTES, Role, StreamTable
 from .transport import ResetStream, SendDatagram, SendStreamData
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 _ORDERED = Delivery.ORDERED
 _OPEN = SState.OPEN
-_COALESCE_BELOW = 4096
-"""Payloads smaller than this join their neighbours on the same stream into one write."""
-_NO_ATTACHMENTS_LEN = [b"\x00" + v for v in SMALL_VARINTS]
-"""A Message frame's empty attachment array and a payload length under 128."""
+_GONE = SState.GONE
+_END_ON_CLOSE = {SState.FINISHED: EndReason.FINISHED, SState.CANCELLED: EndReason.CLOSED,
+                 SState.CANCEL_WAIT: EndReason.CLOSED}
+"""Why a sender ends when CloseReceiver comes, by its state (otherwise: RECEIVER_DROPPED)."""
 
 
-def _plain_head(s: Sender, number: int, n: int) -> bytes:
-    """The bytes before the payload of an n-byte Message without attachments (channel varint cached)."""
-    head = s.head
-    if head is None:
-        head = s.head = b"\x03" + encode_varint(s.channel)
-    return (
-        head
-        + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
-        + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
-    )
+def _unbound_reachable(node_id: int) -> None:
+    raise AssertionError("Senders.set_loss was not called")
 
 
-class SendingMixin:
-    """Sender-side procedures."""
+def _unbound_lost(node_id: int, node: Node) -> None:
+    raise AssertionError("Senders.set_loss was not called")
 
-    _tail: SendStreamData | PendingWrite | None
 
-    # ---- application calls ----
-    def _send_plain(self: Engine, s: Sender, payload: bytes, delivery: Delivery) -> int | None:
+class Senders:
+    """Sender-side procedures for every sender of one connection."""
+
+    def __init__(self, ctx: Context, streams: StreamTable, halves: Halves, links: LinkTable) -> None:
+        self._ctx = ctx
+        self._out = ctx.out
+        self._timers = ctx.timers
+        self._config = ctx.config
+        self._max = ctx.config.max_frame_size
+        self._streams = streams
+        self._halves = halves
+        self._senders = halves.senders
+        self._links = links
+        self._minter = ChannelIdMinter(ctx.side)
+        self._on_reachable: Callable[[int], None] = _unbound_reachable
+        self._on_lost: Callable[[int, Node], None] = _unbound_lost
+
+    def set_loss(self, on_reachable: Callable[[int], None], on_lost: Callable[[int, Node], None]) -> None:
+        """What a reachability walk and a cascade do at each half they visit (loss.py)."""
+        self._on_reachable = on_reachable
+        self._on_lost = on_lost
+
+    # ---- the application's calls ----
+    def app_sender(self, handle: int) -> Sender:
+        """The sender behind an application handle (ConnectionLost / ChannelClosed if unusable)."""
+        if self._ctx.closed:
+            raise ConnectionLost()
+        s = self._senders.get(handle)
+        if s is None or s.app_dropped:
+            raise ChannelClosed(f"unknown or dropped sender {handle}")
+        return s
+
+    def error(self, s: Sender) -> Exception:
+        """The error a send on an ended sender raises."""
+        if s.end_reason is not None and s.end_reported:
+            return ERROR_FOR_REASON.get(s.end_reason, ChannelClosed)(f"sender ended: {s.end_reason.value}")
+        return ChannelClosed("the sender was finished or cancelled")
+
+    def status(self, handle: int) -> EndReason | None:
+        """None while the sender is alive, else why it ended (as reported by SenderEnded)."""
+        s = self._senders.get(handle)
+        if s is None:
+            raise ChannelClosed(f"unknown or dropped sender {handle}")
+        return s.end_reason if s.end_reported else None
+
+    def drop(self, handle: int) -> None:
+        """The application let go of a sender handle: cancel it unless already finished."""
+        s = self._senders.get(handle)
+        if s is None or s.app_dropped:
+            return
+        s.app_dropped = True
+        if not self._ctx.closed and s.state is _OPEN:
+            self.cancel(s)
+        self.maybe_forget(s)
+
+    def abandon(self, s: Sender, *, lost: bool) -> None:
+        """A sender handed to us in a message that will never be taken: lost with it, or cancelled."""
+        s.app_dropped = True
+        if lost and s.state is not _GONE:
+            self.on_ctrl_reset(s, ResetCode.LOST)
+        elif s.state is _OPEN:
+            self.cancel(s)
+        self.maybe_forget(s)
+
+    # ---- writing messages ----
+    def send_plain(self, s: Sender, payload: bytes, delivery: Delivery) -> int | None:
         """The hot path: `send_plain` for an open sender and a payload within the frame limit."""
         if delivery is _ORDERED:
             sid = s.ordered_sid
             if sid is None:
-                return self._send(s, payload, (), delivery).stream_id
-            self._write_ordered(s, sid, payload)
+                return self.send(s, payload, (), delivery).stream_id
+            self.write_ordered(s, sid, payload)
             return sid
         unordered = delivery is Delivery.UNORDERED
         number = s.next_rel if unordered else s.next_unrel
-        data = _plain_head(s, number, len(payload)) + payload
+        head = s.head
+        if head is None:
+            head = s.head = message_head(s.channel)
+        data = plain_message_prefix(head, number, len(payload)) + payload
         if unordered:
             sid = self._write_unordered(s, number, data)
         else:
-            if self._need_version:
+            if self._streams.need_version:
                 data = VERSION_BYTES + data
-            if len(data) > self.config.max_datagram_payload:
-                return self._send(s, payload, (), delivery).stream_id  # raises LimitExceeded
+            if len(data) > self._config.max_datagram_payload:
+                return self.send(s, payload, (), delivery).stream_id  # raises LimitExceeded
             sid = None
             self._write_datagram(s, data)
-        if s.channel & 4:
-            self._finish(s)
+        if s.oneshot:
+            self.finish(s)
         return sid
 
-    def _write_unordered(self: Engine, s: Sender, number: int, data: bytes) -> int:
+    def _write_unordered(self, s: Sender, number: int, data: bytes) -> int:
         """Message `number`, encoded, on a stream of its own; returns the stream."""
-        sid = self._open_uni(data, fin=True)
+        sid = self._streams.open_uni(data, fin=True)
         if s.unordered_sids is None:
             s.unordered_sids = {}
         s.unordered_sids[number] = sid
         s.next_rel += 1
         return sid
 
-    def _write_datagram(self: Engine, s: Sender, data: bytes) -> None:
+    def _write_datagram(self, s: Sender, data: bytes) -> None:
         """The next unreliable message, encoded (Version included if due), as a datagram."""
-        self._cmds.append(SendDatagram(data))
+        self._out.command(SendDatagram(data))
         s.next_unrel += 1
         s.undeclared += 1
         if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
-            half_rtt, cap = self.rtt / 2, self.config.sent_unreliable_delay
-            self._timers.set_earlier(("su", s.handle), self.now + (half_rtt if half_rtt < cap else cap))
+            half_rtt, cap = self._ctx.rtt / 2, self._config.sent_unreliable_delay
+            self._timers.set_earlier(("su", s.handle), self._ctx.now + (half_rtt if half_rtt < cap else cap))
 
-    def _write_ordered(self: Engine, s: Sender, sid: int, payload: bytes) -> int:
+    def write_ordered(self, s: Sender, sid: int, payload: bytes) -> int:
         """One more plain message on an open ordered stream; returns its number.
 
-        A write right after another one of these to the same stream joins it: the two become a PendingWrite,
-        which later ones extend (joined when commands are drained)."""
+        A write right after another one of these to the same stream joins it (Outbox.write_joined)."""
         number = s.next_rel
-        n = len(payload)
-        head = s.head  # (_plain_head, inline)
+        head = s.head
         if head is None:
-            head = s.head = b"\x03" + encode_varint(s.channel)
-        frame = (
-            head
-            + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
-            + (_NO_ATTACHMENTS_LEN[n] if n < 128 else b"\x00" + encode_varint(n))
-        )
-        cmds = self._cmds
-        tail = self._tail
-        if n >= _COALESCE_BELOW:  # large: one write each (joining many would copy them out of cache)
-            cmds.append(SendStreamData(sid, frame + payload))
-        elif tail is None or tail.stream_id != sid or not cmds or cmds[-1] is not tail:
-            self._tail = SendStreamData(sid, frame + payload)
-            cmds.append(self._tail)
-        elif type(tail) is PendingWrite:
-            tail.parts += (frame, payload)
-        else:
-            assert type(tail) is SendStreamData
-            self._tail = cmds[-1] = PendingWrite(sid, [tail.data, frame, payload])
-            self._pending_writes += 1
+            head = s.head = message_head(s.channel)
+        self._out.write_joined(sid, plain_message_prefix(head, number, len(payload)), payload)
         s.next_rel = number + 1
         return number
 
-    def _send(self: Engine, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery) -> SendResult:
+    def send(self, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery) -> SendResult:
+        """Send a message, creating one new channel per attachment (raises if the sender cannot send)."""
         sid = s.ordered_sid
         if delivery is _ORDERED and sid is not None and not attach and s.state is _OPEN and len(payload) <= self._max:
-            return SendResult(self._write_ordered(s, sid, payload), (), sid)
+            return SendResult(self.write_ordered(s, sid, payload), (), sid)
+        config = self._config
         if not s.can_send:
-            raise self._sender_error(s)
-        if len(payload) > self.config.max_frame_size:
-            raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {self.config.max_frame_size}")
-        if attach and len(self._senders) + len(self._receivers) + len(attach) > self.config.max_channels:
-            raise LimitExceeded(f"more than max_channels={self.config.max_channels} channels")
+            raise self.error(s)
+        if len(payload) > config.max_frame_size:
+            raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {config.max_frame_size}")
+        if attach and self._halves.count() + len(attach) > config.max_channels:
+            raise LimitExceeded(f"more than max_channels={config.max_channels} channels")
         minter = self._minter.copy() if attach else self._minter
-        peer = self._side.other
-        ids = [minter.mint(to=peer if not k.gives_sender else self._side, oneshot=k.oneshot) for k in attach]
+        side = self._ctx.side
+        ids = [minter.mint(to=side.other if not k.gives_sender else side, oneshot=k.oneshot) for k in attach]
         reliable = delivery is not Delivery.UNRELIABLE
         number = s.next_rel if reliable else s.next_unrel
         data = encode_message(s.channel, number, ids, payload)
         if not reliable:
-            if self._need_version:
+            if self._streams.need_version:
                 data = VERSION_BYTES + data
-            if len(data) > self.config.max_datagram_payload:
+            if len(data) > config.max_datagram_payload:
                 raise LimitExceeded(
                     f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload "
-                    f"{self.config.max_datagram_payload}"
+                    f"{config.max_datagram_payload}"
                 )
         self._minter = minter
         created = [self._create_local_half(ChannelId(cid), kind) for cid, kind in zip(ids, attach, strict=True)]
@@ -174,111 +219,112 @@ class SendingMixin:
             self._links.add_link(s.handle, s.channel, (reliable, number), created)
         if delivery is Delivery.ORDERED:
             if s.ordered_sid is None:
-                sid = s.ordered_sid = self._open_uni(data)
+                sid = s.ordered_sid = self._streams.open_uni(data)
             else:
                 sid = s.ordered_sid
-                self._cmds.append(SendStreamData(sid, data))
+                self._out.command(SendStreamData(sid, data))
             s.next_rel += 1
         elif delivery is Delivery.UNORDERED:
             sid = self._write_unordered(s, number, data)
         else:
             sid = None
             self._write_datagram(s, data)
-        if s.channel.oneshot:
-            self._finish(s)
+        if s.oneshot:
+            self.finish(s)
         return SendResult(number, tuple(created), sid)
 
-    def _create_local_half(self: Engine, channel: ChannelId, kind: AttachKind) -> int:
+    def _create_local_half(self, channel: ChannelId, kind: AttachKind) -> int:
         """A half we keep for a channel we just minted: unreachable, no control stream until the peer opens it."""
-        h = self._new_handle()
         if kind.gives_sender:
-            self._receivers[h] = Receiver(h, channel, exposed=True, claimed=True)
-            self._rx_by_channel[channel] = h
+            h = self._halves.add_receiver(channel, exposed=True, claimed=True).handle
         else:
-            self._senders[h] = Sender(h, channel, reachable=False, exposed=True)
-            self._tx_by_channel[channel] = h
+            h = self._halves.add_sender(channel, reachable=False, exposed=True).handle
         self._links.add_unreachable(h, channel, not kind.gives_sender)
         return h
 
-    def _create_remote_sender(self: Engine, channel: ChannelId) -> Sender:
+    def create_remote(self, channel: ChannelId) -> Sender:
         """A sender the peer attached to a message: reachable; we open its control stream."""
-        h = self._new_handle()
-        s = self._senders[h] = Sender(h, channel, reachable=True, exposed=False)
-        self._tx_by_channel[channel] = h
-        s.ctrl = self._open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, h)
+        s = self._halves.add_sender(channel, reachable=True, exposed=False)
+        s.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, s.handle)
         s.ctrl_open = True
         return s
 
-    def _finish(self: Engine, s: Sender) -> None:
+    # ---- finish and cancel ----
+    def finish(self, s: Sender) -> None:
+        """Gracefully finish (FinishSender once the control stream exists)."""
         if s.state in (SState.FINISH_WAIT, SState.FINISHED) or s.end_reason is EndReason.FINISHED:
             return
-        if s.state is not SState.OPEN:
-            raise self._sender_error(s)
-        s.state = SState.FINISH_WAIT
+        if s.state is not _OPEN:
+            raise self.error(s)
+        s.move(SState.FINISH_WAIT)
         if s.ordered_sid is not None:
-            self._cmd(SendStreamData(s.ordered_sid, b"", True))
+            self._out.command(SendStreamData(s.ordered_sid, b"", True))
         if s.ctrl is not None:
             self._do_finish(s)
 
-    def _do_finish(self: Engine, s: Sender) -> None:
+    def _do_finish(self, s: Sender) -> None:
         frames: list[Frame] = []
         if s.undeclared:
             frames.append(SentUnreliable(s.undeclared))
             s.undeclared = 0
         frames.append(FinishSender(s.next_rel))
         self._timers.cancel(("su", s.handle))
-        s.state = SState.FINISHED
+        s.move(SState.FINISHED)
         s.ctrl_open = False
         assert s.ctrl is not None
-        self._ctrl_write(s.ctrl, b"".join(encode_frame(f) for f in frames), fin=True)
+        self._streams.write(s.ctrl, b"".join(encode_frame(f) for f in frames), fin=True)
 
-    def _cancel(self: Engine, s: Sender) -> None:
-        if s.state not in (SState.OPEN, SState.FINISH_WAIT):
+    def cancel(self, s: Sender) -> None:
+        """Abruptly cancel: message streams reset at once, the control stream once it exists (no-op once ended)."""
+        if s.state not in (_OPEN, SState.FINISH_WAIT):
             return
-        s.state = SState.CANCEL_WAIT
-        self._reset_message_streams(s, ResetCode.CANCELLED)
+        s.move(SState.CANCEL_WAIT)
+        self.reset_message_streams(s, ResetCode.CANCELLED)
         self._timers.cancel(("su", s.handle))
         if s.ctrl is not None:
             self._do_cancel(s)
 
-    def _do_cancel(self: Engine, s: Sender) -> None:
-        s.state = SState.CANCELLED
+    def _do_cancel(self, s: Sender) -> None:
+        s.move(SState.CANCELLED)
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
-            self._ctrl_reset(s.ctrl, ResetCode.CANCELLED)
+            self._streams.reset(s.ctrl, ResetCode.CANCELLED)
 
-    def _reset_message_streams(self: Engine, s: Sender, code: int) -> None:
+    def reset_message_streams(self, s: Sender, code: int) -> None:
+        """Reset every stream carrying only this sender's messages (ordered, and unordered not yet acked)."""
         if s.ordered_sid is not None:
-            self._cmd(ResetStream(s.ordered_sid, code))
+            self._out.command(ResetStream(s.ordered_sid, code))
             s.ordered_sid = None
         if s.unordered_sids:
             for sid in s.unordered_sids.values():
-                self._cmd(ResetStream(sid, code))
+                self._out.command(ResetStream(sid, code))
             s.unordered_sids = None
 
-    # ---- control stream ----
-    def _sender_attached(self: Engine, s: Sender, sid: int) -> None:
+    # ---- the control stream ----
+    def attached(self, s: Sender, sid: int) -> None:
         """The peer opened our control stream; a first frame tells it we read its ChannelControl."""
         s.ctrl = sid
         s.ctrl_open = True
-        if s.state is SState.OPEN and not s.undeclared:
-            self._ctrl_write(sid, encode_frame(SentUnreliable(0)))
+        if s.state is _OPEN and not s.undeclared:
+            self._streams.write(sid, encode_frame(SentUnreliable(0)))
         if s.state is SState.FINISH_WAIT:
             self._do_finish(s)
         elif s.state is SState.CANCEL_WAIT:
             self._do_cancel(s)
         elif s.undeclared:
-            self._sent_unreliable_due(s.handle)
+            self.sent_unreliable_due(s.handle)
 
-    def _sent_unreliable_due(self: Engine, handle: int) -> None:
+    def sent_unreliable_due(self, handle: int) -> None:
+        """The SentUnreliable timer of a sender ran out: declare what it sent since the last one."""
         s = self._senders.get(handle)
-        if s is None or s.state is not SState.OPEN or not s.ctrl_open or not s.undeclared or s.ctrl is None:
+        if s is None or s.state is not _OPEN or not s.ctrl_open or not s.undeclared or s.ctrl is None:
             return
-        self._ctrl_write(s.ctrl, encode_frame(SentUnreliable(s.undeclared)))
+        self._streams.write(s.ctrl, encode_frame(SentUnreliable(s.undeclared)))
         s.undeclared = 0
 
-    def _sender_frame(self: Engine, s: Sender, frame: Frame) -> None:
-        if s.state is SState.GONE:
+    def on_frame(self, s: Sender, frame: Frame) -> None:
+        """A frame from the receiver on the control stream: acks, nacks, CloseReceiver."""
+        if s.state is _GONE:
             return
         if isinstance(frame, AckReliable):
             for a, b in s.ack_reliable(frame.ranges):
@@ -292,49 +338,33 @@ class SendingMixin:
                 self._report(s, True, True, a, b)
             for a, b in nacks:
                 self._report(s, False, True, a, b)
-            if s.next_unrel > s.unrel_resolved:
-                first, s.unrel_resolved = s.unrel_resolved, s.next_unrel
-                self._report(s, False, False, first, s.next_unrel)
-            reason = {
-                SState.FINISHED: EndReason.FINISHED,
-                SState.CANCELLED: EndReason.CLOSED,
-                SState.CANCEL_WAIT: EndReason.CLOSED,
-            }.get(s.state, EndReason.RECEIVER_DROPPED)
+            rest = s.settle_unreliable()
+            if rest is not None:
+                self._report(s, False, *rest)
+            reason = _END_ON_CLOSE.get(s.state, EndReason.RECEIVER_DROPPED)
             if s.state is not SState.FINISHED:
-                self._reset_message_streams(s, ResetCode.CANCELLED)
+                self.reset_message_streams(s, ResetCode.CANCELLED)
             if s.ctrl is not None and s.ctrl_open:
                 s.ctrl_open = False
-                self._ctrl_reset(s.ctrl, ResetCode.CANCELLED)
-            self._sender_gone(s, reason)
+                self._streams.reset(s.ctrl, ResetCode.CANCELLED)
+            self.gone(s, reason)
         else:
             raise ProtocolError(f"{type(frame).__name__} sent to a sender")
 
-    def _sender_ctrl_reset(self: Engine, s: Sender, code: int) -> None:
+    def on_ctrl_reset(self, s: Sender, code: int) -> None:
         """The receiver reset its direction: 'lost' (or 'cancelled') ends the sender, open messages nacked."""
-        if s.state is SState.GONE:
+        if s.state is _GONE:
             return
-        self._nack_everything(s)
-        self._reset_message_streams(s, ResetCode.LOST)
+        for reliable, first, stop in s.settle_all():
+            self._report(s, False, reliable, first, stop)
+        self.reset_message_streams(s, ResetCode.LOST)
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
-            self._ctrl_reset(s.ctrl, ResetCode.LOST)
-        self._sender_gone(s, EndReason.LOST if code == ResetCode.LOST else EndReason.RECEIVER_DROPPED)
+            self._streams.reset(s.ctrl, ResetCode.LOST)
+        self.gone(s, EndReason.LOST if code == ResetCode.LOST else EndReason.RECEIVER_DROPPED)
 
-    def _nack_everything(self: Engine, s: Sender) -> None:
-        """Every message not yet acked (or acked but unreported) is nacked."""
-        if s.rel_acked:
-            for a, b in s.unresolved_reliable():
-                self._report(s, False, True, a, b)
-        elif s.next_rel > s.rel_prefix:
-            self._report(s, False, True, s.rel_prefix, s.next_rel)
-        s.rel_prefix = s.next_rel
-        s.rel_acked.clear()
-        if s.next_unrel > s.unrel_resolved:
-            first, s.unrel_resolved = s.unrel_resolved, s.next_unrel
-            self._report(s, False, False, first, s.next_unrel)
-
-    # ---- reporting ----
-    def _report(self: Engine, s: Sender, acked: bool, reliable: bool, first: int, stop: int) -> None:
+    # ---- reporting, reachability, loss ----
+    def _report(self, s: Sender, acked: bool, reliable: bool, first: int, stop: int) -> None:
         """Report a run once: acks of an unreachable sender wait; nacks cascade at once."""
         if reliable and s.unordered_sids:
             for n in [n for n in s.unordered_sids if first <= n < stop]:
@@ -349,34 +379,82 @@ class SendingMixin:
         if acked:
             if s.reachable:
                 if s.exposed:
-                    self._event(MessagesAcked(s.handle, reliable, first, stop))
+                    self._out.event(MessagesAcked(s.handle, reliable, first, stop))
             else:
                 s.deferred.append((reliable, first, stop))
             if keys:
                 self._links.acked(s.handle, keys, self._on_reachable)
         else:
             if s.exposed:
-                self._event(MessagesNacked(s.handle, reliable, first, stop))
+                self._out.event(MessagesNacked(s.handle, reliable, first, stop))
             if keys:
                 self._links.nacked(s.handle, keys, self._on_lost)
 
-    def _sender_gone(self: Engine, s: Sender, reason: EndReason) -> None:
+    def became_reachable(self, s: Sender) -> None:
+        """The message that created `s` was acked in reach: report the acks it held back."""
+        if s.reachable:
+            return
+        s.reachable = True
+        if s.deferred:
+            deferred, s.deferred = s.deferred, []
+            if s.exposed:
+                for reliable, first, stop in deferred:
+                    self._out.event(MessagesAcked(s.handle, reliable, first, stop))
+        self.maybe_forget(s)
+
+    def drop_deferred_as_nacks(self, s: Sender) -> None:
+        """An upstream loss: acks held back while unreachable are nacks after all."""
+        if not s.deferred:
+            return
+        deferred, s.deferred = s.deferred, []
+        if s.exposed:
+            for reliable, first, stop in deferred:
+                self._out.event(MessagesNacked(s.handle, reliable, first, stop))
+        self.maybe_forget(s)
+
+    def lose(self, s: Sender) -> None:
+        """Cascading loss on a live sender: its node is already gone, so its messages' links are walked by
+        the cascade itself; only report, reset and end here (the hot path of a 10,000-deep cascade)."""
+        runs = s.settle_all()
+        if s.exposed:
+            h = s.handle
+            for reliable, first, stop in runs:
+                self._out.event(MessagesNacked(h, reliable, first, stop))
+        self.reset_message_streams(s, ResetCode.LOST)
+        if s.ctrl is not None and s.ctrl_open:
+            s.ctrl_open = False
+            self._streams.reset(s.ctrl, ResetCode.LOST)
+        self.gone(s, EndReason.LOST)
+
+    # ---- the end ----
+    def gone(self, s: Sender, reason: EndReason) -> None:
         """The sender ceased to exist: SenderEnded now; acks it still holds back are reported later."""
-        s.state = SState.GONE
-        if self._tx_by_channel.get(s.channel) == s.handle:
-            del self._tx_by_channel[s.channel]
+        s.move(_GONE)
+        self._halves.sender_ended(s)
         self._timers.cancel(("su", s.handle))
         if s.ctrl is not None:
-            rec = self._streams.get(s.ctrl)
-            if rec is not None:
-                rec.half = None
+            self._streams.unbind(s.ctrl)
         s.end_reason = reason
         if not s.end_reported:
             s.end_reported = True
             if s.exposed and not s.app_dropped:
-                self._event(SenderEnded(s.handle, reason))
-        self._maybe_forget_sender(s)
+                self._out.event(SenderEnded(s.handle, reason))
+        self.maybe_forget(s)
 
-    def _maybe_forget_sender(self: Engine, s: Sender) -> None:
-        if s.state is SState.GONE and s.app_dropped and not s.deferred and self._senders.get(s.handle) is s:
-            del self._senders[s.handle]
+    def maybe_forget(self, s: Sender) -> None:
+        """Forget an ended sender nobody holds and that owes no report."""
+        if s.state is _GONE and s.app_dropped and not s.deferred:
+            self._halves.forget_sender(s)
+
+    def teardown(self) -> None:
+        """The connection is over: every sender ends with CONNECTION_LOST; those nobody holds are forgotten."""
+        for s in list(self._senders.values()):
+            s.deferred.clear()
+            if not s.end_reported:
+                s.move(_GONE)
+                s.end_reason = EndReason.CONNECTION_LOST
+                s.end_reported = True
+                if s.exposed and not s.app_dropped:
+                    self._out.event(SenderEnded(s.handle, EndReason.CONNECTION_LOST))
+            if s.app_dropped or not s.exposed:
+                self._halves.forget_sender(s)

@@ -70,7 +70,7 @@ class StartupMixin:
             return
         self._releasing = True
         try:
-            while self._held and not self._closed:
+            while self._held and not self._ctx.closed:
                 pending = deque(self._held)
                 self._held.clear()
                 self._held_bytes = 0
@@ -83,7 +83,7 @@ class StartupMixin:
                     had_headers = self._peer_headers is not None
                     self._dispatch(event)
                     progressed = True
-                    if self._closed:
+                    if self._ctx.closed:
                         return
                     if not had_headers and self._peer_headers is not None:
                         for rest in pending:  # keep per-stream order: re-held events go first
@@ -99,15 +99,16 @@ class StartupMixin:
         if self._peer_headers is not None:
             raise ProtocolError("ConnectionControl received twice")
         self._peer_headers = headers
+        self._streams.headers_arrived()
         if self._side is Side.CLIENT:
-            self._event(HeadersReceived(headers))
+            self._out.event(HeadersReceived(headers))
             return
-        self._cmd(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
+        self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
         r = self._create_receiver(ENTRYPOINT, claimed=True)
-        self._mark_claimed(ENTRYPOINT)
+        self._halves.mark_claimed(ENTRYPOINT)
         r.exposed = True
         self._entrypoint = r.handle
-        self._event(HeadersReceived(headers, entrypoint=r.handle))
+        self._out.event(HeadersReceived(headers, entrypoint=r.handle))
         if self._gate_open and not self._releasing:
             self._release_held()
 

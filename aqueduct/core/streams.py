@@ -24,8 +24,19 @@ the application takes from the queue or the receiver ends.
 A Version frame may open any direction from the peer (a client sends it
 until it has the server's headers) and is mandatory on CONNECTION only.
 
-PendingWrite: consecutive plain messages the engine writes to one stream,
-given to the adapter as one SendStreamData when commands are drained.
+The StreamTable owns the map of records: it opens our streams (a client
+puts a Version frame first until the server's headers came), writes and
+resets our direction of control streams, binds a record to its half, and
+drops a record once both directions ended. A record's fields are written
+by two parts, each field by one: the reading side (role, reader,
+frames_seen, in_done, final_seen, pre, outstanding, busy, stalled*) by
+incoming.py as frames arrive, the writing side (out_started, out_done,
+pending_reset) and the half binding here. A dropped record holds no bytes:
+a FIN needs a whole last frame, and a reset releases what was held.
+
+Spec: "Streams" in the frame placement rules; the channel control stream
+("When a sender or receiver is created locally ... the local side must
+create a bidirectional stream ... and send on it a ChannelControl frame").
 """
 
 from __future__ import annotations
@@ -37,7 +48,8 @@ from enum import Enum
 from ..wire.channel_id import Side
 from ..wire.frames import Frame, Version, encode_frame
 from ..wire.reader import FrameReader
-from .transport import SendStreamData
+from .context import Context
+from .transport import ResetStream, SendStreamData
 
 VERSION_BYTES = encode_frame(Version())
 """The encoded Version frame a client puts first until it has the server's headers."""
@@ -85,21 +97,6 @@ class StreamRec:
     stalled_fin: bool = False
 
 
-class PendingWrite:
-    """Internal: consecutive hot-path writes to one stream, one SendStreamData when the engine's commands are
-    drained (the adapter gets one write per stream and drain instead of one per message)."""
-
-    __slots__ = ("parts", "stream_id")
-
-    def __init__(self, stream_id: int, parts: list[bytes]) -> None:
-        self.stream_id = stream_id
-        self.parts = parts
-
-    def command(self) -> SendStreamData:
-        """The write as a command."""
-        return SendStreamData(self.stream_id, b"".join(self.parts))
-
-
 def is_uni(stream_id: int) -> bool:
     """Whether a QUIC stream ID is unidirectional."""
     return bool(stream_id & 2)
@@ -132,3 +129,120 @@ class StreamIds:
         self._next_uni += 4
         return sid
 
+
+
+class StreamTable:
+    """The stream records of one connection, and our writes that open, end or reset streams."""
+
+    __slots__ = ("_ctx", "_ids", "_max", "_out", "_records", "get", "need_version")
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._out = ctx.out
+        self._max = ctx.config.max_frame_size
+        self._ids = StreamIds(ctx.side)
+        self._records: dict[int, StreamRec] = {0: StreamRec(0, Role.CONNECTION, FrameReader(self._max), out_done=False)}
+        self.get = self._records.get
+        """The record of a stream, or None."""
+        self.need_version = ctx.side is Side.CLIENT
+        """A client prefixes every new stream and datagram with Version until the server's headers arrive."""
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def open_connection_stream(self, data: bytes) -> None:
+        """Client: open stream 0, the connection control stream, with `data` (Version + ConnectionControl)."""
+        self._ids.bidi()
+        self._records[0].out_started = True
+        self._out.command(SendStreamData(0, data))
+
+    def headers_arrived(self) -> None:
+        """The server's headers came: new streams and datagrams go without the Version prefix."""
+        self.need_version = False
+
+    def accept(self, stream_id: int) -> StreamRec:
+        """A record for a stream the peer opened (the caller checked that it did)."""
+        uni = is_uni(stream_id)
+        rec = StreamRec(stream_id, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self._max))
+        rec.out_done = uni
+        self._records[stream_id] = rec
+        return rec
+
+    def open_uni(self, data: bytes, fin: bool = False) -> int:
+        """Open a uni stream with `data` (Version first if due); return its ID."""
+        sid = self._ids.uni()
+        self._out.command(SendStreamData(sid, VERSION_BYTES + data if self.need_version else data, fin))
+        return sid
+
+    def open_bidi(self, data: bytes, role: Role, half: int) -> int:
+        """Open a bidi stream (a control stream of `half`, reading `role`) with `data`; return its ID."""
+        sid = self._ids.bidi()
+        self._out.command(SendStreamData(sid, VERSION_BYTES + data if self.need_version else data))
+        self._records[sid] = StreamRec(sid, role, FrameReader(self._max), half=half, out_done=False, out_started=True)
+        return sid
+
+    def open_reply(self, rec: StreamRec) -> None:
+        """A peer-opened bidi stream turned out to be a control stream: our direction exists now."""
+        rec.out_done = False
+
+    def bind(self, rec: StreamRec, half: int) -> None:
+        """The record is the control stream of `half`."""
+        rec.half = half
+
+    def unbind(self, stream_id: int) -> None:
+        """The half of this control stream is gone: its frames are still checked, then ignored."""
+        rec = self._records.get(stream_id)
+        if rec is not None:
+            rec.half = None
+
+    def write(self, stream_id: int, data: bytes, fin: bool = False) -> None:
+        """Write on our direction of a control stream (the first write of a client may need Version)."""
+        rec = self._records.get(stream_id)
+        if rec is not None:
+            if not rec.out_started:
+                rec.out_started = True
+                if self.need_version:
+                    data = VERSION_BYTES + data
+            if fin:
+                rec.out_done = True
+        self._out.command(SendStreamData(stream_id, data, fin))
+        if fin and rec is not None:
+            self.maybe_drop(rec)
+
+    def reset(self, stream_id: int, code: int) -> None:
+        """Reset our direction of a control stream.
+
+        A QUIC reset may discard bytes the peer has not read, so on a stream we opened
+        the reset waits until the peer has sent a frame (or ended its direction): only
+        then do we know it read our ChannelControl and can tell which channel is reset.
+        """
+        rec = self._records.get(stream_id)
+        if rec is not None and opened_by(stream_id) is self._ctx.side and rec.frames_seen == 0 and not rec.in_done:
+            rec.pending_reset = code
+            return
+        self._out.command(ResetStream(stream_id, code))
+        if rec is not None:
+            rec.out_done = True
+            rec.pending_reset = None
+            self.maybe_drop(rec)
+
+    def flush_pending_reset(self, rec: StreamRec) -> None:
+        """The peer showed it read our ChannelControl: a reset that waited for that goes out."""
+        if rec.pending_reset is not None:
+            code, rec.pending_reset = rec.pending_reset, None
+            self._out.command(ResetStream(rec.stream_id, code))
+            rec.out_done = True
+            self.maybe_drop(rec)
+
+    def maybe_drop(self, rec: StreamRec) -> None:
+        """Forget the record once both directions ended (the connection control stream stays)."""
+        if rec.in_done and rec.out_done and rec.role is not Role.CONNECTION:
+            self._records.pop(rec.stream_id, None)
+
+    def drop(self, rec: StreamRec) -> None:
+        """Forget a record whose directions both ended."""
+        del self._records[rec.stream_id]
+
+    def clear(self) -> None:
+        """Forget everything (connection over)."""
+        self._records.clear()

@@ -19,7 +19,16 @@ from enum import IntEnum
 from .errors import CloseCode, ProtocolError, encoding_error
 from .headers import Headers, encode_headers, read_headers
 from .ranges import encode_ranges, read_ranges
-from .varint import Incomplete, encode_bytes, encode_int_array, encode_varint, read_bytes, read_int_array, read_varint
+from .varint import (
+    SMALL_VARINTS,
+    Incomplete,
+    encode_bytes,
+    encode_int_array,
+    encode_varint,
+    read_bytes,
+    read_int_array,
+    read_varint,
+)
 
 PROTOCOL_VERSION = "0.0.0-AFTER"
 VERSION_MAGIC = bytes([80, 95, 166, 96, 15, 64, 142])
@@ -142,13 +151,33 @@ FRAME_TYPES: dict[type, FrameType] = {
 }
 
 _VERSION_FRAME = bytes([FrameType.VERSION]) + VERSION_MAGIC + VERSION_TEXT
+_MESSAGE_BYTE = bytes([FrameType.MESSAGE])
+_NO_ATTACHMENTS_LEN = [b"\x00" + v for v in SMALL_VARINTS]
+"""A Message frame's empty attachment array followed by a payload length under 128."""
+
+
+def message_head(channel: int) -> bytes:
+    """The bytes every Message frame on `channel` starts with: the type byte and the channel ID (a sender keeps
+    them for `plain_message_prefix`)."""
+    return _MESSAGE_BYTE + encode_varint(channel)
+
+
+def plain_message_prefix(head: bytes, number: int, size: int) -> bytes:
+    """The bytes before the payload of a Message without attachments: `head` (from `message_head`), the message
+    number, the empty attachment array and the payload's length, `size` (the per-message hot path: small ints from
+    tables)."""
+    return (
+        head
+        + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
+        + (_NO_ATTACHMENTS_LEN[size] if size < 128 else b"\x00" + encode_varint(size))
+    )
 
 
 def encode_message(channel: int, number: int, attachments: Sequence[int], payload: bytes) -> bytes:
     """Encode a Message frame without building the dataclass (the hot path)."""
     return b"".join(
         (
-            b"\x03",
+            _MESSAGE_BYTE,
             encode_varint(channel),
             encode_varint(number),
             encode_int_array(attachments),

@@ -199,7 +199,8 @@ def test_a_late_message_for_a_channel_whose_receiver_was_handed_out_makes_no_gho
     s.drop_receiver(inner)
     s.commands()
     for i in range(5000):  # more closes than the recently-discarded filter remembers
-        s._remember_discarded(ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=100 + i))
+        other = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=100 + i)
+        s._halves.remember_discarded(other)
     feed(s, 6, [Message(given, 1)])
     assert s.state_sizes()["pending_receivers"] == 0
     assert not [x for x in s.commands() if not isinstance(x, GrantCredit)]  # no ChannelControl of a ghost

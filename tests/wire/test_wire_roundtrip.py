@@ -33,6 +33,7 @@ from aqueduct.wire import (
     runs_to_ranges,
     validate_ranges,
 )
+from aqueduct.wire.frames import message_head, plain_message_prefix
 from aqueduct.wire.vectors import frame_from_json, frame_to_json
 
 
@@ -61,6 +62,12 @@ def test_frame_json_round_trip(frame: Frame) -> None:
 @given(u64, u64, st.lists(u64, max_size=5), st.binary(max_size=200))
 def test_encode_message_matches_dataclass_encoding(channel: int, number: int, att: list[int], payload: bytes) -> None:
     assert encode_message(channel, number, att, payload) == encode_frame(Message(channel, number, tuple(att), payload))
+
+
+@given(u64, u64, st.binary(max_size=300))
+def test_plain_message_prefix_and_payload_are_the_message_frame(channel: int, number: int, payload: bytes) -> None:
+    prefix = plain_message_prefix(message_head(channel), number, len(payload))
+    assert prefix + payload == encode_frame(Message(channel, number, (), payload))
 
 
 @given(u64)

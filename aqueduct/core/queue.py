@@ -1,0 +1,86 @@
+"""A receiver's application queue: processed messages waiting to be taken, bounded by count and bytes.
+
+Spec: "The message must be conveyed to the local application. This may be
+done by enqueueing it to an application-facing queue." Each entry is kept
+as the Delivered the application will get, with the stream whose flow
+control credit it holds and how much (credit returns when the entry is
+taken or discarded: a receiver that does not read closes its peer's
+window). The queue counts its payload bytes; `max_messages` and `max_bytes`
+(EngineConfig.max_receiver_queue_*) bound it. Every change of the count of
+bytes happens here: callers add with `offer`/`put`/`put_run` and remove
+with `take`/`take_many`.
+
+A receiver allocates its queue with its first message (an idle channel
+holds none). The queue is a deque, so the per-message calls on the hot
+paths (`offer`, `len`, truth) cost one call or none.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from .app import Delivered
+
+Queued = tuple[Delivered, int | None, int]
+"""A processed message waiting for the application: as the application will get it, the stream whose credit
+it holds (None: a datagram), and that credit. (A tuple: one is made per message.)"""
+
+
+class MessageQueue(deque[Queued]):
+    """Messages waiting for the application, with their payload bytes counted against two bounds."""
+
+    __slots__ = ("max_bytes", "max_messages", "nbytes")
+
+    def __init__(self, max_messages: int, max_bytes: int) -> None:
+        super().__init__()
+        self.nbytes = 0
+        """Payload bytes queued."""
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+
+    def has_room(self, count: int, nbytes: int) -> bool:
+        """Whether `count` more messages of `nbytes` payload bytes in all fit."""
+        return len(self) + count <= self.max_messages and self.nbytes + nbytes <= self.max_bytes
+
+    def offer(self, item: Queued, nbytes: int) -> bool:
+        """Queue `item` (`nbytes` payload bytes) if it fits; whether it did (nothing changes if not)."""
+        if len(self) >= self.max_messages or self.nbytes + nbytes > self.max_bytes:
+            return False
+        self.append(item)
+        self.nbytes += nbytes
+        return True
+
+    def put(self, item: Queued, nbytes: int) -> None:
+        """Queue `item` whose room `has_room` confirmed."""
+        self.append(item)
+        self.nbytes += nbytes
+
+    def put_run(self, items: Iterable[Queued], nbytes: int) -> None:
+        """Queue a run of items (`nbytes` payload bytes in all) whose room `fitting` or `has_room` confirmed."""
+        self.extend(items)
+        self.nbytes += nbytes
+
+    def fitting(self, payloads: list[bytes]) -> tuple[int, int]:
+        """How many of `payloads`, in order, fit, and their bytes."""
+        k = min(len(payloads), self.max_messages - len(self))
+        room = self.max_bytes - self.nbytes
+        nbytes = 0
+        for i in range(max(k, 0)):
+            if nbytes + len(payloads[i]) > room:
+                return i, nbytes
+            nbytes += len(payloads[i])
+        return max(k, 0), nbytes
+
+    def take(self) -> Queued:
+        """Remove and return the oldest entry (the queue must not be empty)."""
+        item = self.popleft()
+        self.nbytes -= len(item[0].payload)
+        return item
+
+    def take_many(self, limit: int) -> list[Queued]:
+        """Remove and return up to `limit` entries, oldest first."""
+        pop = self.popleft
+        items = [pop() for _ in range(min(limit, len(self)))]
+        self.nbytes -= sum([len(d.payload) for d, _, _ in items])
+        return items

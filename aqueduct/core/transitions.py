@@ -1,0 +1,30 @@
+"""Transition tables for the halves' states, and the error an illegal transition raises.
+
+Each half (sender.py, receiver.py) has a small enum of protocol states and a
+table of the moves allowed from each; its `move` method is the only place
+its state changes, and it checks the table first. A move the table does
+not allow is a bug in the engine, never the peer's doing (the peer's
+mistakes are ProtocolErrors caught before any move), so it raises
+IllegalTransition at once instead of corrupting a channel quietly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+from typing import TypeVar
+
+from ..wire.errors import AqueductError
+
+S = TypeVar("S", bound=Enum)
+
+
+class IllegalTransition(AqueductError):
+    """An engine bug: a half was moved between two states its transition table does not connect."""
+
+
+def checked(table: Mapping[S, frozenset[S]], what: str, frm: S, to: S) -> S:
+    """`to`, if the table allows moving there from `frm`; else raise IllegalTransition."""
+    if to not in table[frm]:
+        raise IllegalTransition(f"{what}: no transition from {frm.name} to {to.name}")
+    return to
