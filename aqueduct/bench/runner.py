@@ -9,6 +9,7 @@ costs run in a fresh process (engine.py) so its resident memory is its own.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -228,12 +229,9 @@ def _engine_costs(opts: Options) -> dict[str, Any]:
 
 
 def _environment(opts: Options) -> dict[str, Any]:
-    import os
-    import platform
-    from importlib.metadata import version
+    from .machine import facts
 
-    return {"python": platform.python_version(), "aioquic": version("aioquic"), "cpus": os.cpu_count(),
-            "loop": "uvloop" if opts.uvloop else "asyncio", "load_average": list(os.getloadavg())}
+    return {**facts(), "loop": "uvloop" if opts.uvloop else "asyncio"}
 
 
 async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -> Results:
@@ -295,4 +293,5 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
         progress(f"engine-only costs ({opts.engine_channels} channels)")
         results.engine = _engine_costs(opts)
     results.seconds = time.perf_counter() - started
+    results.environment["load_average_at_end"] = list(os.getloadavg())
     return results

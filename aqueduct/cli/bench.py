@@ -3,7 +3,9 @@
 Defaults take about 1.5 minutes on a 2-core machine: 5 alternating rounds
 of 0.3 s measurements per cell, the API memory figure at 10,000 channels,
 and the engine-only costs at 100,000 channels. Prints a table; `--json`
-writes every sample and figure, `--plot` a PNG. See aqueduct/bench/.
+writes every sample and figure, `--plot` a PNG, `--save` keeps the run
+(with machine facts) under benchmarks/results/; `--compare A B` runs nothing
+and prints the ratio table between two saved runs. See aqueduct/bench/.
 """
 
 from __future__ import annotations
@@ -33,15 +35,28 @@ def register(sub: Any) -> None:
                    help="also measure Marlin Stream and Aqueduct bulk at 0/1/5%% loss through the impairment proxy")
     p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="PNG", help="write a chart (matplotlib)")
+    p.add_argument("--save", action="store_true",
+                   help="also write the run as JSON with machine facts under benchmarks/results/ (prints the path)")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                   help="run nothing: print the ratio table between two saved runs (B / A per cell)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite and report."""
-    from ..bench import report
+    from ..bench import record, report
     from ..bench.runner import TRANSPORTS, Options
     from ..bench.runner import run as run_suite
+
+    if args.compare:
+        try:
+            a, b = (record.load(path) for path in args.compare)
+        except record.CompareError as e:
+            print(f"aqueduct bench: {e}", file=sys.stderr)
+            return 2
+        print(record.compare_table(a, b, *args.compare))
+        return 0
 
     names = [t.name for t in TRANSPORTS]
     unknown = [o for o in args.only if not any(o in n for n in names)]
@@ -74,4 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 json.dump(report.as_json(results), f, indent=1)
     if args.plot:
         report.plot(results, args.plot)
+    if args.save:
+        path = record.save(report.as_json(results))
+        print(f"saved {path}", file=sys.stderr if args.json == "-" else sys.stdout)
     return 0
