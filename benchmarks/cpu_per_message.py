@@ -6,7 +6,8 @@ message of this process (the sender) and of the peer (the receiver), read
 from /proc: a rate says how fast, CPU per message says which end limits it
 and by how much (compare runs, not machines).
 
-    .venv/bin/python benchmarks/cpu_per_message.py ordered|unordered|unreliable|channels|tuned|aioquic|datagrams
+    .venv/bin/python benchmarks/cpu_per_message.py \
+        ordered|unordered|unreliable|channels|tuned|aioquic|datagrams|per-message
         [--size BYTES] [--seconds S] [--uvloop]
 """
 
@@ -37,8 +38,9 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _client(workload: str, ports: dict[str, int], ca: Any) -> AqueductClient | RawQuicClient:
-    if workload in ("aioquic", "datagrams"):
-        return RawQuicClient(ports["aioquic"], ca, datagrams=workload == "datagrams")
+    if workload in ("aioquic", "datagrams", "per-message"):
+        return RawQuicClient(ports["aioquic"], ca, datagrams=workload == "datagrams",
+                             per_message=workload == "per-message")
     if workload == "tuned":
         return AqueductClient(ports["aqueduct-tuned"], ca, "raw", Delivery.ORDERED, tuned=True)
     return AqueductClient(ports["aqueduct-raw"], ca, "raw", MODES[workload])
@@ -80,7 +82,7 @@ async def run(workload: str, size: int, seconds: float, uvloop: bool) -> str:
 def main() -> None:
     """Command-line entry."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("workload", choices=[*MODES, "aioquic", "datagrams"])
+    ap.add_argument("workload", choices=[*MODES, "aioquic", "datagrams", "per-message"])
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--uvloop", action="store_true", help="both processes on uvloop")

@@ -38,6 +38,8 @@ from .protocol import (
     HOLD,
     PING,
     SINK,
+    STREAMS_ECHO,
+    STREAMS_SINK,
     TYPED_CHANNELS,
     TYPED_SINK,
     encode_count,
@@ -123,18 +125,40 @@ class _RawStream:
 
 
 class RawServerProtocol(QuicConnectionProtocol):
-    """Raw aioquic peer: per-stream commands with length-prefixed frames; counts datagrams."""
+    """Raw aioquic peer: per-stream commands with length-prefixed frames; counts datagrams; counts or echoes
+    messages that come one per unidirectional stream (for the STREAMS_* command running on this connection)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._streams: dict[int, _RawStream] = {}
         self._datagrams = 0
+        self._uni: dict[int, Deframer] = {}
+        self._uni_target: tuple[int, _RawStream] | None = None
 
     def quic_event_received(self, event: qe.QuicEvent) -> None:
         if isinstance(event, qe.StreamDataReceived):
-            self._on_stream(event.stream_id, event.data, event.end_stream)
+            if event.stream_id & 2:
+                self._on_uni(event.stream_id, event.data, event.end_stream)
+            else:
+                self._on_stream(event.stream_id, event.data, event.end_stream)
         elif isinstance(event, qe.DatagramFrameReceived):
             self._datagrams += 1
+
+    def _on_uni(self, sid: int, data: bytes, end: bool) -> None:
+        if end:
+            deframer = self._uni.pop(sid, None) or Deframer()
+        else:
+            deframer = self._uni.get(sid) or self._uni.setdefault(sid, Deframer())
+        frames = deframer.feed(data)
+        target = self._uni_target
+        if not frames or target is None:
+            return
+        target_sid, st = target
+        if st.cmd == STREAMS_SINK:
+            st.count += len(frames)
+        else:
+            for payload in frames:
+                self._quic.send_stream_data(target_sid, frame(payload))
 
     def _on_stream(self, sid: int, data: bytes, end: bool) -> None:
         st = self._streams.get(sid)
@@ -151,6 +175,8 @@ class RawServerProtocol(QuicConnectionProtocol):
                     frames = []
                 if st.cmd == PING:
                     quic.send_stream_data(sid, frame(b"p"), end_stream=True)
+                elif st.cmd in (STREAMS_SINK, STREAMS_ECHO):
+                    self._uni_target = (sid, st)
             if st.cmd == ECHO:
                 for payload in frames:
                     quic.send_stream_data(sid, frame(payload))
@@ -158,8 +184,12 @@ class RawServerProtocol(QuicConnectionProtocol):
             st.count += st.deframer.count(data)[0]
         if end:
             del self._streams[sid]
-            if st.cmd == SINK:
+            if self._uni_target is not None and self._uni_target[0] == sid:
+                self._uni_target = None
+            if st.cmd in (SINK, STREAMS_SINK):
                 quic.send_stream_data(sid, frame(encode_count(st.count)), end_stream=True)
+            elif st.cmd == STREAMS_ECHO:
+                quic.send_stream_data(sid, b"", end_stream=True)
             elif st.cmd == DATAGRAMS:
                 quic.send_stream_data(sid, frame(encode_count(self._datagrams - st.datagrams_at_start)), True)
             elif st.cmd == ECHO:

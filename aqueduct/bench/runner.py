@@ -71,15 +71,18 @@ class Transport:
     """Typed rows: a 3-field message type checked by the sender and converted by the receiver (bench/typed.py)."""
 
 
+PER_MESSAGE = "aioquic stream per message"
+"""The unordered rows' reference: raw aioquic, each message on its own new unidirectional stream."""
 FULL = ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "channels", "setup_1rtt", "setup_0rtt")
 TRANSPORTS = [
     Transport("aqueduct ordered raw", "aqueduct", FULL),
-    Transport("aqueduct unordered raw", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), mode=Delivery.UNORDERED),
+    Transport("aqueduct unordered raw", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), mode=Delivery.UNORDERED,
+              reference=PER_MESSAGE),
     Transport("aqueduct unreliable raw", "aqueduct", ("msg64",), mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
     Transport("aqueduct ordered cbor", "aqueduct", FULL, codec="cbor"),
     Transport("aqueduct unordered cbor", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), codec="cbor",
-              mode=Delivery.UNORDERED),
+              mode=Delivery.UNORDERED, reference=PER_MESSAGE),
     Transport("aqueduct unreliable cbor", "aqueduct", ("msg64",), codec="cbor", mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
     Transport("aqueduct ordered cbor typed", "aqueduct", ("msg64", "channels"), codec="cbor", typed=True),
@@ -89,6 +92,7 @@ TRANSPORTS = [
               reference="aioquic datagrams", tuned=True),
     Transport("aioquic", "aioquic", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt", "setup_0rtt")),
     Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
+    Transport(PER_MESSAGE, "aioquic per message", ("msg64", "msg16k", "rtt_p50", "rtt_p99")),
     Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
     Transport("marlin stream", "stream", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
 ]
@@ -142,7 +146,8 @@ def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
         return TcpClient(ports["tcp"])
     if t.family == "stream":
         return StreamClient(ports["stream"])
-    return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams")
+    return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams",
+                         per_message=t.family == "aioquic per message")
 
 
 WARMUP = 0.1
