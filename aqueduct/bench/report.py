@@ -108,6 +108,20 @@ def targets(results: Results) -> list[Target]:
     if "marlin stream" in results.samples:
         sbulk = _ratio(cs, "marlin stream", "bulk")
         out.append(Target("Marlin Stream bulk MB/s vs raw aioquic", sbulk, ">= 2x", _check(sbulk, 2.0, True)))
+    if results.connections or any("hs_seq" in v for v in results.samples.values()):
+        aq = "aqueduct ordered raw"
+        hs1, hs32, mem = _ratio(cs, aq, "hs_seq"), _ratio(cs, aq, "hs_32"), _ratio(cs, aq, "conn_mem")
+        out += [
+            Target("handshakes/s sequential vs raw aioquic", hs1, ">= 0.9x", _check(hs1, 0.9, True)),
+            Target("handshakes/s 32 concurrent vs raw aioquic", hs32, ">= 0.9x", _check(hs32, 0.9, True)),
+            Target("server memory per idle connection vs raw aioquic", mem, "<= 1.2x", _check(mem, 1.2, False)),
+        ]
+        idle_rtt = next((c.median for c in cs if c.transport == aq and c.workload == "rtt_idle_server"), None)
+        loaded = next((c.median for c in cs if c.transport == aq and c.workload == "rtt_loaded"), None)
+        held = results.connections.get("aqueduct", {}).get("held")
+        slower = loaded / idle_rtt if loaded is not None and idle_rtt else None
+        out.append(Target(f"echo p50 with {held or 0:,} idle connections vs idle server", slower, "< 2x",
+                          None if slower is None else slower < 2.0))
     at5 = next((r["x_lossless"] for r in results.loss if r["path"] == "marlin stream" and r["loss"] == 0.05), None)
     if results.loss:
         out.append(Target("Marlin Stream goodput at 5% loss vs 0% (same proxy)", at5, ">= 0.5x",
@@ -169,6 +183,10 @@ def table(results: Results) -> str:
                      f"{e['idle_channel_bytes_rss_count']:,} (both ends)")
         lines.append("engine msgs/s vs open channels: "
                      + ", ".join(f"{n:,}: {rate:,.0f}" for n, rate in e["throughput_vs_channels"]))
+    for kind, hold in results.connections.items():
+        lines.append(f"connections: {kind} server held {hold['held']:,} of {hold['asked']:,} idle connections "
+                     f"(opened in {hold['opened_seconds']:.1f} s, 32 at a time); connect to the idle server "
+                     f"{hold['connect_ms_idle_server']:.1f} ms")
     if results.loss:
         lines.append("goodput under loss (bulk MB/s through the impairment proxy, both ways; TCP cannot pass it):")
         for r in results.loss:
@@ -196,6 +214,7 @@ def as_json(results: Results) -> dict[str, Any]:
         "api_memory": results.api_memory,
         "engine": results.engine,
         "loss_curves": results.loss,
+        "connections": results.connections,
         "targets": [t.__dict__ for t in targets(results)],
         "seconds": results.seconds,
     }

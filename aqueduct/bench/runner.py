@@ -45,7 +45,15 @@ WORKLOADS = [
     Workload("channels", "channel creation (one per message)", "channels/s"),
     Workload("setup_1rtt", "connect to first echo, 1-RTT", "ms", False),
     Workload("setup_0rtt", "connect to first echo, 0-RTT", "ms", False),
+    Workload("hs_seq", "handshakes, sequential", "/s"),
+    Workload("hs_32", "handshakes, 32 concurrent", "/s"),
+    Workload("conn_mem", "server memory per idle connection (RSS)", "B", False),
+    Workload("rtt_idle_server", "64 B echo p50, new connection, idle server", "us", False),
+    Workload("rtt_loaded", "64 B echo p50, new connection, server holding the idle ones", "us", False),
+    Workload("connect_loaded", "connect, server holding the idle ones", "ms", False),
 ]
+CONNECTION_WORKLOADS = ("hs_seq", "hs_32", "conn_mem", "rtt_idle_server", "rtt_loaded", "connect_loaded")
+"""Measured by connections.py (`--connections`) for the "aqueduct ordered raw" and "aioquic" rows."""
 BY_KEY = {w.key: w for w in WORKLOADS}
 
 
@@ -121,6 +129,12 @@ class Options:
     """Also measure bulk goodput at 0/1/5% loss through the impairment proxy (loss.py)."""
     loss_window: float = 1.0
     loss_rounds: int = 3
+    connections: bool = False
+    """Also measure the connection rows (connections.py)."""
+    connection_window: float = 1.0
+    """Seconds per handshake-rate measurement and per echo-p50 measurement of the connection rows."""
+    idle: int = 10_000
+    """Idle connections the connection rows hold (0: skip the memory and loaded-server rows)."""
 
 
 @dataclass
@@ -134,6 +148,8 @@ class Results:
     engine: dict[str, Any] = field(default_factory=dict)
     loss: list[dict[str, Any]] = field(default_factory=list)
     """The loss curves (loss.curves), when asked for."""
+    connections: dict[str, Any] = field(default_factory=dict)
+    """Per connection-server kind: idle connections asked for and held, time to open them (connections.py)."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -289,6 +305,14 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 finally:
                     _stop(proxy_proc)
                 results.loss = loss.curves(samples)
+            if opts.connections:
+                from . import connections
+
+                def record_connection(transport: str, key: str, value: float) -> None:
+                    results.samples.setdefault(transport, {}).setdefault(key, []).append(value)
+
+                results.connections = await connections.measure(
+                    certs, opts.connection_window, opts.rounds, opts.idle, record_connection, progress)
         finally:
             for p in (proc, fast_proc):
                 if p is not None:

@@ -33,6 +33,11 @@ def register(sub: Any) -> None:
     p.add_argument("--uvloop", action="store_true", help="run both processes on uvloop (extra 'fast')")
     p.add_argument("--loss-curves", action="store_true",
                    help="also measure Marlin Stream and Aqueduct bulk at 0/1/5%% loss through the impairment proxy")
+    p.add_argument("--connections", action="store_true",
+                   help="also measure handshakes/s, memory per idle connection and echo with --idle connections held")
+    p.add_argument("--idle", type=int, default=10_000, help="idle connections held by --connections (default 10000)")
+    p.add_argument("--connection-window", type=float, default=1.0,
+                   help="seconds per handshake-rate and echo measurement of --connections")
     p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="PNG", help="write a chart (matplotlib)")
     p.add_argument("--save", action="store_true",
@@ -60,15 +65,16 @@ def run(args: argparse.Namespace) -> int:
 
     names = [t.name for t in TRANSPORTS]
     unknown = [o for o in args.only if not any(o in n for n in names)]
-    if unknown or args.rounds < 1 or args.window <= 0:
+    if unknown or args.rounds < 1 or args.window <= 0 or args.connection_window <= 0 or args.idle < 0:
         why = (f"no transport name contains {unknown[0]!r} (transports: {', '.join(names)})" if unknown
-               else "--rounds must be at least 1 and --window positive")
+               else "--rounds must be at least 1, --window and --connection-window positive, --idle not negative")
         print(f"aqueduct bench: {why}", file=sys.stderr)
         return 2
 
     opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
-                   only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves)
+                   only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves,
+                   connections=args.connections, idle=args.idle, connection_window=args.connection_window)
 
     def progress(line: str) -> None:
         if not args.quiet:

@@ -97,3 +97,24 @@ def test_compare_refuses_what_is_not_a_saved_run_with_one_line_and_exit_2(
     assert main(["bench", "--compare", str(good), str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("aqueduct bench: ") and "bad.json" in err[0]
+
+
+@pytest.mark.timeout(240)
+def test_connection_rows_measure_both_kinds_and_the_server_held_every_idle_connection(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from aqueduct.bench.runner import CONNECTION_WORKLOADS
+
+    assert main([*TINY_TCP, "--connections", "--idle", "40", "--connection-window", "0.05", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    got = {(c["transport"], c["workload"]) for c in data["cells"]}
+    for transport in ("aqueduct ordered raw", "aioquic"):
+        for w in CONNECTION_WORKLOADS:
+            assert (transport, w) in got
+    for kind in ("aqueduct", "aioquic"):
+        assert data["connections"][kind]["held"] == data["connections"][kind]["asked"] == 40
+    names = {t["name"] for t in data["targets"]}
+    assert {"handshakes/s sequential vs raw aioquic", "server memory per idle connection vs raw aioquic",
+            "echo p50 with 40 idle connections vs idle server"} <= names
+    for c in data["cells"]:
+        if c["workload"] in CONNECTION_WORKLOADS and c["workload"] != "conn_mem":
+            assert c["median"] > 0
