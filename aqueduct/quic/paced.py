@@ -31,10 +31,11 @@ that packet's offers return at once (`_write_stream_frame`).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aioquic._buffer import Buffer
-from aioquic.quic.connection import QuicConnection
+from aioquic.quic.connection import QuicConnection, QuicConnectionId
 from aioquic.quic.packet_builder import QuicDeliveryState
 
 UPDATE_FRACTION = 4
@@ -61,6 +62,8 @@ class PacedQuicConnection(QuicConnection):
     """The packet being built once no stream frame fits it any more."""
     closed_locally: bool = False
     """This end began the close (aioquic's own TLS or protocol checks included), not the peer."""
+    cid_tag: int | None = None
+    """A server worker's index (workers.py): every connection ID this end issues starts with it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -84,6 +87,16 @@ class PacedQuicConnection(QuicConnection):
             stream.max_stream_data_local += nbytes
             self._limits_due.add(stream_id)
 
+    def tag_connection_ids(self, worker: int) -> None:
+        """Issue only connection IDs that start with `worker` (a server among workers; workers.py). Call before
+        the connection's first packet: its first ID is replaced, and the later ones are made tagged."""
+        from .workers import tag_cid
+
+        self.cid_tag = worker
+        first = self._host_cids[0]
+        first.cid = tag_cid(worker, len(first.cid))
+        self.host_cid = self._local_initial_source_connection_id = first.cid
+
     def receive_window(self) -> tuple[int, int]:
         """(bytes received, bytes the peer may send in total) at connection level, for tests and stats."""
         return self._local_max_data.used, self._local_max_data.value
@@ -92,6 +105,20 @@ class PacedQuicConnection(QuicConnection):
     def close(self, error_code: int = 0, frame_type: int | None = None, reason_phrase: str = "") -> None:
         self.closed_locally = True
         super().close(error_code=error_code, frame_type=frame_type, reason_phrase=reason_phrase)
+
+    def _replenish_connection_ids(self) -> None:
+        """aioquic's, with the worker tag as the first byte of each new ID (when tagged)."""
+        tag = self.cid_tag
+        if tag is None:
+            super()._replenish_connection_ids()
+            return
+        from .workers import tag_cid
+
+        length = self._configuration.connection_id_length
+        while len(self._host_cids) < min(8, self._remote_active_connection_id_limit):
+            self._host_cids.append(QuicConnectionId(cid=tag_cid(tag, length), sequence_number=self._host_cid_seq,
+                                                    stateless_reset_token=os.urandom(16)))
+            self._host_cid_seq += 1
 
     def _write_connection_limits(self, builder: Any, space: Any) -> None:
         limit, bidi, uni = self._local_max_data, self._local_max_streams_bidi, self._local_max_streams_uni
