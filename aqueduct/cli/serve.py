@@ -23,11 +23,13 @@ import contextlib
 import os
 import signal
 import sys
+from dataclasses import replace
 from typing import Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
 from ..api.endpoints import Server, serve
+from ..quic.settings import TransportSettings
 from ..quic.workers import MAX_WORKERS
 from ._record import add_record_arguments, recorder
 
@@ -49,10 +51,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (default: 127.0.0.1)")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
+    p.add_argument("--max-connections-per-address", type=int, metavar="N",
+                   help="connections one client address may hold (default: the transport settings', 32)")
     p.add_argument("--workers", type=int, default=1,
                    help="processes serving the port (SO_REUSEPORT; default 1; Linux)")
     p.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)  # set for the processes it starts
     p.set_defaults(func=run)
+
+
+def _settings(args: argparse.Namespace) -> TransportSettings:
+    settings = TransportSettings()
+    if args.max_connections_per_address is not None:
+        settings = replace(settings, max_connections_per_address=args.max_connections_per_address)
+    return settings
 
 
 async def _start_workers(args: argparse.Namespace, port: int) -> list[asyncio.subprocess.Process]:
@@ -61,7 +72,9 @@ async def _start_workers(args: argparse.Namespace, port: int) -> list[asyncio.su
     for i in range(1, args.workers):
         cmd = [sys.executable, "-m", "aqueduct", "serve", "--echo", "--host", args.host, "--port", str(port),
                "--cert", args.cert, "--key", args.key, "--grace", str(args.grace), "--workers", str(args.workers),
-               "--worker", str(i), *(["--single-use-tickets"] if args.single_use_tickets else [])]
+               "--worker", str(i), *(["--single-use-tickets"] if args.single_use_tickets else []),
+               *([] if args.max_connections_per_address is None
+                 else ["--max-connections-per-address", str(args.max_connections_per_address)])]
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
         procs.append(proc)
         assert proc.stdout is not None
@@ -94,7 +107,7 @@ async def _main(args: argparse.Namespace, record: object) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
                      single_use_tickets=args.single_use_tickets, record=record,
                      metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port),
-                     workers=args.workers, worker=args.worker) as server:
+                     workers=args.workers, worker=args.worker, settings=_settings(args)) as server:
         drained: list[asyncio.Task[None]] = []
         host, port = server.address
         others = await _start_workers(args, port) if args.worker == 0 else []
