@@ -11,8 +11,9 @@ recording is sealed.
 process is worker 0; it binds the port, then starts workers 1..N-1 (the same
 command with `--worker I`), waits until each listens, prints `listening on`
 and then one `workers: ...` line with their pids. It relays their lines,
-passes SIGTERM on (each drains), and ends them when it ends. `--record` and
-`--metrics-port` are per process, so they are refused with `--workers`.
+passes SIGTERM on (each drains), and ends them when it ends. `--record`,
+`--metrics-port` and `--otlp-endpoint` are per process, so they are refused
+with `--workers`.
 """
 
 from __future__ import annotations
@@ -24,14 +25,18 @@ import os
 import signal
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
 from ..api.endpoints import Server, serve
+from ..metrics import Metrics
 from ..quic.settings import TransportSettings
 from ..quic.workers import MAX_WORKERS
 from ._record import add_record_arguments, recorder
+
+if TYPE_CHECKING:
+    from ..metrics_otel import OtlpExport
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -49,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--metrics-port", type=int, metavar="P",
                    help="serve Prometheus metrics on http://HOST:P/metrics (HOST: --metrics-host; 0: pick a port)")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (default: 127.0.0.1)")
+    p.add_argument("--otlp-endpoint", metavar="URL",
+                   help="also push the metrics over OTLP/HTTP to URL, e.g. http://127.0.0.1:4318/v1/metrics "
+                        "(the otel extra)")
+    p.add_argument("--otlp-interval", type=float, default=10.0, metavar="S",
+                   help="seconds between OTLP exports (default: 10)")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
     p.add_argument("--max-connections-per-address", type=int, metavar="N",
@@ -104,48 +114,70 @@ async def _stop_workers(procs: list[asyncio.subprocess.Process], relays: list[as
 
 
 async def _main(args: argparse.Namespace, record: object) -> None:
+    metrics: Any = None if args.metrics_port is None else (args.metrics_host, args.metrics_port)
+    if args.otlp_endpoint is not None:
+        import opentelemetry.sdk  # noqa: F401  (before the server starts: a missing extra says so at once)
+
+        if metrics is None:
+            metrics = Metrics()
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets, record=record,
-                     metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port),
+                     single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
                      workers=args.workers, worker=args.worker, settings=_settings(args)) as server:
-        drained: list[asyncio.Task[None]] = []
-        host, port = server.address
-        others = await _start_workers(args, port) if args.worker == 0 else []
-        relays = [asyncio.ensure_future(_relay(proc, i + 1)) for i, proc in enumerate(others)]
+        export: OtlpExport | None = None
+        if args.otlp_endpoint is not None:
+            from ..metrics_otel import export_otlp
 
-        def on_sigterm() -> None:
-            if not drained:
-                print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
-                for proc in others:
-                    with contextlib.suppress(ProcessLookupError):
-                        proc.send_signal(signal.SIGTERM)
-                drained.append(asyncio.ensure_future(server.drain(args.grace)))
-
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
-        print(f"listening on {host}:{port}", flush=True)
-        if others:
-            print(f"workers: {args.workers} processes sharing the port, pids "
-                  f"{', '.join(str(p) for p in [os.getpid(), *(proc.pid for proc in others)])}", flush=True)
+            export = export_otlp(server.metrics, args.otlp_endpoint, interval=args.otlp_interval)
         try:
-            await _serve_connections(server, drained)
+            await _serve(server, args)
         finally:
-            await _stop_workers(others, relays)
+            if export is not None:
+                await export.close()
 
 
-async def _serve_connections(server: Server[Any], drained: list[asyncio.Task[None]]) -> None:
+async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
+    drained: list[asyncio.Task[None]] = []
+    host, port = server.address
+    others = await _start_workers(args, port) if args.worker == 0 else []
+    relays = [asyncio.ensure_future(_relay(proc, i + 1)) for i, proc in enumerate(others)]
+
+    def on_sigterm() -> None:
+        if not drained:
+            print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
+            for proc in others:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+            drained.append(asyncio.ensure_future(server.drain(args.grace)))
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+    print(f"listening on {host}:{port}", flush=True)
+    if others:
+        print(f"workers: {args.workers} processes sharing the port, pids "
+              f"{', '.join(str(p) for p in [os.getpid(), *(proc.pid for proc in others)])}", flush=True)
+    try:
+        await _serve_connections(server, args, drained)
+    finally:
+        await _stop_workers(others, relays)
+
+
+async def _serve_connections(server: Server[Any], args: argparse.Namespace,
+                             drained: list[asyncio.Task[None]]) -> None:
     """Accept and serve connections (the echo rule) until the server stops accepting."""
     if server.metrics_address is not None:
         print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
+    if args.otlp_endpoint is not None:
+        print(f"metrics pushed over OTLP to {args.otlp_endpoint} every {args.otlp_interval:g} s", flush=True)
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(conn: object) -> None:
         from ..api.connection import Connection
 
         assert isinstance(conn, Connection)
-        peer = conn.peer_address or "?"
+        peer = conn.peer_address
+        where = f"{peer[0]}:{peer[1]}" if peer is not None else "an unknown address"
         n = await echo_connection(conn)
         ev = await conn.wait_closed()
-        print(f"connection from {peer[0]}:{peer[1]} ended: {n} entrypoint messages, "
+        print(f"connection from {where} ended: {n} entrypoint messages, "
               f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
               f"close code {ev.error_code}", flush=True)
 
@@ -163,8 +195,10 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.workers <= MAX_WORKERS or not 0 <= args.worker < args.workers:
         print(f"aqueduct serve: --workers must be 1 to {MAX_WORKERS}", file=sys.stderr)
         return 2
-    if args.workers > 1 and (args.record is not None or args.metrics_port is not None):
-        print("aqueduct serve: --record and --metrics-port serve one process: not with --workers", file=sys.stderr)
+    if args.workers > 1 and (args.record is not None or args.metrics_port is not None
+                             or args.otlp_endpoint is not None):
+        print("aqueduct serve: --record, --metrics-port and --otlp-endpoint serve one process: not with --workers",
+              file=sys.stderr)
         return 2
     rec = recorder(args)
     try:
