@@ -133,19 +133,24 @@ async def handshake_rate(open_one: Opener, window: float, concurrency: int) -> f
 Close = Callable[[], Awaitable[None]]
 
 
-async def open_many(open_one: Opener, count: int, concurrency: int = CONCURRENCY) -> list[Close]:
-    """Open `count` connections, `concurrency` at a time; their closes."""
+async def open_many(open_one: Opener, count: int, concurrency: int = CONCURRENCY) -> tuple[list[Close], int]:
+    """Try to open `count` connections, `concurrency` at a time; (their closes, attempts that failed). A
+    failed attempt (no answer in time: the server or the machine is saturated) is counted, not retried."""
     closes: list[Close] = []
+    failed = 0
     left = count
 
     async def worker() -> None:
-        nonlocal left
+        nonlocal left, failed
         while left > 0:
             left -= 1
-            closes.append(await open_one())
+            try:
+                closes.append(await open_one())
+            except (aqueduct.AqueductError, OSError, TimeoutError, ConnectionError):
+                failed += 1
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, count))))
-    return closes
+    return closes, failed
 
 
 async def echo_p50(kind: str, port: int, ca: Path, window: float) -> tuple[float, float]:
@@ -187,7 +192,7 @@ async def measure(certs: Any, window: float, rounds: int, idle: int,
             before = await peer.memory()
             progress(f"connections: {kind} opening {idle:,} idle connections")
             started = time.perf_counter()
-            closes = await open_many(opener(kind, peer.port, certs.ca), idle)
+            closes, failed = await open_many(opener(kind, peer.port, certs.ca), idle)
             opened_in = time.perf_counter() - started
             after = await peer.memory()
             held = after["connections"] - before["connections"]
@@ -197,7 +202,7 @@ async def measure(certs: Any, window: float, rounds: int, idle: int,
             record(name, "rtt_idle_server", idle_rtt)
             record(name, "rtt_loaded", loaded_rtt)
             record(name, "connect_loaded", loaded_connect_ms)
-            holds[kind] = {"asked": idle, "held": held, "opened_seconds": opened_in,
+            holds[kind] = {"asked": idle, "held": held, "failed": failed, "opened_seconds": opened_in,
                            "connect_ms_idle_server": connect_ms}
             progress(f"connections: {kind} closing {len(closes):,}")
             for i in range(0, len(closes), 256):
