@@ -27,7 +27,7 @@ from aioquic.quic.packet import QuicPacketType, pull_quic_header
 
 from ..wire.errors import CloseCode
 from .drain import drain, drainable_socket
-from .protocol import AqueductProtocol
+from .protocol import AqueductProtocol, Burst
 from .settings import TransportSettings
 from .workers import WorkerGroup
 
@@ -50,8 +50,9 @@ class LimitedQuicServer(QuicServer):
         self.accepting = True
         """False once the server drains: every new connection is dropped (and counted in `refused`)."""
         self.start_timeouts = 0
-        self._drain_sock: socket.socket | None = None
         """Connections closed for not finishing start-up within handshake_timeout."""
+        self._drain_sock: socket.socket | None = None
+        self._burst = Burst()
 
     @property
     def live(self) -> int:
@@ -69,10 +70,16 @@ class LimitedQuicServer(QuicServer):
         self._drain_sock = drainable_socket(transport)
 
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
-        """One datagram, then whatever else the socket holds (drain.py): one loop turn per burst."""
-        self._one_datagram(data, addr)
-        if self._drain_sock is not None:
-            drain(self._drain_sock, self._one_datagram, self.error_received)
+        """One datagram, then whatever else the socket holds (drain.py): one loop turn per burst, and each
+        connection handles the events of its datagrams in the burst once, after the last (Burst)."""
+        burst = self._burst
+        burst.open = True
+        try:
+            self._one_datagram(data, addr)
+            if self._drain_sock is not None:
+                drain(self._drain_sock, self._one_datagram, self.error_received)
+        finally:
+            burst.close()
 
     def _one_datagram(self, data: bytes | str, addr: Any) -> None:
         assert isinstance(data, bytes)
@@ -130,6 +137,7 @@ class LimitedQuicServer(QuicServer):
                 self.per_address.pop(host, None)
 
         if isinstance(protocol, AqueductProtocol):
+            protocol.burst = self._burst
             protocol.terminated.add_done_callback(release)
         return protocol
 

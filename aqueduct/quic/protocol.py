@@ -86,6 +86,25 @@ def paced_engine_config(config: EngineConfig, settings: TransportSettings, datag
     )
 
 
+class Burst:
+    """The datagrams one server socket read in one readiness event: while `open`, a connection given one only
+    feeds it to aioquic and joins; when the burst ends each joined connection handles its events and
+    transmits once (as a client does for its own socket's bursts, drain.py)."""
+
+    __slots__ = ("joined", "open")
+
+    def __init__(self) -> None:
+        self.open = False
+        self.joined: dict[AqueductProtocol, None] = {}
+
+    def close(self) -> None:
+        """The burst ended: each connection that got datagrams in it handles their events now, in order."""
+        self.open = False
+        joined, self.joined = self.joined, {}
+        for protocol in joined:
+            protocol.end_burst()
+
+
 def _is_tls_alert(code: int) -> bool:
     """A QUIC CRYPTO_ERROR: a TLS alert (RFC 9001 section 4.8)."""
     return QuicErrorCode.CRYPTO_ERROR <= code < QuicErrorCode.CRYPTO_ERROR + 256
@@ -147,6 +166,8 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._held_bytes = 0
         self._wrote = False  # the application wrote since the last transmit: its packet carries any pending ACK
         self._unsent = 0  # bytes written since the last transmit (TRANSMIT_EARLY)
+        self.burst: Burst | None = None
+        """A server connection's: the server's record of the datagram burst it is handing over (limits.py)."""
         self.stream_writes = 0
         """Stream writes handed over so far: while it stands still no stream's unacked bytes can grow, so a
         `send_blocked` that was false stays false (acks only shrink them); see Connection.send."""
@@ -347,8 +368,17 @@ class AqueductProtocol(QuicConnectionProtocol):
         the same packets as aioquic's ACKs instead of one packet (and one wake-up of the peer) each.
         """
         self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
+        burst = self.burst
+        if burst is not None and burst.open:  # a server's burst: events once, after its last datagram
+            burst.joined[self] = None
+            return
         if self._drain_sock is not None:  # a client reads the rest of a burst now too (drain.py)
             drain(self._drain_sock, self._receive_more, self.error_received)
+        self._process_events()
+        self._transmit_soon()
+
+    def end_burst(self) -> None:
+        """The server handed over the last datagram of a burst that had some for this connection."""
         self._process_events()
         self._transmit_soon()
 
