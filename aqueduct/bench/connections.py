@@ -11,11 +11,11 @@ its own. For each kind, in alternating rounds:
 - handshakes/s, 32 concurrent: the same with 32 clients at once.
 
 Then, per kind, in a fresh server process: the round-trip p50 of 64 B echoes on a fresh connection to the
-idle server; then `idle` connections opened (32 at a time) and held; the server's RSS growth divided by the
-connections it holds (its memory per idle connection); then a new connection's connect time and echo
-p50 while the server holds them all. Aqueduct's idle clients keep their connections alive with their
-keep-alive PINGs (default every 10 s), raw aioquic's with a long idle timeout: each as its users would
-run it.
+idle server; then `idle` connections opened (32 at a time, none started after `idle_budget` seconds) and
+held; the server's RSS growth divided by the connections it holds (its memory per idle connection); then
+a new connection's connect time and echo p50 while the server holds them all. Aqueduct's idle clients
+keep their connections alive with their keep-alive PINGs (default every 10 s), raw aioquic's with a long
+idle timeout: each as its users would run it.
 """
 
 from __future__ import annotations
@@ -133,16 +133,19 @@ async def handshake_rate(open_one: Opener, window: float, concurrency: int) -> f
 Close = Callable[[], Awaitable[None]]
 
 
-async def open_many(open_one: Opener, count: int, concurrency: int = CONCURRENCY) -> tuple[list[Close], int]:
-    """Try to open `count` connections, `concurrency` at a time; (their closes, attempts that failed). A
-    failed attempt (no answer in time: the server or the machine is saturated) is counted, not retried."""
+async def open_many(open_one: Opener, count: int, concurrency: int = CONCURRENCY,
+                    budget: float = float("inf")) -> tuple[list[Close], int]:
+    """Try to open `count` connections, `concurrency` at a time, starting no new one after `budget` seconds;
+    (their closes, attempts that failed). A failed attempt (no answer in time: the server or the machine is
+    saturated) is counted, not retried."""
     closes: list[Close] = []
     failed = 0
     left = count
+    deadline = time.perf_counter() + budget
 
     async def worker() -> None:
         nonlocal left, failed
-        while left > 0:
+        while left > 0 and time.perf_counter() < deadline:
             left -= 1
             try:
                 closes.append(await open_one())
@@ -168,7 +171,8 @@ async def echo_p50(kind: str, port: int, ca: Path, window: float) -> tuple[float
 
 
 async def measure(certs: Any, window: float, rounds: int, idle: int,
-                  record: Callable[[str, str, float], None], progress: Callable[[str], None]) -> dict[str, Any]:
+                  record: Callable[[str, str, float], None], progress: Callable[[str], None],
+                  idle_budget: float = float("inf")) -> dict[str, Any]:
     """Every connection row; `record(transport, workload, value)` takes each sample. Returns the hold facts."""
     peers = {kind: ConnectionPeer(kind, certs.cert, certs.key) for kind in KINDS}
     try:
@@ -192,7 +196,7 @@ async def measure(certs: Any, window: float, rounds: int, idle: int,
             before = await peer.memory()
             progress(f"connections: {kind} opening {idle:,} idle connections")
             started = time.perf_counter()
-            closes, failed = await open_many(opener(kind, peer.port, certs.ca), idle)
+            closes, failed = await open_many(opener(kind, peer.port, certs.ca), idle, budget=idle_budget)
             opened_in = time.perf_counter() - started
             after = await peer.memory()
             held = after["connections"] - before["connections"]

@@ -135,6 +135,8 @@ class Options:
     """Seconds per handshake-rate measurement and per echo-p50 measurement of the connection rows."""
     idle: int = 10_000
     """Idle connections the connection rows hold (0: skip the memory and loaded-server rows)."""
+    idle_budget: float = 180.0
+    """Seconds each kind may spend opening them (a loaded machine opens fewer: the table says how many)."""
 
 
 @dataclass
@@ -312,7 +314,8 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                     results.samples.setdefault(transport, {}).setdefault(key, []).append(value)
 
                 results.connections = await connections.measure(
-                    certs, opts.connection_window, opts.rounds, opts.idle, record_connection, progress)
+                    certs, opts.connection_window, opts.rounds, opts.idle, record_connection, progress,
+                    opts.idle_budget)
         finally:
             for p in (proc, fast_proc):
                 if p is not None:

@@ -36,6 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--connections", action="store_true",
                    help="also measure handshakes/s, memory per idle connection and echo with --idle connections held")
     p.add_argument("--idle", type=int, default=10_000, help="idle connections held by --connections (default 10000)")
+    p.add_argument("--idle-budget", type=float, default=180.0,
+                   help="seconds each kind may spend opening the --idle connections (default 180)")
     p.add_argument("--connection-window", type=float, default=1.0,
                    help="seconds per handshake-rate and echo measurement of --connections")
     p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
@@ -74,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
                    only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves,
-                   connections=args.connections, idle=args.idle, connection_window=args.connection_window)
+                   connections=args.connections, idle=args.idle, connection_window=args.connection_window,
+                   idle_budget=args.idle_budget)
 
     def progress(line: str) -> None:
         if not args.quiet:
