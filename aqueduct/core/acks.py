@@ -208,6 +208,16 @@ class ReceiveAcks:
         return self.done_prefix >= self.finish_count and self.decided_end() >= self.declared
 
 
+def settle_fresh(next_rel: int, next_unrel: int) -> list[Run]:
+    """What `SendAcks().settle_all(next_rel, next_unrel)` returns, without a ledger."""
+    runs: list[Run] = []
+    if next_rel > 0:
+        runs.append((True, 0, next_rel))
+    if next_unrel > 0:
+        runs.append((False, 0, next_unrel))
+    return runs
+
+
 @dataclass(slots=True)
 class SendAcks:
     """The ack/nack ledger of one sender (numbers are sent by the Sender: `next_rel`, `next_unrel`)."""

@@ -94,7 +94,7 @@ class Intake:
         else:
             r = found  # a receiver exists only for channels flowing to us
         n = m.number
-        acks = r.acks
+        acks = r.acks or r.ledger()
         if reliable:
             if acks.has_reliable(n):
                 raise ProtocolError(f"reliable message {n} on channel {channel} received twice")
@@ -148,7 +148,7 @@ class Intake:
         r = self._rx_of.get(channel)
         if r is None:
             return False
-        acks = r.acks
+        acks = r.acks or r.ledger()
         if (
             n != acks.done_prefix
             or r.state is not _ROPEN
@@ -184,7 +184,7 @@ class Intake:
         r = self._rx_of.get(channel)
         if r is None:
             return False
-        acks = r.acks
+        acks = r.acks or r.ledger()
         if r.state is not _ROPEN or r.oneshot or acks.finish_count is not None:
             return False
         start = acks.unrel_start
@@ -214,7 +214,7 @@ class Intake:
         """Queue the plain reliable messages `first`, `first`+1, ... of stream `rec` (wire `sizes`; the first's
         credit is less `rec.pre`) as `on_message` would one by one, while `r` is open, they are next in order and
         its queue has room; return how many were queued (0: nothing changed, the general path takes them)."""
-        acks = r.acks
+        acks = r.acks or r.ledger()
         if r.state is not _ROPEN or first != acks.done_prefix or acks.finish_count is not None or acks.rel_done:
             return 0
         queue = r.queue

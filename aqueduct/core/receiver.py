@@ -62,7 +62,8 @@ class Receiver:
     ctrl_open: bool = False
     queue: MessageQueue | None = None
     """Messages waiting for the application (allocated with the first; an idle channel holds none)."""
-    acks: ReceiveAcks = field(default_factory=ReceiveAcks)
+    acks: ReceiveAcks | None = None
+    """The ack ledger (allocated with the first message or control frame; an idle channel holds none)."""
     close_reason: EndReason | None = None
     """Why the receiver is closing, in CLOSE_WAIT."""
     app_dropped: bool = False
@@ -78,6 +79,13 @@ class Receiver:
     def move(self, to: RState) -> None:
         """Change state, as TRANSITIONS allows (else IllegalTransition)."""
         self.state = checked(TRANSITIONS, f"receiver {self.handle}", self.state, to)
+
+    def ledger(self) -> ReceiveAcks:
+        """The ack ledger, allocated if this is its first use."""
+        acks = self.acks
+        if acks is None:
+            acks = self.acks = ReceiveAcks()
+        return acks
 
     @property
     def queue_bytes(self) -> int:

@@ -116,10 +116,10 @@ class Receivers:
             if not frame.count:
                 return
             ctx, config = self._ctx, self._config
-            r.acks.declare(frame.count, ctx.now + max(config.nack_timeout, 2 * ctx.rtt), config.ack_delay)
+            r.ledger().declare(frame.count, ctx.now + max(config.nack_timeout, 2 * ctx.rtt), config.ack_delay)
             self.schedule(r)
         elif isinstance(frame, FinishSender):
-            r.acks.finish(frame.reliable_count)
+            r.ledger().finish(frame.reliable_count)
             r.move(RState.FINISHING)
             self.check_finished(r)
         else:
@@ -142,6 +142,9 @@ class Receivers:
             self._timers.cancel(key)
             return
         acks = r.acks
+        if acks is None:  # nothing received, nothing declared: nothing owed
+            self._timers.cancel(key)
+            return
         when: float | None = None
         if acks.owed():
             when = acks.ack_due if acks.ack_due is not None else self._ctx.now
@@ -158,16 +161,15 @@ class Receivers:
         r = self._receivers.get(handle)
         if r is None or r.state is _GONE or not r.ctrl_open:
             return
-        acks = r.acks
-        nacked = acks.nacks_due(self._ctx.now)
-        if nacked or (acks.ack_due is not None and acks.ack_due <= self._ctx.now):
+        acks, now = r.acks, self._ctx.now
+        if acks is not None and (acks.nacks_due(now) or (acks.ack_due is not None and acks.ack_due <= now)):
             self._flush_acks(r)
         if r.state is RState.FINISHING:
             self.check_finished(r)
         self.schedule(r)
 
     def _flush_acks(self, r: Receiver) -> None:
-        assert r.ctrl is not None
+        assert r.ctrl is not None and r.acks is not None
         acks = r.acks
         frames: list[bytes] = []
         rel = acks.take_ack_reliable()
@@ -182,7 +184,7 @@ class Receivers:
 
     def check_finished(self, r: Receiver) -> None:
         """Finishing: once every message is accounted for, close with FINISHED."""
-        if r.state is RState.FINISHING and r.acks.all_accounted():
+        if r.state is RState.FINISHING and r.acks is not None and r.acks.all_accounted():
             self.close(r, EndReason.FINISHED)
 
     # ---- closing ----
@@ -197,7 +199,7 @@ class Receivers:
                 r.move(RState.CLOSE_WAIT)
             r.close_reason = reason
             return
-        acks = r.acks
+        acks = r.ledger()
         frames: list[bytes] = []
         unrel = acks.take_acknack(max(acks.unrel_received.max_stop(), acks.unrel_start))
         if unrel:

@@ -20,7 +20,7 @@ from enum import Enum
 
 from ..errors import EndReason
 from ..wire.channel_id import ChannelId
-from .acks import SendAcks
+from .acks import Run, SendAcks, settle_fresh
 from .transitions import checked
 
 
@@ -60,8 +60,8 @@ class Sender:
     """Our direction of the control stream can still be written."""
     next_rel: int = 0
     next_unrel: int = 0
-    acks: SendAcks = field(default_factory=SendAcks)
-    """What the receiver acked and nacked (acks.py)."""
+    acks: SendAcks | None = None
+    """What the receiver acked and nacked (acks.py; allocated with the first use: an idle channel holds none)."""
     undeclared: int = 0
     ordered_sid: int | None = None
     unordered_sids: dict[int, int] | None = None
@@ -83,6 +83,21 @@ class Sender:
     def move(self, to: SState) -> None:
         """Change state, as TRANSITIONS allows (else IllegalTransition)."""
         self.state = checked(TRANSITIONS, f"sender {self.handle}", self.state, to)
+
+    def settle_all(self) -> list[Run]:
+        """Every message not yet acked or nacked, now counted as nacked (SendAcks.settle_all; a sender that
+        never had a ledger settles without allocating one: it ends right after)."""
+        acks = self.acks
+        if acks is None:
+            return settle_fresh(self.next_rel, self.next_unrel)
+        return acks.settle_all(self.next_rel, self.next_unrel)
+
+    def ledger(self) -> SendAcks:
+        """The ack ledger, allocated if this is its first use."""
+        acks = self.acks
+        if acks is None:
+            acks = self.acks = SendAcks()
+        return acks
 
     @property
     def can_send(self) -> bool:

@@ -325,18 +325,21 @@ class Senders:
         if s.state is _GONE:
             return
         if isinstance(frame, AckReliable):
-            for a, b in s.acks.ack_reliable(frame.ranges, s.next_rel, s.channel):
+            for a, b in s.ledger().ack_reliable(frame.ranges, s.next_rel, s.channel):
                 self._report(s, True, True, a, b)
         elif isinstance(frame, AckNackUnreliable):
-            for a, b, positive in s.acks.acknack_unreliable(frame.ranges, s.next_unrel, s.channel):
+            if not frame.ranges:  # (the receiver's first frame: nothing to apply)
+                return
+            for a, b, positive in s.ledger().acknack_unreliable(frame.ranges, s.next_unrel, s.channel):
                 self._report(s, positive, False, a, b)
         elif isinstance(frame, CloseReceiver):
-            acks, nacks = s.acks.close_receiver(frame.ranges, s.next_rel, s.channel)
+            ledger = s.ledger()
+            acks, nacks = ledger.close_receiver(frame.ranges, s.next_rel, s.channel)
             for a, b in acks:
                 self._report(s, True, True, a, b)
             for a, b in nacks:
                 self._report(s, False, True, a, b)
-            rest = s.acks.settle_unreliable(s.next_unrel)
+            rest = ledger.settle_unreliable(s.next_unrel)
             if rest is not None:
                 self._report(s, False, *rest)
             reason = _END_ON_CLOSE.get(s.state, EndReason.RECEIVER_DROPPED)
@@ -353,7 +356,7 @@ class Senders:
         """The receiver reset its direction: 'lost' (or 'cancelled') ends the sender, open messages nacked."""
         if s.state is _GONE:
             return
-        for reliable, first, stop in s.acks.settle_all(s.next_rel, s.next_unrel):
+        for reliable, first, stop in s.settle_all():
             self._report(s, False, reliable, first, stop)
         self.reset_message_streams(s, ResetCode.LOST)
         if s.ctrl is not None and s.ctrl_open:
@@ -404,7 +407,7 @@ class Senders:
     def lose(self, s: Sender) -> None:
         """Cascading loss on a live sender: its node is already gone, so its messages' links are walked by
         the cascade itself; only report, reset and end here (the hot path of a 10,000-deep cascade)."""
-        runs = s.acks.settle_all(s.next_rel, s.next_unrel)
+        runs = s.settle_all()
         if s.exposed:
             h = s.handle
             for reliable, first, stop in runs:

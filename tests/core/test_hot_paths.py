@@ -253,7 +253,7 @@ class _PlainChecked(Engine):
 
     def _checked(self, result: _T) -> _T:
         for r in list(self._receivers.values()):
-            if r.state is RState.GONE or (r.acks.owed() and r.acks.ack_due is None):
+            if r.state is RState.GONE or (r.acks is not None and r.acks.owed() and r.acks.ack_due is None):
                 continue  # gone, or due "now" (a time that moves): nothing fixed to compare
             key = ("rx", r.handle)
             armed = self._timers.armed_at(key)
