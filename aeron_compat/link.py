@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aqueduct.api import Connection, Receiver, Sender
+from aqueduct.api.connection import link_of
 from aqueduct.errors import AqueductError
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
@@ -46,11 +47,8 @@ def dev_certs(directory: Path | None = None) -> DevCerts:
 
 def peer_of(conn: Connection[Any]) -> str:
     """The peer's UDP address as host:port."""
-    with contextlib.suppress(AttributeError, IndexError):
-        addr = conn.protocol.quic._network_paths[0].addr
-        host = addr[0].removeprefix("::ffff:")
-        return f"{host}:{addr[1]}"
-    return "unknown:0"
+    addr = conn.peer_address
+    return f"{addr[0]}:{addr[1]}" if addr is not None else "unknown:0"
 
 
 class Link:
@@ -68,7 +66,7 @@ class Link:
     @property
     def datagram_limit(self) -> int:
         """Largest unreliable message on this connection."""
-        return int(self.conn.protocol.datagram_payload_limit)
+        return int(link_of(self.conn).protocol.datagram_payload_limit)
 
     def send_ctl(self, msg: dict[str, Any]) -> None:
         """Queue a control message (loop)."""

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 import aqueduct
+from aqueduct.api.connection import link_of
 from aqueduct.bench.clients import WaitableTickets
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
@@ -40,7 +41,7 @@ async def one(url: str, certs: DevCerts, store: WaitableTickets | None) -> tuple
     await conn.entrypoint.send(aqueduct.RawMessage(b"hello", [reply_tx]))
     await reply_rx.recv()
     echo_ms = (time.perf_counter() - start) * 1000
-    handshake = await conn.protocol.handshake  # done by now: the echo needed it
+    handshake = await link_of(conn).protocol.handshake  # done by now: the echo needed it
     if store is not None:  # keep the connection until its ticket arrived (it can trail a fast 0-RTT echo)
         await asyncio.wait_for(store.arrived.wait(), 5)
     await conn.close()

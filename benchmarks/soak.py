@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import aqueduct
+from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.quic.settings import TransportSettings
 from aqueduct.reliability.impair import Impairment, ImpairProxy
@@ -58,12 +59,12 @@ def engine_totals(conns: list[aqueduct.Connection]) -> dict[str, int]:
 
 def transport_state(conn: aqueduct.Connection) -> dict[str, Any]:
     """Engine and QUIC stream state of a connection, printed when something hangs."""
-    q: Any = conn.protocol.quic
-    return {"side": conn.protocol.side.name, "closed": conn.is_closed,
-            "engine": None if conn.is_closed else conn.engine.state_sizes(),
+    q: Any = link_of(conn).protocol.quic
+    return {"side": link_of(conn).protocol.side.name, "closed": conn.is_closed,
+            "engine": None if conn.is_closed else link_of(conn).engine.state_sizes(),
             "quic_streams": len(q._streams), "blocked_bidi": len(q._streams_blocked_bidi),
             "blocked_uni": len(q._streams_blocked_uni), "remote_max_bidi": q._remote_max_streams_bidi,
-            "remote_max_uni": q._remote_max_streams_uni, "unacked": conn.protocol.unacked_total(),
+            "remote_max_uni": q._remote_max_streams_uni, "unacked": link_of(conn).protocol.unacked_total(),
             "datagrams_pending": len(q._datagrams_pending)}
 
 

@@ -29,8 +29,9 @@ from ..quic.settings import TransportSettings
 from ..quic.tickets import ClientTicketStore, ServerTicketStore
 from ..wire.errors import CloseCode
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
-from .connection import Connection
+from .connection import Connection, link_of
 from .halves import Receiver, Sender
+from .link import ConnectionLink
 from .schema import SCHEMA_HEADER, SchemaCheck, canonical
 
 if TYPE_CHECKING:
@@ -160,17 +161,18 @@ async def _connect(
         host, port, headers=_headers(headers, codec, schema), settings=settings, engine_config=engine_config, ca=ca,
         fingerprint=fingerprint, server_name=server_name, tickets=tickets,
     )
-    conn: Connection[Any] = Connection(protocol, codec, entrypoint, schema, schema_check)
+    link = ConnectionLink(protocol, codec, entrypoint, schema, schema_check)
+    conn: Connection[Any] = Connection(link)
     if record is not None:
         from ..recording.hook import record_connection
 
-        record_connection(conn, record)
+        record_connection(link, record)
     if early_data and protocol.early_data_attempted:
         return conn
     try:
         async with asyncio.timeout(connect_timeout):
             await asyncio.shield(protocol.handshake)
-            await asyncio.shield(conn.ready)
+            await asyncio.shield(link.ready)
     except TimeoutError:
         protocol.close_connection(0, "connect timeout")
         raise ConnectError(f"no answer from {host}:{port} within {connect_timeout} s") from None
@@ -205,21 +207,22 @@ class Server(Generic[C]):
         """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
-        conn: Connection[C] = Connection(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
+        link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
+        conn: Connection[C] = Connection(link)
         if self.recorder is not None:
             from ..recording.hook import ConnectionRecording
 
-            ConnectionRecording(conn, self.recorder)
+            ConnectionRecording(link, self.recorder)
         if self.metrics is not None:
-            self.metrics.track(conn, accepted=True)
+            self.metrics.track(link, accepted=True)
         self.connections.add(conn)
-        conn.closed.add_done_callback(lambda _: self.connections.discard(conn))
+        link.closed.add_done_callback(lambda _: self.connections.discard(conn))
 
-        def ready(fut: asyncio.Future[Connection[C]]) -> None:
+        def ready(fut: asyncio.Future[ConnectionLink]) -> None:
             if not fut.cancelled() and fut.exception() is None:
                 self._queue.put_nowait(conn)
 
-        conn.ready.add_done_callback(ready)
+        link.ready.add_done_callback(ready)
 
     async def accept(self) -> Connection[C]:
         """The next connection whose client headers arrived (ConnectionLost once the server is closed)."""
@@ -269,7 +272,7 @@ def _idle(conn: Connection[Any]) -> bool:
     """Nothing but (at most) the client's entrypoint is open on this server connection."""
     if conn.is_closed:
         return True
-    senders, receivers = conn.engine.live_halves()
+    senders, receivers = link_of(conn).engine.live_halves()
     return senders == 0 and receivers <= 1
 
 

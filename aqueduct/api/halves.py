@@ -9,7 +9,7 @@ becomes unusable. A receiver keeps what was already queued in its pipe and
 returns it first; a sender's queued-but-unread messages are forwarded onto
 the network channel. A half that is already networked (bound to another
 channel) is forwarded by a relay task instead. A networked receiver reads
-from a small deque its connection fills a batch at a time (Connection.fill).
+from a small deque its connection fills a batch at a time (ConnectionLink.fill).
 
 Typed channels: `channel(T)` gives both halves the spec of T (validation.py). A typed Sender checks each
 value before it is queued or sent (ValidationError, nothing sent) and hands the codec its builtins; a
@@ -481,7 +481,7 @@ class Receiver(_Half, Generic[T]):
     def __init__(self) -> None:
         super().__init__()
         self._buf: deque[Prefetched] = deque()
-        """Messages a networked receiver took from the engine ahead of the application (Connection.fill)."""
+        """Messages a networked receiver took from the engine ahead of the application (ConnectionLink.fill)."""
         self.on_invalid: OnInvalid = "raise"
         """What a received message that does not fit the channel's type does: ValidationError from `recv`
         ("raise"), nothing ("drop": skipped), or ValidationError after closing this receiver ("close")."""

@@ -28,6 +28,7 @@ from aioquic.tls import SessionTicket
 
 import aqueduct
 from aeron_compat.stream.aio import StreamConnection, StreamEndpoint
+from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 
 from .framing import Deframer, frame
@@ -230,7 +231,7 @@ class AqueductClient:
         await conn.entrypoint.send(pack(self.codec, PING, [reply_tx]))
         await reply_rx.recv()
         took = time.perf_counter() - start
-        handshake = await conn.protocol.handshake
+        handshake = await link_of(conn).protocol.handshake
         if tickets is not None:
             await asyncio.wait_for(tickets.arrived.wait(), 5)
         await conn.close()

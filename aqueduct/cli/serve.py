@@ -63,7 +63,7 @@ async def _main(args: argparse.Namespace, record: object) -> None:
             from ..api.connection import Connection
 
             assert isinstance(conn, Connection)
-            peer = conn.protocol._quic._network_paths[0].addr if conn.protocol._quic._network_paths else "?"
+            peer = conn.peer_address or "?"
             n = await echo_connection(conn)
             ev = await conn.wait_closed()
             print(f"connection from {peer[0]}:{peer[1]} ended: {n} entrypoint messages, "

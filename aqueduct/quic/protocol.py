@@ -157,6 +157,25 @@ class AqueductProtocol(QuicConnectionProtocol):
         assert isinstance(self._quic, PacedQuicConnection)
         return self._quic
 
+    @property
+    def peer_address(self) -> tuple[str, int] | None:
+        """The peer's address on the current network path ((host, port), IPv4-mapped prefix removed), if known."""
+        paths = self._quic._network_paths
+        if not paths:
+            return None
+        host, port = paths[0].addr[:2]
+        return str(host).removeprefix("::ffff:"), int(port)
+
+    @property
+    def rtt_smoothed(self) -> float:
+        """aioquic's smoothed RTT estimate in seconds."""
+        return float(self._quic._loss._rtt_smoothed)
+
+    @property
+    def rtt_min(self) -> float:
+        """The smallest RTT sample aioquic has seen, in seconds (inf before the first)."""
+        return float(self._quic._loss._rtt_min)
+
     # ---- engine lifecycle ----
     def start_engine(self) -> Engine:
         """Create the engine (client: before connecting; server: once the ClientHello's parameters are known)."""

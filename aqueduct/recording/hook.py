@@ -1,14 +1,14 @@
-"""The glue between an API `Connection` and a `ConnectionTap` (what `record=` switches on).
+"""The glue between an API connection's link and a `ConnectionTap` (what `record=` switches on).
 
-`record_connection(conn, target)` sets `conn.recording`; the Connection
-then calls `on_events` with every batch of engine application events,
+`record_connection(link, target)` sets `link.recording` (api/link.py); the link then calls
+`on_events` with every batch of engine application events,
 `on_sent` after each engine send and `on_received` for each message taken.
 Handles become channel ids through a cache filled as halves are seen, with
 a fall-back look-up in the engine's half tables (a read-only peek at the
 engine's internals: the engine has no public handle-to-channel call). A
 loop timer samples the QUIC connection's stats every `stats_seconds`.
 The engine reports no end for a half the application has dropped, so
-`on_dropped` (called by the Connection as it hands a drop to the engine)
+`on_dropped` (called by the link as it hands a drop to the engine)
 keeps each dropped, not yet ended half and records its end once the
 engine's state shows it (swept after the drop, on each event batch, each
 stats sample and at close). A
@@ -28,20 +28,17 @@ from .quicstats import QuicStatsProbe
 from .recorder import Recorder
 
 if TYPE_CHECKING:
-    from ..api.connection import Connection
+    from ..api.link import ConnectionLink
 
 log = logging.getLogger(__name__)
 
 
-def _peer(conn: Connection[Any]) -> str:
-    paths = getattr(conn.protocol.quic, "_network_paths", None)
-    if not paths:
-        return ""
-    addr = paths[0].addr
-    return f"{addr[0]}:{addr[1]}"
+def _peer(conn: ConnectionLink) -> str:
+    addr = conn.peer_address
+    return f"{addr[0]}:{addr[1]}" if addr is not None else ""
 
 
-def _link(conn: Connection[Any]) -> str | None:
+def _link(conn: ConnectionLink) -> str | None:
     """What both sides of a QUIC connection know alike: the original destination connection id (chosen by the
     client, kept by the server through a retry), as hex. A guarded read of aioquic's connection."""
     cid = getattr(conn.protocol.quic, "_original_destination_connection_id", None)
@@ -51,7 +48,7 @@ def _link(conn: Connection[Any]) -> str | None:
 class ConnectionRecording:
     """Records one API connection through a tap of `recorder`."""
 
-    def __init__(self, conn: Connection[Any], recorder: Recorder, *, owns_recorder: bool = False,
+    def __init__(self, conn: ConnectionLink, recorder: Recorder, *, owns_recorder: bool = False,
                  stats_seconds: float = 1.0) -> None:  # fmt: skip
         """Attach to `conn` (sets `conn.recording`) and start the stats timer."""
         self.recorder = recorder
@@ -170,7 +167,7 @@ def open_recorder(target: str | os.PathLike[str] | Recorder) -> tuple[Recorder, 
     return Recorder(target), True
 
 
-def record_connection(conn: Connection[Any], target: str | os.PathLike[str] | Recorder) -> ConnectionRecording:
+def record_connection(conn: ConnectionLink, target: str | os.PathLike[str] | Recorder) -> ConnectionRecording:
     """Start recording `conn` into `target` (a directory or a Recorder)."""
     recorder, owned = open_recorder(target)
     return ConnectionRecording(conn, recorder, owns_recorder=owned)

@@ -24,8 +24,9 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.connection import Connection
+from ..api.connection import Connection, link_of
 from ..api.halves import Receiver, Sender, channel
+from ..api.link import ConnectionLink
 from ..core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
 from ..errors import ChannelError, EndReason
 
@@ -47,7 +48,7 @@ class ChannelRecord:
     received: list[tuple[int, Delivery, int]] = field(default_factory=list)
     """(seq, delivery, number) in the order the application got them."""
     sender_key: HandleKey | None = None
-    sender_conn: Connection[Any] | None = None
+    sender_conn: ConnectionLink | None = None
     sender_end: EndReason | None = None
     receiver_end: EndReason | None = None
     uncertain: bool = False
@@ -96,14 +97,14 @@ class Ledger:
     def forget_connection(self, conn: Connection[Any]) -> None:
         """Drop every ack record of a finished connection."""
         for table in (self.acks, self.nacks):
-            for k in [k for k in table if k[0] == id(conn)]:
+            for k in [k for k in table if k[0] == id(link_of(conn))]:
                 del table[k]
 
     def tap(self, conn: Connection[Any]) -> None:
         """Record the acks and nacks `conn`'s engine reports, then pass its events on as before."""
-        proto = conn.protocol
+        proto = link_of(conn).protocol
         inner = proto.listener
-        key = id(conn)
+        key = id(link_of(conn))
 
         def listener(events: list[AppEvent]) -> None:
             for ev in events:
@@ -188,7 +189,7 @@ class Ledger:
             bad.append(f"channel {rec.cid}: unreliable acked {sorted(acked_u)} != delivered {sorted(got_u)}")
         self.acks_checked += 1
 
-    async def settle(self, rec: ChannelRecord, conn: Connection[Any], guard: float) -> None:
+    async def settle(self, rec: ChannelRecord, conn: ConnectionLink, guard: float) -> None:
         """Wait (event-driven) until the channel's acks are all in, then check them.
 
         The sender ends when its finish is sent; acks may still be on the way. If the sender's
@@ -298,7 +299,7 @@ class TreeTraffic:
             else:
                 self._forget(rec)
 
-    async def _settle(self, rec: ChannelRecord, conn: Connection[Any]) -> None:
+    async def _settle(self, rec: ChannelRecord, conn: ConnectionLink) -> None:
         try:
             await self.ledger.settle(rec, conn, self.shape.guard)
         finally:
@@ -363,7 +364,7 @@ class TreeTraffic:
                 finally:
                     if rec.sender_key is None and tx._link is not None and tx._handle is not None:
                         rec.sender_key = (id(tx._link), tx._handle)
-                        assert isinstance(tx._link, Connection)
+                        assert isinstance(tx._link, ConnectionLink)
                         rec.sender_conn = tx._link
                 counts[reliable] += 1
                 self.ledger.messages_sent += 1

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from aeron_compat import Aeron, Context, FragmentAssembler, Subscription
+from aqueduct.api.connection import link_of
 
 STREAM = 77
 _ports: dict[int, int] = {}
@@ -255,7 +256,7 @@ def test_lost_connection_makes_images_unavailable_without_end_of_stream(quic: Ca
     assert receive(sub, 1) == [b"before the crash"]
     network = client.driver.network
     (link,) = network.out_links.values()
-    network.call(lambda: link.conn.protocol.close_connection(0, "simulated crash"))
+    network.call(lambda: link_of(link.conn).protocol.close_connection(0, "simulated crash"))
     wait_until(lambda: sub.poll(lambda buf, hdr: None, 10) >= 0 and gone == [False])
     got: list[bytes] = []
 

@@ -10,6 +10,7 @@ import pytest
 from aioquic.tls import Epoch
 
 import aqueduct
+from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.protocol import AqueductProtocol
 from aqueduct.quic.settings import TransportSettings
@@ -29,7 +30,7 @@ async def test_a_reply_is_sent_after_the_task_its_request_woke(certs: DevCerts) 
     in_timer = False
 
     async def handler(conn: aqueduct.Connection) -> None:
-        proto: Any = conn.protocol
+        proto: Any = link_of(conn).protocol
         received, transmit, timer = proto.datagram_received, proto.transmit, proto._handle_timer
 
         def on_datagram(data: bytes, addr: Any) -> None:
@@ -83,7 +84,7 @@ async def test_the_connection_bound_is_exact_though_its_count_is_only_an_upper_b
         running(certs, handler) as (url, _server),
         aqueduct.connect(url, ca=certs.ca, settings=settings) as conn,
     ):
-        p = conn.protocol
+        p = link_of(conn).protocol
         sent = 0
         with pytest.raises(aqueduct.WouldBlock):
             while True:  # one loop turn: no packet is processed, only our writes move the count
@@ -106,7 +107,7 @@ async def test_an_answer_carries_the_ack_of_its_request(certs: DevCerts) -> None
     requests: each answer must carry one, so no packet the client sent up to its request is still unacked."""
 
     async def handler(conn: aqueduct.Connection) -> None:
-        conn.protocol.quic._ack_delay = 3600.0
+        link_of(conn).protocol.quic._ack_delay = 3600.0
         first = await conn.entrypoint.recv()
         async with first["reply"] as reply:
             async for msg in conn.entrypoint:
@@ -115,7 +116,7 @@ async def test_an_answer_carries_the_ack_of_its_request(certs: DevCerts) -> None
     async with running(certs, handler) as (url, _server), aqueduct.connect(url, ca=certs.ca) as conn:
         reply_tx, reply_rx = aqueduct.channel()
         await conn.entrypoint.send({"reply": reply_tx})
-        quic = conn.protocol.quic
+        quic = link_of(conn).protocol.quic
         for i in range(10):
             first_of_request = quic._packet_number
             await conn.entrypoint.send(i)
@@ -131,6 +132,6 @@ async def test_datagrams_are_read_into_64_kib_buffers(certs: DevCerts) -> None:
         await conn.entrypoint.recv()
 
     async with running(certs, handler) as (url, server), aqueduct.connect(url, ca=certs.ca) as conn:
-        client_transport: Any = conn.protocol._transport
+        client_transport: Any = link_of(conn).protocol._transport
         server_transport: Any = server.admission._transport
         assert client_transport.max_size == server_transport.max_size == 65536

@@ -12,6 +12,7 @@ import pytest
 
 import aqueduct
 from aqueduct import WouldBlock
+from aqueduct.api.connection import link_of
 from aqueduct.core.config import EngineConfig
 from aqueduct.quic.certs import DevCerts
 
@@ -49,10 +50,10 @@ async def test_send_blocks_while_the_reader_stalls_then_proceeds(
     ) as conn:
         tx, rx = aqueduct.channel()
         await conn.entrypoint.send({"data": rx})
-        protocol = conn.protocol
+        protocol = link_of(conn).protocol
 
         def stream_id() -> int:
-            sid = conn._last_stream.get(tx._handle)  # type: ignore[arg-type]
+            sid = link_of(conn)._last_stream.get(tx._handle)  # type: ignore[arg-type]
             assert sid is not None
             return sid
 
@@ -123,7 +124,7 @@ async def test_sends_that_open_streams_wait_for_the_peers_stream_limit(certs: De
     async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
         tx, rx = aqueduct.channel(aqueduct.Delivery.UNORDERED)
         await conn.entrypoint.send({"data": rx})
-        quic = conn.protocol._quic
+        quic = link_of(conn).protocol._quic
         sent = 0
         with pytest.raises(WouldBlock):  # all in one loop turn: the peer cannot raise its limit meanwhile
             for _ in range(total):

@@ -13,6 +13,7 @@ import pytest
 
 import aqueduct
 from aqueduct import ChannelCancelled
+from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import DevCerts
 
@@ -71,7 +72,7 @@ async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_
         handles = [tx._handle for tx in senders]
         told: list[int | None] = []
         batches = 0
-        engine_drop, run_drops = conn.engine.drop_sender, conn._run_drops
+        engine_drop, run_drops = link_of(conn).engine.drop_sender, link_of(conn)._run_drops
 
         def drop_sender(handle: int, now: float | None = None) -> None:
             told.append(handle)
@@ -84,8 +85,8 @@ async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_
 
         loop = asyncio.get_running_loop()
         threadsafe: list[Any] = []
-        monkeypatch.setattr(conn.engine, "drop_sender", drop_sender)
-        monkeypatch.setattr(conn, "_run_drops", counted)
+        monkeypatch.setattr(link_of(conn).engine, "drop_sender", drop_sender)
+        monkeypatch.setattr(link_of(conn), "_run_drops", counted)
         original = loop.call_soon_threadsafe
         def recording(*args: Any) -> Any:
             threadsafe.append(args)
@@ -144,7 +145,7 @@ async def test_a_half_moved_into_a_message_drops_nothing(certs: DevCerts) -> Non
             await rx.recv()
         del rx
         gc.collect()
-        assert not conn._drops and not conn._drop_scheduled
+        assert not link_of(conn)._drops and not link_of(conn)._drop_scheduled
         await tx.send("still open")
         assert await guard(got.get()) == "still open"
 
@@ -157,7 +158,7 @@ async def test_a_send_carrying_a_half_binds_it_without_a_coroutine(certs: DevCer
     async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
         tx, rx = aqueduct.channel()
         ep = conn.entrypoint
-        assert conn.send(ep._handle, {"rx": rx}, Delivery.ORDERED) is None
+        assert link_of(conn).send(ep._handle, {"rx": rx}, Delivery.ORDERED) is None
         assert tx.networked and rx._done is not None
 
 
@@ -173,7 +174,7 @@ async def test_a_last_message_and_its_fin_are_one_write(certs: DevCerts, mode: s
         tx, rx = aqueduct.channel(mode)
         await conn.entrypoint.send({"rx": rx})
         await _next_turn()
-        quic: Any = conn.protocol.quic
+        quic: Any = link_of(conn).protocol.quic
         writes: list[tuple[int, int, bool]] = []
         original = quic.send_stream_data
 
@@ -186,7 +187,7 @@ async def test_a_last_message_and_its_fin_are_one_write(certs: DevCerts, mode: s
         await tx.finish()
         await _next_turn()
         del quic.send_stream_data
-        stream = conn._last_stream[tx._handle]  # type: ignore[index]
+        stream = link_of(conn)._last_stream[tx._handle]  # type: ignore[index]
         assert stream is not None
         channel_writes = [w for w in writes if w[0] == stream]
         assert len(channel_writes) == 1 and channel_writes[0][1] > 0 and channel_writes[0][2]

@@ -16,7 +16,7 @@ from aioquic.tls import SessionTicket
 
 import aqueduct
 from aqueduct import CloseCode, ConnectionLost, LimitExceeded
-from aqueduct.api.connection import CodecMismatch
+from aqueduct.api.connection import CodecMismatch, link_of
 from aqueduct.bench.clients import WaitableTickets
 from aqueduct.quic.certs import DevCerts, fingerprint
 from aqueduct.quic.settings import ALPN, TransportSettings
@@ -50,9 +50,9 @@ async def test_zero_rtt_accepted(certs: DevCerts, single_use: bool) -> None:
     async with running(certs, handler, single_use_tickets=single_use) as (url, _):
         store = await _first_ticket(url, certs)
         conn = await aqueduct.connect(url, ca=certs.ca, session_ticket_store=store)
-        assert conn.protocol.early_data_attempted
+        assert link_of(conn).protocol.early_data_attempted
         await conn.entrypoint.send("early")  # leaves in the first flight, before the handshake ends
-        handshake = await guard(conn.protocol.handshake)
+        handshake = await guard(link_of(conn).protocol.handshake)
         assert handshake.early_data_accepted and handshake.session_resumed
         assert await guard(queue.get()) == "early"
         await conn.close()
@@ -66,10 +66,10 @@ async def test_zero_rtt_rejected_delivers_every_early_message_once(certs: DevCer
     # A different server (same name and certificate) does not know the ticket: 0-RTT is rejected.
     async with running(certs, handler) as (url_b, _):
         conn = await aqueduct.connect(url_b, ca=certs.ca, session_ticket_store=store)
-        assert conn.protocol.early_data_attempted
+        assert link_of(conn).protocol.early_data_attempted
         for i in range(5):
             await conn.entrypoint.send(i)
-        handshake = await guard(conn.protocol.handshake)
+        handshake = await guard(link_of(conn).protocol.handshake)
         assert not handshake.early_data_accepted
         got = sorted([await guard(queue.get()) for _ in range(5)])
         await conn.entrypoint.send("marker")
@@ -129,10 +129,10 @@ async def test_replayed_zero_rtt_flight_is_never_processed_twice(certs: DevCerts
                 f"aqueduct://{phost}:{pport}", ca=certs.ca, session_ticket_store=store, settings=settings,
                 server_name="127.0.0.1",
             )
-            assert conn.protocol.early_data_attempted
+            assert link_of(conn).protocol.early_data_attempted
             await conn.entrypoint.send("pay once")  # 0-RTT
             assert await guard(queue.get()) == "pay once"
-            assert (await guard(conn.protocol.handshake)).early_data_accepted
+            assert (await guard(link_of(conn).protocol.handshake)).early_data_accepted
             await conn.close()
             while server.connections:
                 await guard(next(iter(server.connections)).wait_closed())
@@ -143,7 +143,7 @@ async def test_replayed_zero_rtt_flight_is_never_processed_twice(certs: DevCerts
 
             def spy(protocol: Any) -> None:
                 original_on_protocol(protocol)
-                new = [c for c in server.connections if c.protocol is protocol]
+                new = [c for c in server.connections if link_of(c).protocol is protocol]
                 if new and not replayed.done():
                     replayed.set_result(new[0])
 
@@ -156,7 +156,7 @@ async def test_replayed_zero_rtt_flight_is_never_processed_twice(certs: DevCerts
                 await guard(victim.wait_closed())  # it never completes a handshake; the idle timeout ends it
                 # Multi-use tickets: TLS took the replayed 0-RTT data, and only the engine's hold kept it from
                 # running. Single-use tickets: the ticket was spent, so TLS refused the early data outright.
-                assert victim.protocol._quic.tls.early_data_accepted is (not single_use)
+                assert link_of(victim).protocol._quic.tls.early_data_accepted is (not single_use)
             finally:
                 sock.close()
         finally:
@@ -187,7 +187,7 @@ async def test_certificate_checks(certs: DevCerts, tmp_path: Any) -> None:
             await guard(store.arrived.wait())
         async with aqueduct.connect(url, fingerprint=good, session_ticket_store=store) as resumed:
             await resumed.entrypoint.send("pinned 0-rtt")
-            assert (await guard(resumed.protocol.handshake)).early_data_accepted
+            assert (await guard(link_of(resumed).protocol.handshake)).early_data_accepted
             assert await guard(queue.get()) == "pinned 0-rtt"
         with pytest.raises(ConnectionLost):  # no CA given: the system store does not know our dev CA
             await guard(aqueduct.connect(url))
@@ -196,11 +196,11 @@ async def test_certificate_checks(certs: DevCerts, tmp_path: Any) -> None:
 async def test_unreliable_message_larger_than_a_datagram_is_refused(certs: DevCerts) -> None:
     _, queue, handler = collector()
     async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
-        limit = conn.protocol.datagram_payload_limit
+        limit = link_of(conn).protocol.datagram_payload_limit
         assert 1000 < limit < 1200
         with pytest.raises(LimitExceeded, match="datagram"):
             await conn.entrypoint.send(b"x" * 2000, mode="unreliable")
-        assert not conn.protocol._quic._datagrams_pending  # refused before aioquic saw it
+        assert not link_of(conn).protocol._quic._datagrams_pending  # refused before aioquic saw it
         await conn.entrypoint.send(b"x" * 2000)  # the same payload is fine on a stream
         assert await guard(queue.get()) == b"x" * 2000
 
@@ -285,6 +285,6 @@ async def test_zero_rtt_with_a_ticket_file(certs: DevCerts, tmp_path: Any) -> No
         # A new process would open the same file: a fresh store object reads it.
         conn = await aqueduct.connect(url, ca=certs.ca, session_ticket_store=aqueduct.FileTicketStore(first._path))
         await conn.entrypoint.send("from file ticket")
-        assert (await guard(conn.protocol.handshake)).early_data_accepted
+        assert (await guard(link_of(conn).protocol.handshake)).early_data_accepted
         assert await guard(queue.get()) == "from file ticket"
         await conn.close()

@@ -21,7 +21,7 @@ from .conftest import guard, running
 
 
 async def _nothing(conn: aqueduct.Connection) -> None:
-    await conn.closed()
+    await conn.wait_closed()
 
 
 def test_connect_and_config_errors_are_aqueduct_errors() -> None:

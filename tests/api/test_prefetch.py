@@ -16,6 +16,7 @@ import pytest
 import aqueduct
 from aqueduct import ChannelCancelled, ChannelClosed, ReceiverDropped
 from aqueduct.api import CborCodec, CodecError
+from aqueduct.api.connection import link_of
 from aqueduct.core.app import AppEvent, ReceiverEnded
 from aqueduct.quic.certs import DevCerts
 
@@ -71,7 +72,7 @@ async def test_a_cancel_discards_what_was_prefetched(certs: DevCerts) -> None:
         rx: aqueduct.Receiver = first["data"]
         await _first_with_rest_prefetched(rx)
         ended = asyncio.Event()
-        listener = conn.protocol.listener
+        listener = link_of(conn).protocol.listener
         assert listener is not None
 
         def spy(events: list[AppEvent]) -> None:
@@ -79,7 +80,7 @@ async def test_a_cancel_discards_what_was_prefetched(certs: DevCerts) -> None:
             if any(isinstance(e, ReceiverEnded) and e.receiver == rx._handle for e in events):
                 ended.set()
 
-        conn.protocol.listener = spy
+        link_of(conn).protocol.listener = spy
         await first["go"].send("cancel now")
         await guard(ended.wait())
         try:

@@ -14,7 +14,7 @@ import pytest
 
 import aqueduct
 from aqueduct import CloseCode, OneshotSender, RawCodec, RawMessage, Receiver
-from aqueduct.api.connection import Connection
+from aqueduct.api.link import ConnectionLink
 from aqueduct.api.schema import canonical, check_peer, describe, fingerprint, first_difference
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.endpoint import open_client
@@ -132,7 +132,7 @@ async def test_a_peer_announcing_no_codec_is_served(certs: DevCerts) -> None:
         host, _, port = (await guard(proc.stdout.readline())).decode().strip().removeprefix("listening on ") \
             .rpartition(":")
         protocol = await open_client(host, int(port), headers=(), ca=certs.ca)  # no headers at all
-        conn: Connection[Any] = Connection(protocol, RawCodec())
+        conn = ConnectionLink(protocol, RawCodec())
         await guard(conn.ready)
         reply_tx, reply_rx = aqueduct.channel()
         await conn.entrypoint.send(RawMessage(b"plain", [reply_tx]))

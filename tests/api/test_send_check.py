@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import replace
 
 import aqueduct
+from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.protocol import AqueductProtocol
@@ -43,7 +44,7 @@ async def test_a_send_waits_before_writing_when_another_channel_filled_the_conne
         running(certs, handler) as (url, _server),
         aqueduct.connect(url, ca=certs.ca, settings=settings) as conn,
     ):
-        p = conn.protocol
+        p = link_of(conn).protocol
         tx_b, rx_b = aqueduct.channel()
         await conn.entrypoint.send({"b": rx_b})
         await tx_b.send(b"open")
@@ -57,7 +58,7 @@ async def test_a_send_waits_before_writing_when_another_channel_filled_the_conne
             pass
         assert p.connection_blocked()
         before = _true_unacked(p)
-        waiting = conn.send(conn.entrypoint._handle, b"a2", Delivery.ORDERED)
+        waiting = link_of(conn).send(conn.entrypoint._handle, b"a2", Delivery.ORDERED)
         assert waiting is not None
         assert _true_unacked(p) == before  # nothing written over the bound: it waits first
         await guard(waiting)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import aqueduct
+from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.protocol import TRANSMIT_EARLY
 
@@ -23,8 +24,8 @@ async def test_writes_over_the_early_threshold_leave_within_the_turn(certs: DevC
     async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
         tx, rx = aqueduct.channel()
         await conn.entrypoint.send({"data": rx})
-        quic = conn.protocol._quic
-        await guard(conn.protocol.wait_while(lambda: quic._loss.bytes_in_flight > 0))
+        quic = link_of(conn).protocol._quic
+        await guard(link_of(conn).protocol.wait_while(lambda: quic._loss.bytes_in_flight > 0))
         chunk = b"x" * 1024
         sent_at: list[int] = []
         for i in range(2 * TRANSMIT_EARLY // len(chunk)):  # one loop turn: nothing else runs meanwhile
@@ -33,7 +34,7 @@ async def test_writes_over_the_early_threshold_leave_within_the_turn(certs: DevC
                 sent_at.append(i)
         assert sent_at, "nothing left before the turn ended"
         assert sent_at[0] * len(chunk) <= TRANSMIT_EARLY  # ... and it left once the threshold was reached
-        small = conn.protocol
+        small = link_of(conn).protocol
         before = small._quic._loss.bytes_in_flight
         tx.try_send(b"y")  # far below the threshold: waits for the turn's end, with whatever else this turn writes
         assert small._quic._loss.bytes_in_flight == before

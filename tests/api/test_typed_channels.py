@@ -18,6 +18,7 @@ import pytest
 
 import aqueduct
 from aqueduct import OneshotSender, Receiver, Sender
+from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import DevCerts
 
 from .conftest import guard, running
@@ -209,7 +210,7 @@ async def test_request_timeout_and_cancellation_leave_nothing_behind(certs: DevC
 
 
 def _sizes(conn: aqueduct.Connection[Any]) -> dict[str, int]:
-    return {k: v for k, v in conn.engine.state_sizes().items() if k != "timers"}
+    return {k: v for k, v in link_of(conn).engine.state_sizes().items() if k != "timers"}
 
 
 async def _settle(conn: aqueduct.Connection[Any], idle: dict[str, int]) -> None:

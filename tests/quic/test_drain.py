@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
+from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.drain import drain, drainable_socket
 from aqueduct.quic.endpoint import open_server
@@ -79,6 +80,6 @@ async def test_a_client_drains_its_own_socket_and_a_server_connection_never_drai
     async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key) as server:
         conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{server.address[1]}", ca=certs.ca)
         accepted = await anext(aiter(server))
-        assert conn.protocol._drain_sock is not None
-        assert accepted.protocol._drain_sock is None
+        assert link_of(conn).protocol._drain_sock is not None
+        assert link_of(accepted).protocol._drain_sock is None
         await conn.close()

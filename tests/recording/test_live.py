@@ -9,6 +9,7 @@ from typing import Any
 
 import aqueduct
 from aqueduct import Delivery
+from aqueduct.api.connection import link_of
 from aqueduct.core.app import MessagesAcked
 from aqueduct.quic.certs import DevCerts
 from aqueduct.recording import read_events
@@ -90,8 +91,8 @@ async def test_both_sides_record_what_they_send_take_and_learn(certs: DevCerts, 
 def _spy_acks(conn: aqueduct.Connection, handle: int | None, count: int) -> asyncio.Event:
     """An event set once the engine has reported reliable acks of messages 0..count-1 on `handle`."""
     done, seen = asyncio.Event(), set()
-    assert conn.recording is not None
-    forward = conn.recording.on_events
+    assert link_of(conn).recording is not None
+    forward = link_of(conn).recording.on_events
 
     def spy(events: list[Any]) -> None:
         forward(events)
@@ -101,7 +102,7 @@ def _spy_acks(conn: aqueduct.Connection, handle: int | None, count: int) -> asyn
         if seen >= set(range(count)):
             done.set()
 
-    conn.recording.on_events = spy  # type: ignore[method-assign]
+    link_of(conn).recording.on_events = spy  # type: ignore[method-assign]
     return done
 
 

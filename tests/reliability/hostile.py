@@ -26,6 +26,7 @@ from aioquic.quic.connection import QuicConnection
 
 import aqueduct
 from aqueduct.api.codec import RawCodec, RawMessage
+from aqueduct.api.connection import link_of
 from aqueduct.api.echo import echo_connection
 from aqueduct.core.config import EngineConfig
 from aqueduct.quic.certs import DevCerts
@@ -185,8 +186,8 @@ def footprint(conn: aqueduct.Connection) -> dict[str, int]:
     """What a server connection holds now (engine tables and bytes; aioquic buffers)."""
     if conn.is_closed:
         return {"closed": 1, "bytes": 0}
-    e = conn.engine
-    quic: Any = conn.protocol.quic
+    e = link_of(conn).engine
+    quic: Any = link_of(conn).protocol.quic
     streams = quic._streams.values()
     out = dict(e.state_sizes())
     out["queued_bytes"] = sum(r.queue_bytes for r in e._receivers.values())
@@ -219,14 +220,14 @@ class PeakTracker:
         tracker = self
 
         def hook(conn: aqueduct.Connection) -> None:
-            proto: Any = conn.protocol
+            proto: Any = link_of(conn).protocol
             inner = proto.pump
 
             def ended(fut: asyncio.Future[Any]) -> None:
                 tracker.closes.append(fut.result().error_code)
                 tracker.closed.set()
 
-            conn.closed.add_done_callback(ended)
+            link_of(conn).closed.add_done_callback(ended)
 
             def pump() -> None:
                 inner()

@@ -18,6 +18,7 @@ from aioquic.quic.connection import QuicConnection
 
 import aqueduct
 from aqueduct.api.codec import RawCodec
+from aqueduct.api.connection import link_of
 from aqueduct.bench.clients import WaitableTickets
 from aqueduct.quic.certs import DevCerts
 from aqueduct.reliability.impair import ImpairProxy
@@ -288,7 +289,7 @@ async def test_replayed_zero_rtt_flights_are_held_bounded_and_never_processed(ce
         proxy.record = True
         conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, codec=RawCodec(),
                                       session_ticket_store=store, server_name="127.0.0.1")
-        assert conn.protocol.early_data_attempted
+        assert link_of(conn).protocol.early_data_attempted
         await conn.entrypoint.send(b"pay once")  # 0-RTT
         await until(lambda: seen == [b"pay once"], "the original delivery")
         proxy.record = False

@@ -20,6 +20,7 @@ import pytest
 
 import aqueduct
 from aqueduct import ConnectionLost, Delivery
+from aqueduct.api.connection import link_of
 from aqueduct.errors import EndReason
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
@@ -101,7 +102,7 @@ async def test_one_channel_every_mode_sender_view_matches_receiver(certs: DevCer
             counts[reliable] += 1
             await tx.send({"c": rec.cid, "s": seq, "h": []}, mode=mode)
             if rec.sender_key is None:
-                rec.sender_key, rec.sender_conn = (id(conn), tx._handle), conn
+                rec.sender_key, rec.sender_conn = (id(link_of(conn)), tx._handle), link_of(conn)
         await tx.finish()
         rec.sender_end = await asyncio.wait_for(tx.ended(), GUARD)
         traffic._done(rec)
@@ -168,4 +169,4 @@ async def test_graceful_close_during_a_blackout_gives_up_after_its_timeout(certs
     async with lossy(certs, 0.0, 41) as (conn, _, proxy, _ledger, _traffic):
         proxy.blackout(SETTINGS.idle_timeout * 3)
         await asyncio.wait_for(conn.close(timeout=0.5), GUARD)  # no TimeoutError out of close()
-        assert conn.engine.closed
+        assert link_of(conn).engine.closed
