@@ -31,6 +31,7 @@ from aeron_compat.stream.aio import StreamConnection, StreamEndpoint
 from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 
+from ..quic import introspect
 from .framing import Deframer, frame
 from .protocol import (
     CHANNELS,
@@ -286,8 +287,7 @@ class RawClientProtocol(QuicConnectionProtocol):
 
     def unacked(self, sid: int) -> int:
         """Bytes written to `sid` and not yet acknowledged."""
-        stream = self._quic._streams.get(sid)
-        return len(stream.sender._buffer) if stream is not None else 0
+        return introspect.stream_unacked(introspect.connection_of(self), sid)
 
 
 class RawQuicClient:
@@ -320,14 +320,14 @@ class RawQuicClient:
 
     def _stream(self, cmd: bytes) -> int:
         assert self.proto is not None
-        quic = self.proto._quic
+        quic = introspect.connection_of(self.proto)
         sid = quic.get_next_available_stream_id()
         quic.send_stream_data(sid, frame(cmd))
         return sid
 
     async def _end(self, sid: int) -> bytes:
         assert self.proto is not None
-        self.proto._quic.send_stream_data(sid, b"", end_stream=True)
+        introspect.connection_of(self.proto).send_stream_data(sid, b"", end_stream=True)
         self.proto.transmit()
         return await self.proto.next_frame(sid)
 
@@ -337,7 +337,7 @@ class RawQuicClient:
             return await self._datagrams(size, window, limit)
         proto = self.proto
         assert proto is not None
-        quic = proto._quic
+        quic = introspect.connection_of(proto)
         sid = self._stream(SINK)
         payload = b"x" * size
         start = time.perf_counter()
@@ -357,14 +357,14 @@ class RawQuicClient:
     async def _datagrams(self, size: int, window: float, limit: int) -> Rate:
         proto = self.proto
         assert proto is not None
-        quic = proto._quic
+        quic = introspect.connection_of(proto)
         sid = self._stream(DATAGRAMS)
         proto.transmit()
         payload = b"x" * size
         start = time.perf_counter()
         deadline = start + window
         n = 0
-        pending = quic._datagrams_pending
+        pending = introspect.datagrams_pending(quic)
         while n < limit:
             quic.send_datagram_frame(payload)
             n += 1
@@ -380,7 +380,7 @@ class RawQuicClient:
         """Round trips of one frame at a time on an echo stream."""
         proto = self.proto
         assert proto is not None
-        quic = proto._quic
+        quic = introspect.connection_of(proto)
         sid = self._stream(ECHO)
         data = frame(b"x" * size)
         out: list[float] = []
@@ -412,7 +412,7 @@ class RawQuicClient:
                                 create_protocol=RawClientProtocol, session_ticket_handler=on_ticket,
                                 wait_connected=not zero_rtt) as proto:
             assert isinstance(proto, RawClientProtocol)
-            quic = proto._quic
+            quic = introspect.connection_of(proto)
             sid = quic.get_next_available_stream_id()
             quic.send_stream_data(sid, frame(PING), end_stream=True)
             proto.transmit()
