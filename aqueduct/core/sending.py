@@ -57,14 +57,6 @@ _END_ON_CLOSE = {SState.FINISHED: EndReason.FINISHED, SState.CANCELLED: _CLOSED,
 """Why a sender ends when CloseReceiver comes, by its state (otherwise: RECEIVER_DROPPED)."""
 
 
-def _unbound_reachable(node_id: int) -> None:
-    raise AssertionError("Senders.set_loss was not called")
-
-
-def _unbound_lost(node_id: int, node: Node) -> None:
-    raise AssertionError("Senders.set_loss was not called")
-
-
 class Senders:
     """Sender-side procedures for every sender of one connection."""
 
@@ -79,8 +71,8 @@ class Senders:
         self._senders = halves.senders
         self._links = links
         self._minting = Minting(ctx, halves, links)
-        self._on_reachable: Callable[[int], None] = _unbound_reachable
-        self._on_lost: Callable[[int, Node], None] = _unbound_lost
+        self._on_reachable: Callable[[int], None]  # (set by set_loss, which Loss calls at once)
+        self._on_lost: Callable[[int, Node], None]
 
     def set_loss(self, on_reachable: Callable[[int], None], on_lost: Callable[[int, Node], None]) -> None:
         """What a reachability walk and a cascade do at each half they visit (loss.py)."""
@@ -284,9 +276,13 @@ class Senders:
 
     def _do_cancel(self, s: Sender) -> None:
         s.move(SState.CANCELLED)
+        self._reset_ctrl(s, ResetCode.CANCELLED)
+
+    def _reset_ctrl(self, s: Sender, code: int) -> None:
+        """Reset our direction of the control stream, if it is still open."""
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
-            self._streams.reset(s.ctrl, ResetCode.CANCELLED)
+            self._streams.reset(s.ctrl, code)
 
     def reset_message_streams(self, s: Sender, code: int) -> None:
         """Reset every stream carrying only this sender's messages (ordered, and unordered not yet acked)."""
@@ -345,9 +341,7 @@ class Senders:
             reason = _END_ON_CLOSE.get(s.state, EndReason.RECEIVER_DROPPED)
             if s.state is not SState.FINISHED:
                 self.reset_message_streams(s, ResetCode.CANCELLED)
-            if s.ctrl is not None and s.ctrl_open:
-                s.ctrl_open = False
-                self._streams.reset(s.ctrl, ResetCode.CANCELLED)
+            self._reset_ctrl(s, ResetCode.CANCELLED)
             self.gone(s, reason)
         else:
             raise ProtocolError(f"{type(frame).__name__} sent to a sender")
@@ -359,9 +353,7 @@ class Senders:
         for reliable, first, stop in s.settle_all():
             self._report(s, False, reliable, first, stop)
         self.reset_message_streams(s, ResetCode.LOST)
-        if s.ctrl is not None and s.ctrl_open:
-            s.ctrl_open = False
-            self._streams.reset(s.ctrl, ResetCode.LOST)
+        self._reset_ctrl(s, ResetCode.LOST)
         self.gone(s, EndReason.LOST if code == ResetCode.LOST else EndReason.RECEIVER_DROPPED)
 
     # ---- reporting, reachability, loss ----
@@ -413,9 +405,7 @@ class Senders:
             for reliable, first, stop in runs:
                 self._out.event(MessagesNacked(h, reliable, first, stop))
         self.reset_message_streams(s, ResetCode.LOST)
-        if s.ctrl is not None and s.ctrl_open:
-            s.ctrl_open = False
-            self._streams.reset(s.ctrl, ResetCode.LOST)
+        self._reset_ctrl(s, ResetCode.LOST)
         self.gone(s, EndReason.LOST)
 
     # ---- the end ----
