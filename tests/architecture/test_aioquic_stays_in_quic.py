@@ -25,7 +25,7 @@ import aqueduct
 
 PACKAGES = {"aqueduct": Path(aqueduct.__file__).parent, "aeron_compat": Path(aeron_compat.__file__).parent}
 QUIC = PACKAGES["aqueduct"] / "quic"
-RAW_AIOQUIC = {"aqueduct/bench/clients.py", "aqueduct/bench/peer.py"}
+RAW_AIOQUIC = {"aqueduct/bench/clients.py", "aqueduct/bench/rawquic.py", "aqueduct/bench/peer.py"}
 """The benchmark's raw aioquic client and peer: aioquic's public API is what they measure."""
 AIOQUIC_ONLY = frozenset({
     "_quic", "_loss", "_network_paths", "_datagrams_pending", "_rtt_smoothed", "_rtt_min", "_rtt_initialized",
