@@ -21,14 +21,10 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from aioquic.asyncio.server import serve as quic_serve
-from aioquic.quic.configuration import QuicConfiguration
-
 import aqueduct
 
 from ..quic.settings import TransportSettings
-from .peer import RawServerProtocol, _aq_accept, _SingleUseTickets, _udp_port
-from .settings import RAW_ALPN
+from .peer import RawServerProtocol, _aq_accept, _udp_port, start_raw_server
 
 MAX_CONNECTIONS = 100_000
 RAW_IDLE_TIMEOUT = 600.0
@@ -72,16 +68,11 @@ async def serve_one(kind: str, cert: str, key: str) -> None:
             await done.wait()
             accept.cancel()
         return
-    cfg = QuicConfiguration(is_client=False, alpn_protocols=[RAW_ALPN], max_datagram_frame_size=65536,
-                            idle_timeout=RAW_IDLE_TIMEOUT)
-    cfg.load_cert_chain(cert, key)
-    tickets = _SingleUseTickets()  # it issues tickets as Aqueduct's server does (the same handshake work)
-    raw = await quic_serve("127.0.0.1", 0, configuration=cfg, create_protocol=RawServerProtocol,
-                           session_ticket_fetcher=tickets.fetch, session_ticket_handler=tickets.add)
+    raw = await start_raw_server(cert, key, idle_timeout=RAW_IDLE_TIMEOUT)  # tickets as Aqueduct's server
 
     async def raw_answer() -> dict[str, int]:
         gc.collect()
-        return {"rss": rss_bytes(), "connections": len(set(raw._protocols.values()))}
+        return {"rss": rss_bytes(), "connections": len(RawServerProtocol.live)}
 
     print(json.dumps({"port": _udp_port(raw), "pid": os.getpid()}), flush=True)
     threading.Thread(target=_commands, args=(loop, raw_answer, done), daemon=True).start()

@@ -18,7 +18,7 @@ import json
 import sys
 import threading
 import tracemalloc
-from typing import Any
+from typing import Any, ClassVar
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.asyncio.server import serve as quic_serve
@@ -30,6 +30,7 @@ from aeron_compat.stream.aio import StreamEndpoint
 from aqueduct.errors import AqueductError
 
 from ..api.validation import spec_for
+from ..quic import introspect
 from .framing import Deframer, frame
 from .protocol import (
     CHANNELS,
@@ -128,8 +129,12 @@ class RawServerProtocol(QuicConnectionProtocol):
     """Raw aioquic peer: per-stream commands with length-prefixed frames; counts datagrams; counts or echoes
     messages that come one per unidirectional stream (for the STREAMS_* command running on this connection)."""
 
+    live: ClassVar[set[RawServerProtocol]] = set()
+    """The connections not yet terminated (the connection benchmark counts them)."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        RawServerProtocol.live.add(self)
         self._streams: dict[int, _RawStream] = {}
         self._datagrams = 0
         self._uni: dict[int, Deframer] = {}
@@ -143,6 +148,8 @@ class RawServerProtocol(QuicConnectionProtocol):
                 self._on_stream(event.stream_id, event.data, event.end_stream)
         elif isinstance(event, qe.DatagramFrameReceived):
             self._datagrams += 1
+        elif isinstance(event, qe.ConnectionTerminated):
+            RawServerProtocol.live.discard(self)
 
     def _on_uni(self, sid: int, data: bytes, end: bool) -> None:
         if end:
@@ -157,14 +164,15 @@ class RawServerProtocol(QuicConnectionProtocol):
         if st.cmd == STREAMS_SINK:
             st.count += len(frames)
         else:
+            quic = introspect.connection_of(self)
             for payload in frames:
-                self._quic.send_stream_data(target_sid, frame(payload))
+                quic.send_stream_data(target_sid, frame(payload))
 
     def _on_stream(self, sid: int, data: bytes, end: bool) -> None:
         st = self._streams.get(sid)
         if st is None:
             st = self._streams[sid] = _RawStream()
-        quic = self._quic
+        quic = introspect.connection_of(self)
         if st.cmd is None or st.cmd == ECHO:
             frames = st.deframer.feed(data)
             if st.cmd is None and frames:
@@ -271,10 +279,20 @@ async def _stream_accept(endpoint: Any) -> None:
 # ---------------------------------------------------------------- main
 
 
+async def start_raw_server(cert: str, key: str, idle_timeout: float | None = None) -> Any:
+    """The raw aioquic server (RawServerProtocol; single-use session tickets as Aqueduct's bench server) on a
+    free loopback port; `idle_timeout` in seconds, else aioquic's default."""
+    raw_cfg = QuicConfiguration(is_client=False, alpn_protocols=[RAW_ALPN], max_datagram_frame_size=65536)
+    if idle_timeout is not None:
+        raw_cfg.idle_timeout = idle_timeout
+    raw_cfg.load_cert_chain(cert, key)
+    tickets = _SingleUseTickets()
+    return await quic_serve("127.0.0.1", 0, configuration=raw_cfg, create_protocol=RawServerProtocol,
+                            session_ticket_fetcher=tickets.fetch, session_ticket_handler=tickets.add)
+
+
 def _udp_port(server: Any) -> int:
-    transport = server._transport
-    assert transport is not None
-    return int(transport.get_extra_info("sockname")[1])
+    return introspect.server_port(server)
 
 
 def _watch_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:
@@ -285,9 +303,6 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:
 async def serve_all(cert: str, key: str) -> None:
     """Serve every transport; print the ports; return when stdin closes."""
     settings = bench_settings()
-    raw_cfg = QuicConfiguration(is_client=False, alpn_protocols=[RAW_ALPN], max_datagram_frame_size=65536)
-    raw_cfg.load_cert_chain(cert, key)
-    tickets = _SingleUseTickets()
     async with (
         aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(), settings=settings,
                        single_use_tickets=True) as aq_raw,
@@ -296,8 +311,7 @@ async def serve_all(cert: str, key: str) -> None:
         aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(),
                        settings=bench_settings(tuned=True), single_use_tickets=True) as aq_tuned,
     ):
-        raw_server = await quic_serve("127.0.0.1", 0, configuration=raw_cfg, create_protocol=RawServerProtocol,
-                                      session_ticket_fetcher=tickets.fetch, session_ticket_handler=tickets.add)
+        raw_server = await start_raw_server(cert, key)
         tcp_server = await asyncio.start_server(_tcp_client, "127.0.0.1", 0)
         stream_ep = await StreamEndpoint.listen("127.0.0.1", 0)
         accept = [asyncio.ensure_future(_aq_accept(server, codec))

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from aqueduct.bench import runner
-from aqueduct.bench.clients import SEND_BOUND, STREAMS_BOUND, RawQuicClient
+from aqueduct.bench.clients import SEND_BOUND
+from aqueduct.bench.rawquic import STREAMS_BOUND, RawQuicClient
 from aqueduct.bench.report import REFERENCE
 from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import make_dev_certs
