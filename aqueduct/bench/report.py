@@ -187,8 +187,9 @@ def table(results: Results) -> str:
                      + ", ".join(f"{n:,}: {rate:,.0f}" for n, rate in e["throughput_vs_channels"]))
     for kind, hold in results.connections.items():
         lines.append(f"connections: {kind} server held {hold['held']:,} of {hold['asked']:,} idle connections "
-                     f"(opened in {hold['opened_seconds']:.1f} s, 32 at a time); connect to the idle server "
-                     f"{hold['connect_ms_idle_server']:.1f} ms")
+                     f"(opened in {hold['opened_seconds']:.1f} s, 32 at a time, {hold['failed']:,} attempts failed); "
+                     f"connect to the idle server {hold['connect_ms_idle_server']:.1f} ms; new connections that "
+                     f"failed while it held them: {hold.get('loaded_connects_failed', 0)}")
     if results.loss:
         lines.append("goodput under loss (bulk MB/s through the impairment proxy, both ways; TCP cannot pass it):")
         for r in results.loss:
