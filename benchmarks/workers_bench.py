@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -89,6 +90,8 @@ def measure(workers: int, kind: str, window: float, loaders: int, certs: Any) ->
         pids = [server.pid]
         if workers > 1:
             pids = [int(p) for p in server.stdout.readline().rsplit("pids ", 1)[1].split(", ")]
+        # the server prints a line per connection: keep reading them, or a full pipe stalls it
+        threading.Thread(target=server.stdout.read, daemon=True).start()
         cpu0 = sum(cpu_seconds(p) for p in pids)
         loads = [subprocess.Popen([sys.executable, __file__, "--load", kind, "--url", url, "--ca", str(certs.ca),
                                    "--window", str(window)], stdout=subprocess.PIPE, text=True)
