@@ -41,7 +41,8 @@ from ..errors import (
     ReceiverDropped,
     WouldBlock,
 )
-from ..quic.protocol import DATAGRAM_QUEUE_LIMIT, AqueductProtocol, consume_exception
+from ..quic.protocol import AqueductProtocol, consume_exception
+from ..quic.writes import DATAGRAM_QUEUE_LIMIT
 from ..wire.channel_id import ChannelId
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
@@ -106,6 +107,7 @@ class ConnectionLink:
     def __init__(self, protocol: AqueductProtocol, codec: Codec, entrypoint_type: Any = None,
                  schema: bytes | None = None, schema_check: SchemaCheck = "exact") -> None:
         self._protocol = protocol
+        self._writes = protocol.writes
         self.codec = codec
         self.stats = Stats()
         self._loop = asyncio.get_running_loop()
@@ -115,8 +117,8 @@ class ConnectionLink:
         self._last_stream: dict[int, int | None] = {}
         self._clear_sid: int | None = None
         self._clear_writes = -1
-        """The stream a send last found not blocked, and protocol.stream_writes then: until another stream
-        write, the next send to it need not check again (see AqueductProtocol.stream_writes)."""
+        """The stream a send last found not blocked, and protocol.writes.stream_writes then: until another stream
+        write, the next send to it need not check again (see quic/writes.py)."""
         self._outcomes: dict[int, dict[tuple[bool, int], asyncio.Future[Outcome]]] = {}
         """Sender handle -> (reliable, number) -> the outcome future of a message sent with confirm=True."""
         self._bufs: dict[int, deque[Prefetched]] = {}
@@ -357,7 +359,7 @@ class ConnectionLink:
                 if protocol.new_stream_blocked():
                     return self._send_waiting(handle, payload, halves, delivery)
             elif (
-                last != self._clear_sid or protocol.stream_writes != self._clear_writes
+                last != self._clear_sid or self._writes.stream_writes != self._clear_writes
             ) and protocol.send_blocked(last):
                 return self._send_waiting(handle, payload, halves, delivery)
         stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
@@ -370,7 +372,7 @@ class ConnectionLink:
         protocol.flush()
         if protocol.send_blocked(stream):
             return self._wait_while(lambda: protocol.send_blocked(stream))
-        self._clear_sid, self._clear_writes = stream, protocol.stream_writes
+        self._clear_sid, self._clear_writes = stream, self._writes.stream_writes
         return None
 
     async def _send_waiting(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> None:
