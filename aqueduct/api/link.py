@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections import deque
 from collections.abc import Coroutine, Sequence
@@ -38,7 +37,6 @@ from ..errors import (
     EndReason,
     LimitExceeded,
     Outcome,
-    ReceiverDropped,
     WouldBlock,
 )
 from ..quic.protocol import AqueductProtocol, consume_exception
@@ -57,6 +55,8 @@ from .halves import (
     networked_receiver,
     networked_sender,
 )
+from .moving import bind_moved
+from .outcomes import Outcomes
 from .schema import SCHEMA_HEADER, SchemaCheck, SchemaMismatch, check_peer
 from .stats import Stats
 from .validation import spec_for
@@ -119,7 +119,7 @@ class ConnectionLink:
         self._clear_writes = -1
         """The stream a send last found not blocked, and protocol.writes.stream_writes then: until another stream
         write, the next send to it need not check again (see quic/writes.py)."""
-        self._outcomes: dict[int, dict[tuple[bool, int], asyncio.Future[Outcome]]] = {}
+        self._outcomes = Outcomes(self._loop)
         """Sender handle -> (reliable, number) -> the outcome future of a message sent with confirm=True."""
         self._bufs: dict[int, deque[Prefetched]] = {}
         """Receiver handle -> the buffer its Receiver prefetches into (cleared when the engine would discard)."""
@@ -211,7 +211,7 @@ class ConnectionLink:
             elif isinstance(ev, app.SenderEnded):
                 self._sender_ended[ev.sender] = ev.reason
                 if ev.sender in self._outcomes:
-                    self._settle_all(ev.sender, OUTCOME_FOR_END[ev.reason])
+                    self._outcomes.settle_all(ev.sender, OUTCOME_FOR_END[ev.reason])
                 self._wake(ev.sender)
             elif isinstance(ev, app.WritableAgain):
                 self._wake(ev.sender)
@@ -220,7 +220,7 @@ class ConnectionLink:
             elif isinstance(ev, app.ConnectionClosed):
                 self._on_closed(ev)
             elif self._outcomes and isinstance(ev, app.MessagesAcked | app.MessagesNacked):
-                self._settle_run(ev)
+                self._outcomes.settle_run(ev)
 
     def _on_headers(self, ev: app.HeadersReceived) -> None:
         self.peer_headers = ev.headers
@@ -254,8 +254,7 @@ class ConnectionLink:
             self.ready.set_exception(exc_type(ev.reason or "connection closed before it was ready", ev.error_code))
         if not self.closed.done():
             self.closed.set_result(ev)
-        for handle in list(self._outcomes):
-            self._settle_all(handle, Outcome.CONNECTION_LOST)
+        self._outcomes.settle_every(Outcome.CONNECTION_LOST)
         for handle in list(self._bufs):  # the engine dropped its queues: what was taken ahead goes too
             self._forget_buffer(handle, discard=self._receiver_ended.get(handle) is not EndReason.FINISHED)
         for handle in list(self._waiters):
@@ -304,7 +303,7 @@ class ConnectionLink:
             self.recording.on_sent(handle, payload, delivery, result)
         if halves:
             for half, created in zip(halves, result.created, strict=True):
-                self._bind_moved(half, created)
+                bind_moved(self, half, created, self._spawn)
         self._last_stream[handle] = result.stream_id
         self.stats.count_sent(delivery, len(payload))
         self._protocol.flush()
@@ -422,30 +421,8 @@ class ConnectionLink:
         return self._confirm(handle, delivery, self._send_now(handle, payload, halves, delivery))
 
     def _confirm(self, handle: int, delivery: Delivery, result: app.SendResult) -> asyncio.Future[Outcome]:
-        fut: asyncio.Future[Outcome] = self._loop.create_future()
-        ended = self._sender_ended.get(handle)
-        if ended is not None:
-            fut.set_result(OUTCOME_FOR_END[ended])
-        else:
-            self._outcomes.setdefault(handle, {})[(delivery is not Delivery.UNRELIABLE, result.number)] = fut
-        return fut
-
-    def _settle_run(self, ev: app.MessagesAcked | app.MessagesNacked) -> None:
-        pending = self._outcomes.get(ev.sender)
-        if not pending:
-            return
-        outcome = Outcome.ACKED if isinstance(ev, app.MessagesAcked) else Outcome.NACKED
-        for key in [k for k in pending if k[0] == ev.reliable and ev.first <= k[1] < ev.stop]:
-            fut = pending.pop(key)
-            if not fut.done():
-                fut.set_result(outcome)
-        if not pending:
-            del self._outcomes[ev.sender]
-
-    def _settle_all(self, handle: int, outcome: Outcome) -> None:
-        for fut in self._outcomes.pop(handle, {}).values():
-            if not fut.done():
-                fut.set_result(outcome)
+        reliable = delivery is not Delivery.UNRELIABLE
+        return self._outcomes.confirm(handle, reliable, result.number, self._sender_ended.get(handle))
 
     def finish(self, handle: int) -> None:
         """Finish a sender."""
@@ -454,7 +431,7 @@ class ConnectionLink:
     def cancel(self, handle: int) -> None:
         """Cancel a sender (its confirmed messages still unanswered end CANCELLED, though the engine nacks them)."""
         if handle in self._outcomes:
-            self._settle_all(handle, Outcome.CANCELLED)
+            self._outcomes.settle_all(handle, Outcome.CANCELLED)
         self._call(self.engine.cancel, handle)
 
     def close_receiver(self, handle: int) -> None:
@@ -596,45 +573,6 @@ class ConnectionLink:
                 return EndReason.CONNECTION_LOST
             await self._wait(handle)
 
-    # ---- moving halves ----
-    def _bind_moved(self, half: Half, created: int) -> None:
-        """`half` went to the peer; wire what stays here to the engine handle `created`."""
-        if isinstance(half, Sender):
-            pipe = half._pipe
-            if pipe is not None:
-                rx = pipe.receiver() if pipe.receiver is not None else None
-                half._mark_moved()
-                if rx is None or rx._done is not None or pipe.receiver_gone:
-                    self.drop_receiver(created)
-                else:
-                    rx._bind(self, created)
-            else:
-                inner = _take_over_sender(half)
-                self._spawn(relay(networked_receiver(self, created), inner))
-        else:
-            pipe = half._pipe
-            if pipe is not None and half._link is None:
-                tx = pipe.sender() if pipe.sender is not None else None
-                queued, ended = list(pipe.items), pipe.ended
-                pipe.items.clear()
-                half._mark_moved()
-                for msg in queued:
-                    local = pipe.confirms.pop(msg.number, None)
-                    if local is None:
-                        self.send_nowait(created, msg.value, msg.delivery, force=True)
-                    else:  # a confirmed message queued before its channel moved: its fate is the network's
-                        remote = self.send_nowait_confirmed(created, msg.value, msg.delivery, force=True)
-                        remote.add_done_callback(functools.partial(_pass_on, local))
-                if tx is not None and tx._done is None:
-                    tx._bind(self, created)
-                elif ended is EndReason.FINISHED:
-                    self.finish(created)
-                else:
-                    self.cancel(created)
-            else:
-                inner_rx = _take_over_receiver(half)
-                self._spawn(relay(inner_rx, networked_sender(self, created)))
-
     def _spawn(self, coro: Any) -> None:
         task = self._loop.create_task(coro)
         self._tasks.add(task)
@@ -665,46 +603,3 @@ class ConnectionLink:
     async def wait_closed(self) -> app.ConnectionClosed:
         """Wait until the connection ends."""
         return await asyncio.shield(self.closed)
-
-
-def _pass_on(to: asyncio.Future[Outcome], done: asyncio.Future[Outcome]) -> None:
-    if not to.done():
-        to.set_result(done.result())
-
-
-def _take_over_sender(half: Sender[Any]) -> Sender[Any]:
-    """A fresh Sender owning `half`'s network handle; `half` is marked moved."""
-    link, handle = half._link, half._handle
-    assert link is not None and handle is not None
-    half._mark_moved()
-    return networked_sender(link, handle)
-
-
-def _take_over_receiver(half: Receiver[Any]) -> Receiver[Any]:
-    """A fresh Receiver owning `half`'s source (pipe leftovers and network handle); `half` is marked moved."""
-    fresh: Receiver[Any] = Receiver()
-    fresh._pipe = half._pipe
-    fresh._buf, half._buf = half._buf, fresh._buf  # what it prefetched goes first
-    link, handle = half._link, half._handle
-    half._mark_moved()
-    if link is not None and handle is not None:
-        fresh._bind(link, handle)
-    return fresh
-
-
-async def relay(src: Receiver[Any], dst: Sender[Any]) -> None:
-    """Forward a channel we hold both ends of (a networked half sent on): messages, then finish or cancel."""
-    try:
-        while True:
-            try:
-                msg = await src.recv_message()
-            except StopAsyncIteration:
-                await dst.finish()
-                return
-            await dst.send(msg.value, mode=msg.delivery)
-    except ReceiverDropped:
-        src.close()
-    except ChannelError:
-        with contextlib.suppress(ChannelError):
-            dst.cancel()
-        src.close()
