@@ -39,10 +39,11 @@ from ..core.app import (
 from ..core.config import EngineConfig
 from ..errors import ERROR_FOR_REASON, ChannelClosed, ChannelError, EndReason, LimitExceeded, WouldBlock
 from ..wire.channel_id import Side
+from .endpoint import EngineLike
 from .ledger import Ledger, encode_payload
 from .netconfig import NetConfig
 from .script import Action, ActionKind, random_script
-from .sim import EngineLike, Simulation, SimulationError
+from .sim import Simulation, SimulationError
 
 LEAK_KEYS = ("senders", "receivers", "links", "timers", "pending_receivers", "held_bytes", "channel_map")
 """state_sizes() keys that must be zero once every handle is gone; `streams` may keep the connection control stream."""
