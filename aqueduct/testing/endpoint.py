@@ -3,16 +3,19 @@
 `EngineLike` is what sim.py needs of an engine (aqueduct.core.engine.Engine
 has it; fake.py's scripted stand-in too); `Endpoint` holds one side's engine,
 the application events it emitted with their virtual times, and what the
-transport knows of that side (handshake done, terminated).
+transport knows of that side (handshake done, terminated). `DrivenEngine` adds
+the application calls the random driver (driver.py, actions.py) makes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from ..core.app import AppEvent
+from ..core.app import AppEvent, AttachKind, Delivered, Delivery, SendResult
 from ..core.transport import TransportCommand, TransportEvent
+from ..errors import EndReason
 from ..wire.channel_id import Side
 
 
@@ -54,3 +57,28 @@ class Endpoint(Generic[E]):
         new = [ev for _, ev in self.log[self._cursor :]]
         self._cursor = len(self.log)
         return new
+
+
+class DrivenEngine(EngineLike, Protocol):
+    """The application surface of the engine the driver uses (aqueduct.core.engine.Engine)."""
+
+    @property
+    def entrypoint(self) -> int | None: ...
+    def send(
+        self,
+        sender: int,
+        payload: bytes,
+        attach: Sequence[AttachKind] = (),
+        delivery: Delivery = Delivery.ORDERED,
+        now: float | None = None,
+    ) -> SendResult: ...
+    def finish(self, sender: int, now: float | None = None) -> None: ...
+    def cancel(self, sender: int, now: float | None = None) -> None: ...
+    def close_receiver(self, receiver: int, now: float | None = None) -> None: ...
+    def take_message(self, receiver: int, now: float | None = None) -> Delivered | None: ...
+    def drop_sender(self, sender: int, now: float | None = None) -> None: ...
+    def drop_receiver(self, receiver: int, now: float | None = None) -> None: ...
+    def close(self, error_code: int = 0, reason: str = "", now: float | None = None) -> None: ...
+    def state_sizes(self) -> dict[str, int]: ...
+    def sender_status(self, handle: int) -> EndReason | None: ...
+    def receiver_status(self, handle: int) -> EndReason | None: ...
