@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH
+from ..client.codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH
 
 if TYPE_CHECKING:
-    from ..driver import MediaDriver
+    from ..driver.media_driver import MediaDriver
 
 
 @dataclass

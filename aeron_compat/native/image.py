@@ -19,7 +19,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aeron_compat.codes import Action
+from aeron_compat.client.codes import Action
 from aeron_compat.native.frames import (
     DATA_HEADER_LENGTH,
     Flags,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from aeron_compat.codes import MessageTooLongError, PublicationResult
+from aeron_compat.client.codes import MessageTooLongError, PublicationResult
 from aeron_compat.native.frames import (
     DATA_HEADER,
     DATA_HEADER_LENGTH,

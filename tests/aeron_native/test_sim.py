@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeron_compat.codes import Action
+from aeron_compat.client.codes import Action
 from aeron_compat.native.frames import (
     ErrorFrame,
     Flags,

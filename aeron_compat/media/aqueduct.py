@@ -9,7 +9,7 @@
 #   reg / unreg  a subscription announces itself (unicast subscriptions on every link accepted at
 #                their endpoint; MDC and response subscriptions on their link to `control`)
 #   setup        a publication session for one registered subscription, carrying the data
-#                Receiver and the status Sender (see remote.py)
+#                Receiver and the status Sender (see media/remote.py)
 # The driver's asyncio loop is the running loop of whoever created the driver (async users), or
 # the process's shared driver loop thread (sync users); calls from other threads hop onto it.
 """`AqueductNetwork`: the Aqueduct media for aeron:udp."""
@@ -27,19 +27,19 @@ from typing import TYPE_CHECKING, Any
 from aqueduct.api import Connection, Receiver, Sender, channel, connect, serve
 from aqueduct.errors import AqueductError
 
-from . import driver_loop
-from .codes import RegistrationError
-from .ids import next_correlation_id
-from .image import Image
+from ..client.codes import RegistrationError
+from ..client.ids import next_correlation_id
+from ..client.image import Image
+from ..client.publication import PublicationLog
+from ..client.subscription import Subscription
+from . import shared_loop
 from .link import Link, dev_certs, peer_of
 from .loopback import normalise_host
 from .matcher import Key, Matcher
-from .publication import PublicationLog
 from .remote import RemoteSession, RemoteSubscriber
-from .subscription import Subscription
 
 if TYPE_CHECKING:
-    from .driver import MediaDriver
+    from ..driver.media_driver import MediaDriver
 
 RECONNECT_DELAY = 0.05
 
@@ -78,12 +78,12 @@ class AqueductNetwork(Matcher):
             if running is None and ctx.driver_loop == "caller":
                 raise RegistrationError("driver_loop: 'caller' needs a running asyncio loop")
         self.thread: threading.Thread | None = None
-        self._owner: driver_loop.LoopThread | None = None
+        self._owner: shared_loop.LoopThread | None = None
         if running is not None:
             self.loop = running
             self.loop_thread = threading.get_ident()
         else:
-            self._owner = driver_loop.acquire()
+            self._owner = shared_loop.acquire()
             self.loop, self.loop_thread, self.thread = self._owner.loop, self._owner.ident, self._owner.thread
 
     # --- plumbing ----------------------------------------------------------------------------------
@@ -377,7 +377,7 @@ class AqueductNetwork(Matcher):
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(self._aclose(), self.loop).result(timeout=10)
         if self._owner is not None:
-            driver_loop.release(self._owner)
+            shared_loop.release(self._owner)
 
     async def wait_closed(self) -> None:
         """Wait until a close started on the caller's loop has finished."""

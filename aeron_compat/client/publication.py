@@ -35,7 +35,7 @@ from .logbuffer import Frame, TermAppender, max_message_length, term_id_of
 from .uri import ChannelUri
 
 if TYPE_CHECKING:
-    from .driver import MediaDriver
+    from ..driver.media_driver import MediaDriver
 
 _new_frame = tuple.__new__
 

@@ -23,17 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .batch import BatchError, decode_batch
-from .codes import RegistrationError
-from .context import Context
+from ..client.codes import RegistrationError
+from ..client.image import Image
+from ..client.logbuffer import Frame
+from ..client.publication import PublicationLog
+from ..client.subscription import ImageHandler, Subscription
+from ..client.uri import ChannelUri
+from ..context import Context
+from ..media.batch import BatchError, decode_batch
 from .counters import Counters
-from .driver_wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
-from .image import Image
-from .logbuffer import Frame
-from .publication import PublicationLog
 from .standalone import SOCKET_NAME, default_dir
-from .subscription import ImageHandler, Subscription
-from .uri import ChannelUri
+from .wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
 
 RPC_TIMEOUT = 10.0
 READER_WAKE = 0.05

@@ -18,7 +18,7 @@ from .image import ControlledFragmentHandler, FragmentHandler, Image
 from .uri import ChannelUri
 
 if TYPE_CHECKING:
-    from .driver import MediaDriver
+    from ..driver.media_driver import MediaDriver
     from .publication import PublicationLog
 
 ImageHandler = Callable[[Image], object]

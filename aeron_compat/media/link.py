@@ -22,10 +22,10 @@ from aqueduct.api.connection import link_of
 from aqueduct.errors import AqueductError
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
-from .counters import base_dir
+from ..driver.counters import base_dir
 
 if TYPE_CHECKING:
-    from .aqueduct_media import AqueductNetwork
+    from .aqueduct import AqueductNetwork
 
 _link_ids = itertools.count(1)
 

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any
 from aqueduct.api import Receiver, Sender, channel
 from aqueduct.errors import AqueductError, WouldBlock
 
+from ..client.image import Image
+from ..client.logbuffer import Frame
+from ..client.publication import PublicationLog
 from .batch import BatchError, decode_batch, encode_batch
-from .image import Image
-from .logbuffer import Frame
-from .publication import PublicationLog
 
 if TYPE_CHECKING:
-    from .aqueduct_media import AqueductNetwork
+    from ..client.subscription import Subscription
+    from .aqueduct import AqueductNetwork
     from .link import Link
-    from .subscription import Subscription
 
 BATCH_BYTES = 32 * 1024
 DATAGRAM_OVERHEAD = 16
