@@ -151,10 +151,9 @@ class DriverProxy:
             shared.refs += 1
             return shared
         cid = next(self._ids)
-        driver: Any = self
 
         def build(r: dict[str, Any]) -> PublicationLog:
-            log = PublicationLog(driver, channel, channel_str, stream_id, int(r["session"]), int(r["itid"]),
+            log = PublicationLog(self, channel, channel_str, stream_id, int(r["session"]), int(r["itid"]),
                                  int(r["tl"]), int(r["mtu"]), int(r["win"]), int(r["start"]), exclusive,
                                  int(r["reg"]), str(r["ident"]))
             log.refs = 1
@@ -197,8 +196,7 @@ class DriverProxy:
         """A local subscription whose images the driver feeds."""
         channel = ChannelUri.parse(channel_str)
         cid = next(self._ids)
-        driver: Any = self
-        sub = Subscription(driver, channel, channel_str, stream_id, 0, on_available, on_unavailable)
+        sub = Subscription(self, channel, channel_str, stream_id, 0, on_available, on_unavailable)
         self.subs[cid], self._sub_cid[sub] = sub, cid
         try:
             reply = self._rpc({"t": "addsub", "id": cid, "channel": channel_str, "stream": stream_id})

@@ -21,8 +21,9 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aqueduct.api import Connection, Receiver, Sender, channel, connect, serve
 from aqueduct.errors import AqueductError
@@ -32,14 +33,13 @@ from ..client.ids import next_correlation_id
 from ..client.image import Image
 from ..client.publication import PublicationLog
 from ..client.subscription import Subscription
+from ..context import Context
+from ..driver.counters import Counters
 from . import shared_loop
 from .link import Link, dev_certs, peer_of
 from .loopback import normalise_host
 from .matcher import Key, Matcher
 from .remote import RemoteSession, RemoteSubscriber
-
-if TYPE_CHECKING:
-    from ..driver.media_driver import MediaDriver
 
 RECONNECT_DELAY = 0.05
 
@@ -51,10 +51,24 @@ class _Listener:
     links: list[Link] = field(default_factory=list)
 
 
+class NetworkHost(Protocol):
+    """The driver a network serves (`MediaDriver`): settings, counters, and the lock and subscription
+    list the network reads when it announces or looks up subscriptions."""
+
+    ctx: Context
+    counters: Counters
+    driver_id: int
+    subscriptions: list[Subscription]
+
+    @property
+    def _lock(self) -> AbstractContextManager[Any]:
+        """Held while matching changes."""
+
+
 class AqueductNetwork(Matcher):
     """The driver's QUIC endpoint: listeners, outgoing links, remote subscribers and sessions."""
 
-    def __init__(self, driver: MediaDriver) -> None:
+    def __init__(self, driver: NetworkHost) -> None:
         super().__init__()
         self.driver = driver
         ctx = driver.ctx
@@ -176,7 +190,7 @@ class AqueductNetwork(Matcher):
         if not isinstance(hello, dict) or not isinstance(hello.get("back"), Sender):
             await conn.close()
             return
-        link = Link(self, conn, hello["back"], conn.entrypoint, peer_of(conn), listener=endpoint)
+        link = Link(self.on_control, conn, hello["back"], conn.entrypoint, peer_of(conn), listener=endpoint)
         listener = self.listeners.get(endpoint)
         if listener is not None:
             listener.links.append(link)
@@ -207,7 +221,7 @@ class AqueductNetwork(Matcher):
                 await asyncio.sleep(RECONNECT_DELAY)
                 continue
             back_tx, back_rx = channel()
-            link = Link(self, conn, conn.entrypoint, back_rx, endpoint, endpoint=endpoint)
+            link = Link(self.on_control, conn, conn.entrypoint, back_rx, endpoint, endpoint=endpoint)
             link.send_ctl({"t": "hello", "back": back_tx})
             self.out_links[endpoint] = link
             with self.driver._lock:

@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass
 
 from aeron_compat.client.uri import ChannelUri, parse_duration_ns, parse_endpoint, parse_size
-from aeron_compat.native.publisher import DestinationMode
+from aeron_compat.native.publisher_config import DestinationMode
 
 Address = tuple[str, int]
 TRANSPORT_PARAM = "transport"
