@@ -7,7 +7,7 @@ ways, finish, cancel, early receiver close, channels lost with their
 creating message) for `--conn-life` seconds, then ends either gracefully or
 by a blackout longer than the idle timeout (every open handle must then end
 with ConnectionLost, none may hang). Every finished channel is checked by
-aqueduct.reliability.traffic.Ledger.check. Samples of RSS, live Python
+the ledger (tests/harness/traffic.py, aqueduct/testing/ledger.py). Samples of RSS, live Python
 allocations (`py_blocks`, after a collection: RSS keeps the allocator's
 high-water mark, blocks show what is still alive), open handles and engine
 table sizes are printed; a summary at the end (`--tracemalloc` adds the
@@ -32,10 +32,13 @@ from typing import Any
 
 import aqueduct
 from aqueduct.api.connection import link_of
+from aqueduct.bench.impair import Impairment, ImpairProxy
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.quic.settings import TransportSettings
-from aqueduct.reliability.impair import Impairment, ImpairProxy
-from aqueduct.reliability.traffic import Ledger, TrafficShape, TreeTraffic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the traffic harness
+
+from harness.traffic import Ledger, TrafficShape, TreeTraffic
 
 
 def rss_kib() -> int:
@@ -52,7 +55,7 @@ def engine_totals(conns: list[aqueduct.Connection]) -> dict[str, int]:
     for c in conns:
         if c.is_closed:
             continue
-        for k, v in c.engine.state_sizes().items():
+        for k, v in link_of(c).engine.state_sizes().items():
             total[k] = total.get(k, 0) + v
     return total
 

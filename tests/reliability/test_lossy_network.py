@@ -1,6 +1,6 @@
 """Real QUIC through the seeded impairment proxy: nothing promised is lost, nothing is delivered twice, no hangs.
 
-Client and server run in this process with aqueduct.reliability's ImpairProxy
+Client and server run in this process with the library's ImpairProxy (aqueduct.bench.impair)
 between them (loss, loss bursts, duplication, reordering, jitter). Every
 channel is recorded by a Ledger whose check (see traffic.py) covers:
 reliable messages exactly once (in order when ordered), unreliable ones at
@@ -17,15 +17,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from harness.traffic import Ledger, TrafficShape, TreeTraffic
 
 import aqueduct
 from aqueduct import ConnectionLost, Delivery
 from aqueduct.api.connection import link_of
+from aqueduct.bench.impair import Impairment, ImpairProxy
 from aqueduct.errors import EndReason
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
-from aqueduct.reliability.impair import Impairment, ImpairProxy
-from aqueduct.reliability.traffic import Ledger, TrafficShape, TreeTraffic
 
 from .hostile import GUARD, until
 

@@ -24,11 +24,11 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.connection import Connection, link_of
-from ..api.halves import Receiver, Sender, channel
-from ..api.link import ConnectionLink
-from ..core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
-from ..errors import ChannelError, EndReason
+from aqueduct.api.connection import Connection, link_of
+from aqueduct.api.halves import Receiver, Sender, channel
+from aqueduct.api.link import ConnectionLink
+from aqueduct.core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
+from aqueduct.errors import ChannelError, EndReason
 
 HandleKey = tuple[int, int]
 """(id of the Connection, engine sender handle)."""
