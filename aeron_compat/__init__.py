@@ -68,6 +68,7 @@ from .client.codes import (
     PublicationResult,
     RegistrationError,
 )
+from .client.context import Context
 from .client.fragment_assembler import ControlledFragmentAssembler, FragmentAssembler
 from .client.header import Header
 from .client.idle import (
@@ -81,7 +82,6 @@ from .client.image import Image
 from .client.publication import BufferClaim, ExclusivePublication, Publication
 from .client.subscription import Subscription
 from .client.uri import ChannelUri, ChannelUriStringBuilder, InvalidChannelError
-from .context import Context
 from .driver.media_driver import MediaDriver
 
 __all__ = [

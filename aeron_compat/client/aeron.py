@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
-from ..context.aeron import Driver
 from ..driver.media_driver import MediaDriver
 from ..driver.proxy import DriverProxy
 from ..native.hookup import is_native, native_publication, native_subscription
 from .codes import RegistrationError
+from .context import Context, Driver
 from .publication import ExclusivePublication, Publication
 from .subscription import ImageHandler, Subscription
 

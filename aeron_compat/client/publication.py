@@ -14,7 +14,6 @@ import threading
 from collections import deque
 from typing import Any, Protocol
 
-from ..driver.counters import Counters
 from .claim import ClaimBase
 from .codes import (
     ADMIN_ACTION,
@@ -32,6 +31,7 @@ from .codes import (
     PublicationClosedError,
     PublicationResult,
 )
+from .counters import Counters
 from .logbuffer import Frame, TermAppender, max_message_length, term_id_of
 from .uri import ChannelUri
 

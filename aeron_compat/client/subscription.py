@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..driver.counters import Counters
+from .counters import Counters
 from .ids import next_correlation_id
 from .image import ControlledFragmentHandler, FragmentHandler, Image
 from .uri import ChannelUri

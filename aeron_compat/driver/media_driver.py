@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..client.codes import RegistrationError
+from ..client.context import Context
+from ..client.counters import Counters, base_dir, sweep_stale_driver_dirs, write_snapshot
 from ..client.ids import next_correlation_id
 from ..client.image import Image
 from ..client.logbuffer import compute_position, position_bits_to_shift
 from ..client.publication import PublicationLog
 from ..client.subscription import ImageHandler, Subscription
 from ..client.uri import ChannelUri, parse_endpoint, parse_size
-from ..context import Context
 from ..media.loopback import LOOPBACK, LoopbackNetwork, normalise_host
 from ..media.matcher import Key, Matcher
-from .counters import Counters, base_dir, sweep_stale_driver_dirs, write_snapshot
 
 if TYPE_CHECKING:
     from ..media.aqueduct import AqueductNetwork

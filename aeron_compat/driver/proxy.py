@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from ..client.codes import RegistrationError
+from ..client.context import Context
+from ..client.counters import Counters
 from ..client.image import Image
 from ..client.logbuffer import Frame
 from ..client.publication import PublicationLog
 from ..client.subscription import ImageHandler, Subscription
 from ..client.uri import ChannelUri
-from ..context import Context
 from ..media.batch import BatchError, decode_batch
-from .counters import Counters
 from .standalone import SOCKET_NAME, default_dir
 from .wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
 

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..client.codes import END_FLAG, HDR_TYPE_DATA, AeronError
+from ..client.context import Context
+from ..client.counters import SNAPSHOT_NAME, base_dir
 from ..client.image import Image
 from ..client.publication import PublicationLog
 from ..client.subscription import Subscription
-from ..context import Context
 from ..media.batch import BatchError, decode_batch
-from .counters import SNAPSHOT_NAME, base_dir
 from .media_driver import MediaDriver
 from .wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
 

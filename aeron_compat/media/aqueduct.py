@@ -29,12 +29,12 @@ from aqueduct.api import Connection, Receiver, Sender, channel, connect, serve
 from aqueduct.errors import AqueductError
 
 from ..client.codes import RegistrationError
+from ..client.context import Context
+from ..client.counters import Counters
 from ..client.ids import next_correlation_id
 from ..client.image import Image
 from ..client.publication import PublicationLog
 from ..client.subscription import Subscription
-from ..context import Context
-from ..driver.counters import Counters
 from . import shared_loop
 from .link import Link, dev_certs, peer_of
 from .loopback import normalise_host

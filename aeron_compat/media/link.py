@@ -24,7 +24,7 @@ from aqueduct.api.connection import link_of
 from aqueduct.errors import AqueductError
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
-from ..driver.counters import base_dir
+from ..client.counters import base_dir
 
 _link_ids = itertools.count(1)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..client.codes import DEFAULT_TERM_LENGTH
-from ..context import Context
-from ..driver.counters import base_dir, read_snapshots
+from ..client.context import Context
+from ..client.counters import base_dir, read_snapshots
 
 
 def format_snapshot(snap: dict[str, Any]) -> str:

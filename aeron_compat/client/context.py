@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..client.codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH
-from ..client.publication import PublicationLog
-from ..client.subscription import ImageHandler, Subscription
+from .codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH
+from .publication import PublicationLog
+from .subscription import ImageHandler, Subscription
 
 
 class Driver(Protocol):
