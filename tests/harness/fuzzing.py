@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.app import AttachKind, Delivery, HeadersReceived, MessageAvailable
-from ..core.config import EngineConfig
-from ..core.engine import Engine
-from ..core.transport import (
+from aqueduct.core.app import AttachKind, Delivery, HeadersReceived, MessageAvailable
+from aqueduct.core.config import EngineConfig
+from aqueduct.core.engine import Engine
+from aqueduct.core.transport import (
     CloseConnection,
     DatagramReceived,
     HandshakeCompleted,
@@ -33,10 +33,10 @@ from ..core.transport import (
     StreamReset,
     TransportEvent,
 )
-from ..errors import AqueductError
-from ..wire.channel_id import ChannelId, Side
-from ..wire.errors import CloseCode, ProtocolError
-from ..wire.frames import (
+from aqueduct.errors import AqueductError
+from aqueduct.wire.channel_id import ChannelId, Side
+from aqueduct.wire.errors import CloseCode, ProtocolError
+from aqueduct.wire.frames import (
     AckNackUnreliable,
     AckReliable,
     ChannelControl,
@@ -51,8 +51,8 @@ from ..wire.frames import (
     Version,
     encode_frame,
 )
-from ..wire.reader import FrameReader, decode_frames
-from ..wire.varint import encode_varint
+from aqueduct.wire.reader import FrameReader, decode_frames
+from aqueduct.wire.varint import encode_varint
 
 FUZZ_CONFIG = EngineConfig(
     max_frame_size=4096,

@@ -16,29 +16,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aqueduct.api import Receiver, Sender, channel
 from aqueduct.errors import AqueductError, WouldBlock
 
+from ..client.image import Image
+from ..client.logbuffer import Frame
+from ..client.publication import PublicationLog
 from .batch import BatchError, decode_batch, encode_batch
-from .image import Image
-from .logbuffer import Frame
-from .publication import PublicationLog
 
 if TYPE_CHECKING:
-    from .aqueduct_media import AqueductNetwork
+    from ..client.subscription import Subscription
     from .link import Link
-    from .subscription import Subscription
 
 BATCH_BYTES = 32 * 1024
 DATAGRAM_OVERHEAD = 16
 
 
+class SessionHost(Protocol):
+    """What sinks and sessions ask of the network that owns them (`AqueductNetwork`)."""
+
+    loop: asyncio.AbstractEventLoop
+    sessions: set[RemoteSession]
+
+    def call(self, fn: Callable[[], object]) -> None:
+        """Run `fn` on the network's loop."""
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """A task on the loop, cancelled when the network closes (loop)."""
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Bump a driver counter."""
+
+    def next_id(self) -> int:
+        """A fresh correlation id."""
+
+
 class RemoteSubscriber:
     """A subscription of the driver at the other end of `link`."""
 
-    def __init__(self, net: AqueductNetwork, link: Link, remote_id: int, stream_id: int,
+    def __init__(self, net: SessionHost, link: Link, remote_id: int, stream_id: int,
                  session_filter: int | None) -> None:
         self.net, self.link, self.remote_id = net, link, remote_id
         self.stream_id = stream_id
@@ -180,7 +199,7 @@ class RemoteSink:
 class RemoteSession:
     """One remote publication session feeding one local subscription's image."""
 
-    def __init__(self, net: AqueductNetwork, link: Link, sub: Subscription, msg: dict[str, Any]) -> None:
+    def __init__(self, net: SessionHost, link: Link, sub: Subscription, msg: dict[str, Any]) -> None:
         self.net, self.link, self.sub = net, link, sub
         self.session_id = int(msg["session"])
         self.stream_id = int(msg["stream"])

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..driver.media_driver import MediaDriver
+from ..driver.proxy import DriverProxy
+from ..native.hookup import is_native, native_publication, native_subscription
 from .codes import RegistrationError
-from .context import Context
-from .driver import MediaDriver
-from .driver_proxy import DriverProxy
-from .native.hookup import is_native, native_publication, native_subscription
+from .context import Context, Driver
 from .publication import ExclusivePublication, Publication
 from .subscription import ImageHandler, Subscription
 
@@ -23,7 +23,7 @@ class Aeron:
     def __init__(self, ctx: Context | None = None) -> None:
         self.ctx = ctx or Context()
         self._owns_driver = self.ctx.driver is None
-        self.driver: MediaDriver | DriverProxy = self.ctx.driver or _launch(self.ctx)
+        self.driver: Driver = self.ctx.driver or _launch(self.ctx)
         self._resources: list[Publication | Subscription] = []
         self.is_closed = False
 

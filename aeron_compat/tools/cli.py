@@ -1,7 +1,7 @@
 # The `aeron_compat` command.  `stat` is AeronStat: it reads the counters snapshots that drivers
 # write into their directories (all live drivers under the base directory, or one directory) and
 # prints system counters and per-stream positions, once or every N seconds.  `driver` runs the
-# standalone media driver (standalone.py) in the foreground until SIGINT/SIGTERM.
+# standalone media driver (driver/standalone.py) in the foreground until SIGINT/SIGTERM.
 """Command line: `aeron_compat stat [--dir D] [--watch SECONDS] [--json]`, `aeron_compat driver [--dir D]`."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .codes import DEFAULT_TERM_LENGTH
-from .context import Context
-from .counters import base_dir, read_snapshots
+from ..client.codes import DEFAULT_TERM_LENGTH
+from ..client.context import Context
+from ..client.counters import base_dir, read_snapshots
 
 
 def format_snapshot(snap: dict[str, Any]) -> str:
@@ -50,7 +50,7 @@ def _stat(args: argparse.Namespace) -> int:
 
 
 def _driver(args: argparse.Namespace) -> int:
-    from .standalone import serve_forever
+    from ..driver.standalone import serve_forever
 
     return serve_forever(Context(aeron_dir=args.dir, term_length=args.term_length,
                                  counters_interval=args.counters_interval, udp_media=args.udp_media).conclude())
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     drv.add_argument("--udp-media", choices=("aqueduct", "loopback"), default="aqueduct",
                      help="aeron:udp transport (default: aqueduct)")
     drv.set_defaults(func=_driver)
-    from .stream.cli import add_parser as add_stream_parser
+    from ..stream.cli import add_parser as add_stream_parser
 
     add_stream_parser(sub)
     return parser

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from .codes import HDR_TYPE_PAD, Action
 from .header import Header
 from .logbuffer import Frame
-
-if TYPE_CHECKING:
-    from .subscription import Subscription
 
 FragmentHandler = Callable[[memoryview, Header], object]
 ControlledFragmentHandler = Callable[[memoryview, Header], Action]
@@ -31,10 +28,20 @@ class ImageSource(Protocol):
         """Forget `sink`."""
 
 
+class ImageOwner(Protocol):
+    """The subscription an image belongs to: counts its bytes and hears when it closes."""
+
+    stream_id: int
+    _counts: dict[str, int]
+
+    def _image_closed(self, image: Image) -> None:
+        """`image` closed: queue the unavailable-image event."""
+
+
 class Image:
     """Frames of one (stream, session) for one subscription, with its own position and poll."""
 
-    def __init__(self, subscription: Subscription, session_id: int, initial_term_id: int, term_length: int,
+    def __init__(self, subscription: ImageOwner, session_id: int, initial_term_id: int, term_length: int,
                  join_position: int, source_identity: str, correlation_id: int, source: ImageSource | None,
                  response_correlation_id: int = 0) -> None:
         self.subscription = subscription

@@ -2,7 +2,7 @@
 # message is a 4-byte little-endian length (of what follows), one kind byte and a body:
 #   'J'  a JSON object: commands (addpub, addsub, pos, ...) and events (reply, image, st, eos, lost)
 #   'F'  frames: an 8-byte id (the client's log id, or the driver's image id) then a batch as
-#        encoded by batch.py (positions implied, 5 bytes of overhead per frame)
+#        encoded by media/batch.py (positions implied, 5 bytes of overhead per frame)
 # MessageReader reassembles messages from arbitrary chunks and raises WireError (never anything
 # else) on a length over the limit, an unknown kind or a body that does not parse.
 """Framing of the client <-> standalone driver socket."""
@@ -13,9 +13,9 @@ import json
 import struct
 from typing import Any
 
-from .batch import encode_batch
-from .codes import AeronError
-from .logbuffer import Frame
+from ..client.codes import AeronError
+from ..client.logbuffer import Frame
+from ..media.batch import encode_batch
 
 _HEAD = struct.Struct("<IB")
 _ID = struct.Struct("<q")

@@ -1,4 +1,4 @@
-"""Random channel trees over real connections, and a ledger that checks nothing promised was lost.
+"""Random channel trees over real connections, fed to the one ledger, which checks nothing promised was lost.
 
 `TreeTraffic` drives both ends of connections that live in one process.
 Every channel gets an id (`cid`); a message is `{"c": cid, "s": seq, "h":
@@ -8,11 +8,14 @@ carrying a new channel's sender or receiver (a tree, depth-limited), then a
 finish or (sometimes) a cancel. Whoever holds a receiver *drains* it,
 sometimes closing it early, and serves every half that arrives the same way.
 
-`Ledger` records, per channel: what the producer sent (seq -> delivery and
+`TrafficLog` records, per channel: what the producer sent (seq -> delivery and
 message number), what the draining application got, how each end ended,
 and the acks/nacks the sending engine reported (tapped from the engine's
-events through `tap(conn)`). `Ledger.check(rec)` runs when both ends are
-done; its rules are listed on `check`. Violations are collected as strings.
+events through `tap(conn)`). When both ends are done, `check(rec)` feeds
+the channel into the one ledger (`aqueduct.testing.ledger.Ledger`, the
+simulator's too), which applies the rules; once a cleanly finished
+channel's acks are in, `settle` feeds them and asks the ledger whether the
+channel settled. Violations are the ledger's, collected as strings.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.connection import Connection, link_of
-from ..api.halves import Receiver, Sender, channel
-from ..api.link import ConnectionLink
-from ..core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
-from ..errors import ChannelError, EndReason
+from aqueduct.api.connection import Connection, link_of
+from aqueduct.api.halves import Receiver, Sender, channel
+from aqueduct.api.link import ConnectionLink
+from aqueduct.core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
+from aqueduct.errors import ChannelError, EndReason
+from aqueduct.testing.ledger import Ledger
 
 HandleKey = tuple[int, int]
 """(id of the Connection, engine sender handle)."""
@@ -58,16 +62,33 @@ class ChannelRecord:
     """(cid, seq) of the message that carried this channel's half, None for a root."""
     served_by_peer: bool = False
     """The half that travelled was taken up by the peer's application."""
+    fed_nacks: dict[bool, set[int]] = field(default_factory=lambda: {True: set(), False: set()})
+    """Nacks already given to the ledger."""
+
+    @property
+    def tag(self) -> str:
+        """The channel's name in the ledger."""
+        return str(self.cid)
+
+    @property
+    def party(self) -> Any:
+        """Who sent on it, for the ledger: the sending connection (a channel never bound has its own)."""
+        return self.sender_key[0] if self.sender_key is not None else f"unbound {self.cid}"
+
+    @property
+    def handle(self) -> int:
+        """The sending engine's handle (0 if never bound)."""
+        return self.sender_key[1] if self.sender_key is not None else 0
 
 
 @dataclass
-class Ledger:
-    """Channels, acks and nacks, and the violations found."""
+class TrafficLog:
+    """Channels, acks and nacks as the traffic saw them, checked by the ledger."""
 
     channels: dict[int, ChannelRecord] = field(default_factory=dict)
     acks: dict[HandleKey, dict[bool, set[int]]] = field(default_factory=dict)
     nacks: dict[HandleKey, dict[bool, set[int]]] = field(default_factory=dict)
-    violations: list[str] = field(default_factory=list)
+    ledger: Ledger = field(default_factory=Ledger)
     messages_sent: int = 0
     messages_received: int = 0
     checked: int = 0
@@ -80,6 +101,11 @@ class Ledger:
     _next_cid: int = 0
     _changed: dict[HandleKey, asyncio.Event] = field(default_factory=dict)
 
+    @property
+    def violations(self) -> list[str]:
+        """What the ledger found (a run may add its own)."""
+        return self.ledger.violations
+
     def new_channel(self) -> ChannelRecord:
         """A fresh channel record."""
         self._next_cid += 1
@@ -90,6 +116,7 @@ class Ledger:
     def forget(self, rec: ChannelRecord) -> None:
         """Drop a checked channel's records (keeps a long run's memory flat)."""
         self.channels.pop(rec.cid, None)
+        self.ledger.forget_channel(rec.tag)
         if rec.sender_key is not None:
             self.acks.pop(rec.sender_key, None)
             self.nacks.pop(rec.sender_key, None)
@@ -127,37 +154,40 @@ class Ledger:
         return table.get(rec.sender_key, {}).get(reliable, set())
 
     def check(self, rec: ChannelRecord) -> None:
-        """Check one finished channel.
+        """Check one finished channel: feed its sends, the nacks so far and its deliveries to the ledger.
 
-        Always: no message delivered twice; every delivered message was sent, with the number and mode
-        it was sent with; ordered messages in send order; no message nacked so far was delivered. If
-        the receiver saw the finish: every reliable message delivered. (Acks: see `check_acks`.)
+        The ledger's rules then cover: no message delivered twice; every delivered message was sent,
+        with the number and reliability it was sent with; ordered messages in send order; no message
+        nacked so far was delivered. If the receiver saw the finish: every reliable message delivered.
+        (Acks: see `settle`.)
         """
         self.checked += 1
         key = f"{rec.sender_end.value if rec.sender_end else '?'}/{rec.receiver_end.value if rec.receiver_end else '?'}"
         self.ends[key] = self.ends.get(key, 0) + 1
-        bad = self.violations
-        seqs = [s for s, _, _ in rec.received]
-        if len(seqs) != len(set(seqs)):
-            bad.append(f"channel {rec.cid}: duplicate delivery {sorted(seqs)}")
+        led, tag, party = self.ledger, rec.tag, rec.party
+        led.new_channel(tag, party, oneshot=False)
+        for seq, (delivery, number) in sorted(rec.sent.items()):
+            led.on_send(party, rec.handle, tag, seq, delivery, number)
+        sent = {reliable: {n for d, n in rec.sent.values() if _reliable(d) == reliable} for reliable in (True, False)}
+        # nacks of messages whose send failed (connection lost) are no one's business here
+        self._feed(rec, self.nacks, sent, ack=False)
         for seq, delivery, number in rec.received:
-            sent_as = rec.sent.get(seq)
-            if sent_as is None or sent_as[1] != number or _reliable(sent_as[0]) != _reliable(delivery):
-                bad.append(f"channel {rec.cid}: seq {seq} got as {delivery}/{number}, sent as {sent_as}")
-        # a receiver sees only whether a message came on a stream or in a datagram; order is the sender's
-        ordered = [s for s, _, _ in rec.received if s in rec.sent and rec.sent[s][0] is Delivery.ORDERED]
-        if ordered != sorted(ordered):
-            bad.append(f"channel {rec.cid}: ordered messages out of order {ordered}")
-        got = {reliable: {n for _, d, n in rec.received if _reliable(d) == reliable}
-               for reliable in (True, False)}
+            led.on_delivery(party, tag, seq, delivery, number)
+        if rec.receiver_end is EndReason.FINISHED and not rec.uncertain:
+            led.check_all_reliable_delivered(tag)
+
+    def _feed(self, rec: ChannelRecord, table: dict[HandleKey, dict[bool, set[int]]],
+              only: dict[bool, set[int]] | None, ack: bool) -> None:
+        """Give the ledger the channel's acks (or its nacks not given yet), limited to `only` if given."""
         for reliable in (True, False):
-            nacked = self._space(self.nacks, rec, reliable)
-            if nacked & got[reliable]:
-                bad.append(f"channel {rec.cid}: nacked yet delivered {sorted(nacked & got[reliable])}")
-        sent = {reliable: {n for d, n in rec.sent.values() if _reliable(d) == reliable}
-                for reliable in (True, False)}
-        if rec.receiver_end is EndReason.FINISHED and not rec.uncertain and got[True] != sent[True]:
-            bad.append(f"channel {rec.cid}: finished but reliable {sorted(sent[True] - got[True])} missing")
+            numbers = self._space(table, rec, reliable)
+            if only is not None:
+                numbers = numbers & only[reliable]
+            if not ack:
+                numbers = numbers - rec.fed_nacks[reliable]
+                rec.fed_nacks[reliable] |= numbers
+            for n in sorted(numbers):
+                self.ledger.on_acknack(rec.party, rec.handle, reliable, n, n + 1, ack)
 
     def wants_acks(self, rec: ChannelRecord) -> bool:
         """Whether both ends finished cleanly, so every message must end up acked or nacked."""
@@ -173,20 +203,12 @@ class Ledger:
         return True
 
     def check_acks(self, rec: ChannelRecord) -> None:
-        """Both ends finished: every reliable message acked; every unreliable one acked or nacked, not both,
-        and the acked ones exactly those the application got."""
-        bad = self.violations
-        got_u = {n for _, d, n in rec.received if not _reliable(d)}
-        sent = {reliable: {n for d, n in rec.sent.values() if _reliable(d) == reliable} for reliable in (True, False)}
-        acked_r = self._space(self.acks, rec, True)
-        if acked_r != sent[True]:
-            bad.append(f"channel {rec.cid}: reliable acked {sorted(acked_r)} != sent {sorted(sent[True])}")
-        acked_u, nacked_u = self._space(self.acks, rec, False), self._space(self.nacks, rec, False)
-        if acked_u & nacked_u or (acked_u | nacked_u) != sent[False]:
-            bad.append(f"channel {rec.cid}: unreliable acked {sorted(acked_u)} nacked {sorted(nacked_u)} "
-                       f"sent {sorted(sent[False])}")
-        if acked_u != got_u:
-            bad.append(f"channel {rec.cid}: unreliable acked {sorted(acked_u)} != delivered {sorted(got_u)}")
+        """Both ends finished: the ledger gets every ack and the nacks it has not seen, then checks that
+        every reliable message was acked and every unreliable one acked or nacked, not both, acked
+        exactly when the application got it (and nothing acked or nacked that was never sent)."""
+        self._feed(rec, self.nacks, None, ack=False)
+        self._feed(rec, self.acks, None, ack=True)
+        self.ledger.check_settled(rec.tag)
         self.acks_checked += 1
 
     async def settle(self, rec: ChannelRecord, conn: ConnectionLink, guard: float) -> None:
@@ -233,10 +255,10 @@ class TrafficShape:
 
 
 class TreeTraffic:
-    """Produces and drains random channel trees, recording into a Ledger."""
+    """Produces and drains random channel trees, recording into a TrafficLog."""
 
-    def __init__(self, ledger: Ledger, seed: int, shape: TrafficShape | None = None) -> None:
-        self.ledger = ledger
+    def __init__(self, log: TrafficLog, seed: int, shape: TrafficShape | None = None) -> None:
+        self.log = log
         self.shape = shape or TrafficShape()
         self.seed = seed
         self.tasks: set[asyncio.Task[None]] = set()
@@ -256,7 +278,7 @@ class TreeTraffic:
 
     async def root(self, entry: Sender[Any]) -> int:
         """Start one tree: a reliable message on `entry` carrying a new channel's half; returns its cid."""
-        rec, half = self._child(self._rng(0, f"root{self.ledger._next_cid}"), depth=0)
+        rec, half = self._child(self._rng(0, f"root{self.log._next_cid}"), depth=0)
         await entry.send({"c": 0, "s": 0, "h": [[rec.cid, half]]})
         return rec.cid
 
@@ -270,7 +292,7 @@ class TreeTraffic:
         self, rng: random.Random, depth: int, parent: tuple[int, int] | None = None
     ) -> tuple[ChannelRecord, Sender[Any] | Receiver[Any]]:
         """A new channel; one half goes to the peer, we serve the other."""
-        rec = self.ledger.new_channel()
+        rec = self.log.new_channel()
         rec.parent = parent
         self._pending[rec.cid] = 2
         tx, rx = channel()
@@ -283,7 +305,7 @@ class TreeTraffic:
     def serve(self, msg: Any, depth: int) -> None:
         """Serve every half a received message carries."""
         for cid, half in msg.get("h", ()):
-            rec = self.ledger.channels[cid]
+            rec = self.log.channels[cid]
             rec.served_by_peer = True
             if isinstance(half, Sender):
                 self.spawn(self.produce(half, rec, depth + 1), f"produce {rec.cid} (received)")
@@ -293,21 +315,21 @@ class TreeTraffic:
     def _done(self, rec: ChannelRecord) -> None:
         self._pending[rec.cid] -= 1
         if self._pending[rec.cid] == 0:
-            self.ledger.check(rec)
-            if self.ledger.wants_acks(rec) and rec.sender_conn is not None:
+            self.log.check(rec)
+            if self.log.wants_acks(rec) and rec.sender_conn is not None:
                 self.spawn(self._settle(rec, rec.sender_conn))
             else:
                 self._forget(rec)
 
     async def _settle(self, rec: ChannelRecord, conn: ConnectionLink) -> None:
         try:
-            await self.ledger.settle(rec, conn, self.shape.guard)
+            await self.log.settle(rec, conn, self.shape.guard)
         finally:
             self._forget(rec)
 
     def _forget(self, rec: ChannelRecord) -> None:
         del self._pending[rec.cid]
-        self.ledger.forget(rec)
+        self.log.forget(rec)
 
     @property
     def open_channels(self) -> int:
@@ -316,10 +338,10 @@ class TreeTraffic:
 
     def describe(self, rec: ChannelRecord) -> str:
         """A channel's state and its parent's, for a violation report."""
-        out = (f"[{self.ledger.phase}] sent {len(rec.sent)} got {len(rec.received)} ends "
+        out = (f"[{self.log.phase}] sent {len(rec.sent)} got {len(rec.received)} ends "
                f"{rec.sender_end}/{rec.receiver_end} served_by_peer={rec.served_by_peer} parent={rec.parent}")
         if rec.parent is not None:
-            p = self.ledger.channels.get(rec.parent[0])
+            p = self.log.channels.get(rec.parent[0])
             if p is not None:
                 got = [s for s, _, _ in p.received]
                 out += (f"; parent sent {sorted(p.sent)} got {got} ends {p.sender_end}/{p.receiver_end} "
@@ -333,9 +355,9 @@ class TreeTraffic:
 
         Call when no task is running; returns how many there were.
         """
-        orphans = [self.ledger.channels[cid] for cid in self._pending]
+        orphans = [self.log.channels[cid] for cid in self._pending]
         for rec in orphans:
-            self.ledger.check(rec)
+            self.log.check(rec)
             self._forget(rec)
         return len(orphans)
 
@@ -367,7 +389,7 @@ class TreeTraffic:
                         assert isinstance(tx._link, ConnectionLink)
                         rec.sender_conn = tx._link
                 counts[reliable] += 1
-                self.ledger.messages_sent += 1
+                self.log.messages_sent += 1
             if rng.random() < shape.cancel_probability:
                 tx.cancel()
                 rec.sender_end = EndReason.CANCELLED
@@ -378,7 +400,7 @@ class TreeTraffic:
             rec.sender_end = err.reason
             rec.uncertain |= err.reason is EndReason.CONNECTION_LOST
         except TimeoutError:
-            self.ledger.violations.append(f"channel {rec.cid}: sender end not reported within {shape.guard} s")
+            self.log.violations.append(f"channel {rec.cid}: sender end not reported within {shape.guard} s")
         finally:
             self._done(rec)
 
@@ -400,12 +422,12 @@ class TreeTraffic:
                     return
                 value = msg.value
                 rec.received.append((value["s"], msg.delivery, msg.number))
-                self.ledger.messages_received += 1
+                self.log.messages_received += 1
                 self.serve(value, depth)
         except ChannelError as err:
             rec.receiver_end = err.reason
         except TimeoutError:
-            self.ledger.violations.append(f"channel {rec.cid}: no message or end within {shape.guard} s; "
+            self.log.violations.append(f"channel {rec.cid}: no message or end within {shape.guard} s; "
                                           f"{self.describe(rec)}")
             with contextlib.suppress(ChannelError):
                 rx.close()

@@ -23,17 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .batch import BatchError, decode_batch
-from .codes import RegistrationError
-from .context import Context
-from .counters import Counters
-from .driver_wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
-from .image import Image
-from .logbuffer import Frame
-from .publication import PublicationLog
+from ..client.codes import RegistrationError
+from ..client.context import Context
+from ..client.counters import Counters
+from ..client.image import Image
+from ..client.logbuffer import Frame
+from ..client.publication import PublicationLog
+from ..client.subscription import ImageHandler, Subscription
+from ..client.uri import ChannelUri
+from ..media.batch import BatchError, decode_batch
 from .standalone import SOCKET_NAME, default_dir
-from .subscription import ImageHandler, Subscription
-from .uri import ChannelUri
+from .wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
 
 RPC_TIMEOUT = 10.0
 READER_WAKE = 0.05
@@ -151,10 +151,9 @@ class DriverProxy:
             shared.refs += 1
             return shared
         cid = next(self._ids)
-        driver: Any = self
 
         def build(r: dict[str, Any]) -> PublicationLog:
-            log = PublicationLog(driver, channel, channel_str, stream_id, int(r["session"]), int(r["itid"]),
+            log = PublicationLog(self, channel, channel_str, stream_id, int(r["session"]), int(r["itid"]),
                                  int(r["tl"]), int(r["mtu"]), int(r["win"]), int(r["start"]), exclusive,
                                  int(r["reg"]), str(r["ident"]))
             log.refs = 1
@@ -197,8 +196,7 @@ class DriverProxy:
         """A local subscription whose images the driver feeds."""
         channel = ChannelUri.parse(channel_str)
         cid = next(self._ids)
-        driver: Any = self
-        sub = Subscription(driver, channel, channel_str, stream_id, 0, on_available, on_unavailable)
+        sub = Subscription(self, channel, channel_str, stream_id, 0, on_available, on_unavailable)
         self.subs[cid], self._sub_cid[sub] = sub, cid
         try:
             reply = self._rpc({"t": "addsub", "id": cid, "channel": channel_str, "stream": stream_id})

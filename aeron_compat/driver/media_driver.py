@@ -16,20 +16,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .codes import RegistrationError
-from .context import Context
-from .counters import Counters, base_dir, sweep_stale_driver_dirs, write_snapshot
-from .ids import next_correlation_id
-from .image import Image
-from .logbuffer import compute_position, position_bits_to_shift
-from .loopback import LOOPBACK, LoopbackNetwork, normalise_host
-from .matcher import Key, Matcher
-from .publication import PublicationLog
-from .subscription import ImageHandler, Subscription
-from .uri import ChannelUri, parse_endpoint, parse_size
+from ..client.codes import RegistrationError
+from ..client.context import Context
+from ..client.counters import Counters, base_dir, sweep_stale_driver_dirs, write_snapshot
+from ..client.ids import next_correlation_id
+from ..client.image import Image
+from ..client.logbuffer import compute_position, position_bits_to_shift
+from ..client.publication import PublicationLog
+from ..client.subscription import ImageHandler, Subscription
+from ..client.uri import ChannelUri, parse_endpoint, parse_size
+from ..media.loopback import LOOPBACK, LoopbackNetwork, normalise_host
+from ..media.matcher import Key, Matcher
 
 if TYPE_CHECKING:
-    from .aqueduct_media import AqueductNetwork
+    from ..media.aqueduct import AqueductNetwork
 
 _driver_ids = itertools.count(1)
 
@@ -75,7 +75,7 @@ class MediaDriver:
         """The aeron:udp domain, started on first use (so ipc-only clients start no QUIC endpoint)."""
         if self._network is None:
             if self.ctx.udp_media == "aqueduct":
-                from .aqueduct_media import AqueductNetwork
+                from ..media.aqueduct import AqueductNetwork
 
                 self._network = AqueductNetwork(self)
             else:

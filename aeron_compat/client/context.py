@@ -7,12 +7,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH
+from .codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH
+from .publication import PublicationLog
+from .subscription import ImageHandler, Subscription
 
-if TYPE_CHECKING:
-    from ..driver import MediaDriver
+
+class Driver(Protocol):
+    """What `Aeron` asks of its driver: an embedded `MediaDriver`, or the proxy of a standalone one."""
+
+    def add_publication(self, channel_str: str, stream_id: int, exclusive: bool) -> PublicationLog:
+        """The log a new publication handle appends to."""
+
+    def add_subscription(self, channel_str: str, stream_id: int, on_available: ImageHandler | None,
+                         on_unavailable: ImageHandler | None) -> Subscription:
+        """A subscription linked to the matching publications."""
+
+    def counter_values(self) -> dict[str, int]:
+        """The system counters (a copy)."""
+
+    def close(self) -> None:
+        """Close everything the driver holds."""
+
+    async def aclose(self) -> None:
+        """`close()`, then wait for its network to finish."""
 
 
 @dataclass
@@ -21,8 +40,8 @@ class Context:
 
     aeron_dir: str | Path | None = None
     """Driver directory (counters snapshot); None: a fresh one under `counters.base_dir()`."""
-    driver: MediaDriver | None = None
-    """Use this running driver instead of embedding a new one."""
+    driver: Driver | None = None
+    """Use this running driver (e.g. a `MediaDriver`) instead of embedding a new one."""
     driver_mode: str = "embedded"
     """'embedded' (a MediaDriver in this process), 'standalone' (connect to the `aeron_compat driver` serving
     `aeron_dir`, default `<base dir>/standalone`), or 'auto' (standalone if one serves there, else embedded)."""

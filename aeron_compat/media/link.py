@@ -1,8 +1,9 @@
 # A Link is one Aqueduct connection between two drivers, used both ways: the client's entrypoint
 # Sender carries control messages to the server, and a Sender the client hands over in its first
 # ("hello") message carries them back.  Control messages are queued and written in order by one
-# task; incoming ones go to the network's on_control.  Also here: the shared development
-# certificate and the peer address an image reports as its source identity.
+# task; incoming ones go to the `on_control` callback the network gave (a callback, so a link
+# knows nothing of the network that owns it).  Also here: the shared development certificate and
+# the peer address an image reports as its source identity.
 """`Link`, development certificates and peer addresses for the Aqueduct media."""
 
 from __future__ import annotations
@@ -14,18 +15,16 @@ import os
 import shutil
 import tempfile
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aqueduct.api import Connection, Receiver, Sender
 from aqueduct.api.connection import link_of
 from aqueduct.errors import AqueductError
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
-from .counters import base_dir
-
-if TYPE_CHECKING:
-    from .aqueduct_media import AqueductNetwork
+from ..client.counters import base_dir
 
 _link_ids = itertools.count(1)
 
@@ -54,10 +53,11 @@ def peer_of(conn: Connection[Any]) -> str:
 class Link:
     """One Aqueduct connection between two drivers, with an ordered control channel each way."""
 
-    def __init__(self, net: AqueductNetwork, conn: Connection[Any], out: Sender[Any], inc: Receiver[Any], peer: str,
-                 endpoint: str | None = None, listener: str | None = None) -> None:
+    def __init__(self, on_control: Callable[[Link, dict[str, Any]], None], conn: Connection[Any], out: Sender[Any],
+                 inc: Receiver[Any], peer: str, endpoint: str | None = None, listener: str | None = None) -> None:
         self.id = next(_link_ids)
-        self.net, self.conn, self.out, self.inc, self.peer = net, conn, out, inc, peer
+        self.on_control = on_control  # the network's dispatcher for incoming control messages
+        self.conn, self.out, self.inc, self.peer = conn, out, inc, peer
         self.endpoint, self.listener = endpoint, listener
         self._queue: deque[dict[str, Any]] = deque()
         self._wake = asyncio.Event()
@@ -79,7 +79,7 @@ class Link:
         try:
             async for msg in self.inc:
                 if isinstance(msg, dict):
-                    self.net.on_control(self, msg)
+                    self.on_control(self, msg)
         except (AqueductError, ConnectionError):
             pass
         finally:

@@ -1,4 +1,4 @@
-"""A seeded UDP impairment proxy for loopback tests of real QUIC connections.
+"""A seeded UDP impairment proxy for loss curves (`aqueduct bench --loss-curves`) and loopback tests of real QUIC.
 
 `ImpairProxy` listens on a loopback port and relays datagrams to a target
 (the server), one upstream socket per client address so replies find their

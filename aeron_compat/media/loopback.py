@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 import threading
 
-from .codes import RegistrationError
-from .image import Image
+from ..client.codes import RegistrationError
+from ..client.image import Image
 from .matcher import Key, Matcher
 
 

@@ -9,7 +9,7 @@
 #   reg / unreg  a subscription announces itself (unicast subscriptions on every link accepted at
 #                their endpoint; MDC and response subscriptions on their link to `control`)
 #   setup        a publication session for one registered subscription, carrying the data
-#                Receiver and the status Sender (see remote.py)
+#                Receiver and the status Sender (see media/remote.py)
 # The driver's asyncio loop is the running loop of whoever created the driver (async users), or
 # the process's shared driver loop thread (sync users); calls from other threads hop onto it.
 """`AqueductNetwork`: the Aqueduct media for aeron:udp."""
@@ -21,25 +21,25 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aqueduct.api import Connection, Receiver, Sender, channel, connect, serve
 from aqueduct.errors import AqueductError
 
-from . import driver_loop
-from .codes import RegistrationError
-from .ids import next_correlation_id
-from .image import Image
+from ..client.codes import RegistrationError
+from ..client.context import Context
+from ..client.counters import Counters
+from ..client.ids import next_correlation_id
+from ..client.image import Image
+from ..client.publication import PublicationLog
+from ..client.subscription import Subscription
+from . import shared_loop
 from .link import Link, dev_certs, peer_of
 from .loopback import normalise_host
 from .matcher import Key, Matcher
-from .publication import PublicationLog
 from .remote import RemoteSession, RemoteSubscriber
-from .subscription import Subscription
-
-if TYPE_CHECKING:
-    from .driver import MediaDriver
 
 RECONNECT_DELAY = 0.05
 
@@ -51,10 +51,24 @@ class _Listener:
     links: list[Link] = field(default_factory=list)
 
 
+class NetworkHost(Protocol):
+    """The driver a network serves (`MediaDriver`): settings, counters, and the lock and subscription
+    list the network reads when it announces or looks up subscriptions."""
+
+    ctx: Context
+    counters: Counters
+    driver_id: int
+    subscriptions: list[Subscription]
+
+    @property
+    def _lock(self) -> AbstractContextManager[Any]:
+        """Held while matching changes."""
+
+
 class AqueductNetwork(Matcher):
     """The driver's QUIC endpoint: listeners, outgoing links, remote subscribers and sessions."""
 
-    def __init__(self, driver: MediaDriver) -> None:
+    def __init__(self, driver: NetworkHost) -> None:
         super().__init__()
         self.driver = driver
         ctx = driver.ctx
@@ -78,12 +92,12 @@ class AqueductNetwork(Matcher):
             if running is None and ctx.driver_loop == "caller":
                 raise RegistrationError("driver_loop: 'caller' needs a running asyncio loop")
         self.thread: threading.Thread | None = None
-        self._owner: driver_loop.LoopThread | None = None
+        self._owner: shared_loop.LoopThread | None = None
         if running is not None:
             self.loop = running
             self.loop_thread = threading.get_ident()
         else:
-            self._owner = driver_loop.acquire()
+            self._owner = shared_loop.acquire()
             self.loop, self.loop_thread, self.thread = self._owner.loop, self._owner.ident, self._owner.thread
 
     # --- plumbing ----------------------------------------------------------------------------------
@@ -176,7 +190,7 @@ class AqueductNetwork(Matcher):
         if not isinstance(hello, dict) or not isinstance(hello.get("back"), Sender):
             await conn.close()
             return
-        link = Link(self, conn, hello["back"], conn.entrypoint, peer_of(conn), listener=endpoint)
+        link = Link(self.on_control, conn, hello["back"], conn.entrypoint, peer_of(conn), listener=endpoint)
         listener = self.listeners.get(endpoint)
         if listener is not None:
             listener.links.append(link)
@@ -207,7 +221,7 @@ class AqueductNetwork(Matcher):
                 await asyncio.sleep(RECONNECT_DELAY)
                 continue
             back_tx, back_rx = channel()
-            link = Link(self, conn, conn.entrypoint, back_rx, endpoint, endpoint=endpoint)
+            link = Link(self.on_control, conn, conn.entrypoint, back_rx, endpoint, endpoint=endpoint)
             link.send_ctl({"t": "hello", "back": back_tx})
             self.out_links[endpoint] = link
             with self.driver._lock:
@@ -377,7 +391,7 @@ class AqueductNetwork(Matcher):
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(self._aclose(), self.loop).result(timeout=10)
         if self._owner is not None:
-            driver_loop.release(self._owner)
+            shared_loop.release(self._owner)
 
     async def wait_closed(self) -> None:
         """Wait until a close started on the caller's loop has finished."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from .claim import ClaimBase
 from .codes import (
@@ -31,11 +31,9 @@ from .codes import (
     PublicationClosedError,
     PublicationResult,
 )
+from .counters import Counters
 from .logbuffer import Frame, TermAppender, max_message_length, term_id_of
 from .uri import ChannelUri
-
-if TYPE_CHECKING:
-    from .driver import MediaDriver
 
 _new_frame = tuple.__new__
 
@@ -59,6 +57,21 @@ class Sink(Protocol):
         """Still receiving."""
 
 
+class PublicationOwner(Protocol):
+    """The driver a log belongs to: an embedded MediaDriver, or the proxy of a standalone one."""
+
+    counters: Counters
+
+    def add_destination(self, log: PublicationLog, destination: str) -> None:
+        """Manual MDC: also send `log` to `destination`."""
+
+    def remove_destination(self, log: PublicationLog, destination: str) -> None:
+        """Manual MDC: stop sending `log` to `destination`."""
+
+    def release_publication(self, log: PublicationLog) -> None:
+        """Drop one handle on `log`; the last one closes it."""
+
+
 class BufferClaim(ClaimBase):
     """Space claimed in a publication by `try_claim`: fill `buffer`, then commit (or abort).
 
@@ -78,7 +91,7 @@ class BufferClaim(ClaimBase):
 class PublicationLog:
     """One stream session: appender, sinks and flow control, shared by its publication handles."""
 
-    def __init__(self, driver: MediaDriver, channel: ChannelUri, channel_str: str, stream_id: int, session_id: int,
+    def __init__(self, driver: PublicationOwner, channel: ChannelUri, channel_str: str, stream_id: int, session_id: int,
                  initial_term_id: int, term_length: int, mtu: int, window: int, start_position: int,
                  exclusive: bool, registration_id: int, source_identity: str) -> None:
         self.driver = driver

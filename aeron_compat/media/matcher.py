@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .image import Image
-from .publication import PublicationLog
+from ..client.image import Image
+from ..client.publication import PublicationLog
 
 Key = tuple[Any, ...]
 

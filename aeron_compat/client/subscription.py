@@ -11,23 +11,33 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .counters import Counters
 from .ids import next_correlation_id
 from .image import ControlledFragmentHandler, FragmentHandler, Image
 from .uri import ChannelUri
 
 if TYPE_CHECKING:
-    from .driver import MediaDriver
     from .publication import PublicationLog
 
 ImageHandler = Callable[[Image], object]
 
 
+class SubscriptionOwner(Protocol):
+    """The driver a subscription belongs to: an embedded MediaDriver, or the proxy of a standalone one
+    (which also has a `pump` method, called at each poll to read its socket)."""
+
+    counters: Counters
+
+    def remove_subscription(self, sub: Subscription) -> None:
+        """Forget `sub`."""
+
+
 class Subscription:
     """Polls the images of matching publications; not thread safe (one polling thread)."""
 
-    def __init__(self, driver: MediaDriver, channel: ChannelUri, channel_str: str, stream_id: int,
+    def __init__(self, driver: SubscriptionOwner, channel: ChannelUri, channel_str: str, stream_id: int,
                  registration_id: int, on_available_image: ImageHandler | None,
                  on_unavailable_image: ImageHandler | None) -> None:
         self.driver = driver

@@ -22,15 +22,15 @@ import signal
 from pathlib import Path
 from typing import IO, Any
 
-from .batch import BatchError, decode_batch
-from .codes import END_FLAG, HDR_TYPE_DATA, AeronError
-from .context import Context
-from .counters import SNAPSHOT_NAME, base_dir
-from .driver import MediaDriver
-from .driver_wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
-from .image import Image
-from .publication import PublicationLog
-from .subscription import Subscription
+from ..client.codes import END_FLAG, HDR_TYPE_DATA, AeronError
+from ..client.context import Context
+from ..client.counters import SNAPSHOT_NAME, base_dir
+from ..client.image import Image
+from ..client.publication import PublicationLog
+from ..client.subscription import Subscription
+from ..media.batch import BatchError, decode_batch
+from .media_driver import MediaDriver
+from .wire import JSON, MessageReader, WireError, encode_frames, encode_json, split_frames
 
 LOCK_NAME = "driver.lock"
 SOCKET_NAME = "driver.sock"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import struct
 
-from .codes import EOS_FLAG, HDR_TYPE_DATA, HEADER_LENGTH, UNFRAGMENTED, AeronError
-from .logbuffer import Frame, max_possible_position
+from ..client.codes import EOS_FLAG, HDR_TYPE_DATA, HEADER_LENGTH, UNFRAGMENTED, AeronError
+from ..client.logbuffer import Frame, max_possible_position
 
 _START = struct.Struct("<q")
 _FRAME = struct.Struct("<BI")
