@@ -13,8 +13,8 @@ import pytest
 
 LIMIT = 450
 PACKAGES = ["aqueduct"]
-LARGE = {"aqueduct/api/halves.py"}
-"""Being split by the lead (issue 20): Sender and Receiver, local and networked."""
+LARGE: set[str] = set()
+"""Modules over the limit while someone splits them (none now)."""
 
 
 @pytest.mark.parametrize("package", PACKAGES)
