@@ -1,6 +1,6 @@
 """Dropped halves: a Sender or Receiver the application let go of tells the engine, from the event loop.
 
-A half is dropped from its `__del__` (halves.py), which may run inside any
+A half is dropped from its `__del__` (halves/), which may run inside any
 code, even the engine's, or on another thread; so a drop is only queued
 here (`defer`) and told to the engine by one callback on the loop (`run`),
 which takes every drop queued before it runs: one engine call per half,

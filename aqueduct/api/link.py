@@ -7,7 +7,7 @@ surface.
 
 It turns engine application events into wake-ups (per receiver, per
 sender, the whole connection), runs the codec on every send and take, binds
-the halves a message carries (see halves.py) to the handles the engine
+the halves a message carries (see halves/) to the handles the engine
 created for them (moving.py), and applies backpressure: a send returns once
 the stream it wrote to (or, for datagrams, aioquic's queue) is back under
 its bound; `send_nowait` refuses with WouldBlock instead of waiting.

@@ -3,7 +3,7 @@
 `take` moves the next batch of a receiver's queued messages out of the
 engine (`Engine.take_many`, at most PREFETCH_MESSAGES, and after a message
 of n bytes at most max(1, PREFETCH_BYTES // n): large messages come one by
-one) into the deque its Receiver reads (halves.py), so most receives are a
+one) into the deque its Receiver reads (halves/receiver.py), so most receives are a
 popleft. Each message is decoded now and the halves it carries are bound to
 new networked halves; a message the codec refuses keeps its turn: its
 error is raised when the application reaches it, and the rest of its batch
