@@ -290,7 +290,7 @@ def test_window_grows_in_slow_start_and_halves_once_per_congestion_event() -> No
     drops = iter(range(10_000))
     net.drop = lambda d, src, dst: src == A and kind(d) == PacketType.DATA and next(drops) % 50 == 7
     sid2 = c.open_stream()
-    c.send(sid2, payload(300_000, 2), fin=True)
+    c.send(sid2, payload(3_000_000, 2), fin=True)
     net.run_until(lambda: pair.finished(sid2))
     assert c.cc.events >= 1 and not c.cc.slow_start
     assert c.stats["lost"] > c.cc.events  # several losses in one round halve once
