@@ -365,7 +365,7 @@ class Connection:
                     self.hole_bytes += len(hole.data) or 1
             self.largest_acked = ack.largest
             self.cc.on_rtt(now_ns - newest.sent_ns)
-            self._resend_overtaken()
+            self._resend_overtaken(now_ns)
             cutoff = newest.sent_ns - self.config.loss_delay_ns
             lost = []
             for pn, sp in sent.items():  # ascending packet numbers, so ascending send times: stop early
@@ -377,7 +377,7 @@ class Connection:
             self._expire_overtaken(cutoff, now_ns)
         self._tlp_deadline = now_ns + self._tlp_ns() if self.sent else None
 
-    def _resend_overtaken(self) -> None:
+    def _resend_overtaken(self, now_ns: int) -> None:
         """Send again, now, the data of every unacked packet `reorder_threshold` or more below the largest acked.
 
         The seed declares a packet lost (and the window halves) only 50 ms after a later one was
@@ -397,6 +397,11 @@ class Connection:
                 self.stats["early_resent"] += 1
                 heapq.heappush(self.lost, (sp.offset, sp.stream_id, sp.data, sp.fin))
         self._scanned_pn = max(self._scanned_pn, top)
+        cap = max(1, self.config.max_cwnd // self.config.max_payload)
+        while len(self.overtaken) > cap:  # a window's worth at most: the oldest are lost now
+            self.stats["lost"] += 1
+            oldest = next(iter(self.overtaken))
+            self.cc.on_congestion(self.overtaken.pop(oldest), now_ns)
 
     def _expire_overtaken(self, cutoff_ns: int, now_ns: int) -> None:
         """The 50 ms rule for overtaken packets: lost, a congestion event (their data went already)."""
