@@ -333,7 +333,8 @@ class Connection:
     def _on_ack(self, ack: Ack, now_ns: int) -> None:
         newest: SentPacket | None = None
         sent = self.sent
-        acked = ack.acked()
+        oldest = min(next(iter(sent), ack.largest), next(iter(self.overtaken), ack.largest))
+        acked = ack.acked(oldest)  # what is below the oldest unacked packet is settled already
         if self.overtaken and acked and acked[-1][0] <= next(reversed(self.overtaken)):
             self._settle_overtaken(acked)
         if sent:
