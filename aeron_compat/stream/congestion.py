@@ -32,6 +32,8 @@ class Congestion:
     events: int = 0
     growth: int = 1  # packets added per window acked in congestion avoidance
     granularity_ns: int = 1_000_000  # the timer's: a wait shorter than this lasts this long
+    max_queue_delay_ns: int = 0  # no growth while srtt exceeds the least RTT seen by this much (0: off)
+    min_rtt_ns: int = 1 << 62
 
     def __post_init__(self) -> None:
         self.tokens = float(self.burst * self.mss)
@@ -42,9 +44,15 @@ class Congestion:
 
     def on_rtt(self, sample_ns: int) -> None:
         self.srtt_ns = max(1, (7 * self.srtt_ns + sample_ns) // 8)
+        self.min_rtt_ns = min(self.min_rtt_ns, max(1, sample_ns))
+
+    @property
+    def queueing(self) -> bool:
+        """The smoothed RTT stands `max_queue_delay_ns` above the least one: more window only queues."""
+        return bool(self.max_queue_delay_ns) and self.srtt_ns > self.min_rtt_ns + self.max_queue_delay_ns
 
     def on_acked(self, nbytes: int, sent_ns: int) -> None:
-        if sent_ns <= self.recovery_start_ns:
+        if sent_ns <= self.recovery_start_ns or self.queueing:
             return
         if self.slow_start:
             self.cwnd = min(self.cwnd + nbytes, self.max_cwnd)

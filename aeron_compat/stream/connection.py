@@ -155,7 +155,8 @@ class Connection:
         self.cc = Congestion(mss=config.max_payload, cwnd=config.initial_cwnd_packets * config.max_payload,
                              min_cwnd=config.min_cwnd_packets * config.max_payload,
                              burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns,
-                             max_cwnd=config.max_cwnd, growth=config.avoidance_growth_packets)
+                             max_cwnd=config.max_cwnd, growth=config.avoidance_growth_packets,
+                             max_queue_delay_ns=config.max_queue_delay_ns)
         self.cc.last_refill_ns = now_ns
         self.received = ReceivedPackets(config.max_ack_ranges)
         self._ack_pending = 0

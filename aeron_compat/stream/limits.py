@@ -35,6 +35,7 @@ class StreamConfig:
     handshake_tries: int = 6
     idle_timeout_ns: int = 15_000 * MS
     initial_cwnd_packets: int = 32
+    max_queue_delay_ns: int = 10 * MS  # the window stops growing while srtt is this far above the least RTT
     max_cwnd: int = 4 << 20  # congestion window ceiling in bytes (one stream's receive window: more is refused)
     min_cwnd_packets: int = 4
     avoidance_growth_packets: int = 4  # congestion avoidance: packets added per window acked (Reno: 1)

@@ -189,3 +189,19 @@ def test_a_paced_sender_wakes_for_several_packets_not_each_one() -> None:
     one, eight = cc.next_send_ns(0, 1), cc.next_send_ns(0, 8)
     assert one < eight and eight > 6 * one
     assert cc.next_send_ns(0, 100) == cc.next_send_ns(0, 8)  # at most half the bucket (16 packets)
+
+
+def test_the_window_stops_growing_while_the_round_trip_shows_a_standing_queue() -> None:
+    cc = Congestion(mss=1000, cwnd=100_000, min_cwnd=4000, burst=16, srtt_ns=MS, max_queue_delay_ns=10 * MS)
+    cc.on_rtt(MS)
+    cc.on_acked(1000, 1)
+    assert cc.cwnd == 101_000  # slow start: a packet per packet acked
+    for _ in range(40):
+        cc.on_rtt(30 * MS)  # 29 ms above the least round trip: the extra window sits in a queue
+    assert cc.queueing
+    cc.on_acked(1000, 1)
+    assert cc.cwnd == 101_000
+    for _ in range(40):
+        cc.on_rtt(2 * MS)  # the queue drained
+    cc.on_acked(1000, 1)
+    assert cc.cwnd == 102_000 and StreamConfig().max_queue_delay_ns == 10 * MS
