@@ -14,11 +14,16 @@ import argparse
 import asyncio
 import signal
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
-from ..api.endpoints import serve
+from ..api.endpoints import Server, serve
+from ..metrics import Metrics
 from ._record import add_record_arguments, recorder
+
+if TYPE_CHECKING:
+    from ..metrics_otel import OtlpExport
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,47 +41,73 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--metrics-port", type=int, metavar="P",
                    help="serve Prometheus metrics on http://HOST:P/metrics (HOST: --metrics-host; 0: pick a port)")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (default: 127.0.0.1)")
+    p.add_argument("--otlp-endpoint", metavar="URL",
+                   help="also push the metrics over OTLP/HTTP to URL, e.g. http://127.0.0.1:4318/v1/metrics "
+                        "(the otel extra)")
+    p.add_argument("--otlp-interval", type=float, default=10.0, metavar="S",
+                   help="seconds between OTLP exports (default: 10)")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
     p.set_defaults(func=run)
 
 
 async def _main(args: argparse.Namespace, record: object) -> None:
+    metrics: Any = None if args.metrics_port is None else (args.metrics_host, args.metrics_port)
+    if args.otlp_endpoint is not None:
+        import opentelemetry.sdk  # noqa: F401  (before the server starts: a missing extra says so at once)
+
+        if metrics is None:
+            metrics = Metrics()
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets, record=record,
-                     metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port)) as server:
-        drained: list[asyncio.Task[None]] = []
+                     single_use_tickets=args.single_use_tickets, record=record, metrics=metrics) as server:
+        export: OtlpExport | None = None
+        if args.otlp_endpoint is not None:
+            from ..metrics_otel import export_otlp
 
-        def on_sigterm() -> None:
-            if not drained:
-                print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
-                drained.append(asyncio.ensure_future(server.drain(args.grace)))
+            export = export_otlp(server.metrics, args.otlp_endpoint, interval=args.otlp_interval)
+        try:
+            await _serve(server, args)
+        finally:
+            if export is not None:
+                await export.close()
 
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
-        host, port = server.address
-        print(f"listening on {host}:{port}", flush=True)
-        if server.metrics_address is not None:
-            print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
-        tasks: set[asyncio.Task[None]] = set()
 
-        async def one(conn: object) -> None:
-            from ..api.connection import Connection
+async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
+    drained: list[asyncio.Task[None]] = []
 
-            assert isinstance(conn, Connection)
-            peer = conn.peer_address or "?"
-            n = await echo_connection(conn)
-            ev = await conn.wait_closed()
-            print(f"connection from {peer[0]}:{peer[1]} ended: {n} entrypoint messages, "
-                  f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
-                  f"close code {ev.error_code}", flush=True)
+    def on_sigterm() -> None:
+        if not drained:
+            print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
+            drained.append(asyncio.ensure_future(server.drain(args.grace)))
 
-        async for conn in server:
-            task = asyncio.ensure_future(one(conn))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        if drained:  # the drain ended the loop: let it finish before the server closes what is left
-            await drained[0]
-            await asyncio.gather(*tasks, return_exceptions=True)  # each prints its connection's line
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+    host, port = server.address
+    print(f"listening on {host}:{port}", flush=True)
+    if server.metrics_address is not None:
+        print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
+    if args.otlp_endpoint is not None:
+        print(f"metrics pushed over OTLP to {args.otlp_endpoint} every {args.otlp_interval:g} s", flush=True)
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(conn: object) -> None:
+        from ..api.connection import Connection
+
+        assert isinstance(conn, Connection)
+        peer = conn.peer_address
+        where = f"{peer[0]}:{peer[1]}" if peer is not None else "an unknown address"
+        n = await echo_connection(conn)
+        ev = await conn.wait_closed()
+        print(f"connection from {where} ended: {n} entrypoint messages, "
+              f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
+              f"close code {ev.error_code}", flush=True)
+
+    async for conn in server:
+        task = asyncio.ensure_future(one(conn))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if drained:  # the drain ended the loop: let it finish before the server closes what is left
+        await drained[0]
+        await asyncio.gather(*tasks, return_exceptions=True)  # each prints its connection's line
 
 
 def run(args: argparse.Namespace) -> int:
