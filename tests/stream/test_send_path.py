@@ -42,8 +42,8 @@ def test_lost_data_is_resent_lowest_offset_first() -> None:
     sid = c.open_stream()
     c.send(sid, b"x" * 30)
     assert [p.offset for p in _data(c.poll(now))] == [0, 10, 20]
-    c._mark_lost(2, now)  # declared in the order 20, 0
-    c._mark_lost(0, now)
+    c.tx.mark_lost(2, now)  # declared in the order 20, 0
+    c.tx.mark_lost(0, now)
     assert [p.offset for p in _data(c.poll(now))] == [0, 20]
 
 
