@@ -31,6 +31,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from .api.auth import is_auth_failure
 from .core import app
 from .wire.errors import CloseCode
 
@@ -123,8 +124,12 @@ class Metrics(Collector):
         for totals, counts in zip(self._ended, conn.stats.by_mode().values(), strict=True):
             for i, n in enumerate(counts):
                 totals[i] += n
-        if not fut.cancelled() and fut.result().error_code == CloseCode.LIMIT_EXCEEDED:
-            self.limit_closes.inc()
+        if not fut.cancelled():
+            code = fut.result().error_code
+            if code == CloseCode.LIMIT_EXCEEDED:
+                self.limit_closes.inc()
+            elif is_auth_failure(code):
+                self.auth_failures.inc()
 
     def _sample(self) -> None:
         for conn in self.live:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from ..core import app
+from ..quic.mtls import PeerIdentity
 from ..wire.headers import Headers
 from .codec import Codec
 from .link import CodecMismatch, ConnectionLink
@@ -52,6 +53,17 @@ class Connection(Generic[E]):
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's (host, port) on the current network path, if known."""
         return self._link.peer_address
+
+    @property
+    def peer_identity(self) -> PeerIdentity | None:
+        """The peer's verified certificate: subject, SANs, SHA-256 fingerprint. On a server that verifies client
+        certificates (`serve(client_ca=...)`) the client's; on a client the server's; None without one."""
+        return self._link.peer_identity
+
+    @property
+    def identity(self) -> Any:
+        """Server: what the `serve(authenticate=...)` callback returned for this client (None without one)."""
+        return self._link.identity
 
     @property
     def codec(self) -> Codec:

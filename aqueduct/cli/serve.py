@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--port", type=int, default=4433, help="UDP port (default: 4433; 0: pick a free one)")
     p.add_argument("--cert", required=True, help="server certificate chain (PEM)")
     p.add_argument("--key", required=True, help="server private key (PEM)")
+    p.add_argument("--client-ca", metavar="FILE",
+                   help="require a client certificate signed by this CA (PEM; mTLS, see `aqueduct cert --client`)")
     p.add_argument("--single-use-tickets", action="store_true",
                    help="single-use session tickets: 0-RTT data is processed before the handshake ends (replay-safe)")
     add_record_arguments(p, "every connection's traffic")
@@ -43,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 async def _main(args: argparse.Namespace, record: object) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets, record=record,
+                     single_use_tickets=args.single_use_tickets, record=record, client_ca=args.client_ca,
                      metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port)) as server:
         drained: list[asyncio.Task[None]] = []
 
@@ -66,7 +68,8 @@ async def _main(args: argparse.Namespace, record: object) -> None:
             peer = conn.peer_address or "?"
             n = await echo_connection(conn)
             ev = await conn.wait_closed()
-            print(f"connection from {peer[0]}:{peer[1]} ended: {n} entrypoint messages, "
+            who = f" ({conn.peer_identity.subject})" if conn.peer_identity is not None else ""
+            print(f"connection from {peer[0]}:{peer[1]}{who} ended: {n} entrypoint messages, "
                   f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
                   f"close code {ev.error_code}", flush=True)
 

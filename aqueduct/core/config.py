@@ -40,5 +40,8 @@ class EngineConfig:
     """Remembered recently-discarded receiver channel IDs (drop late messages, no ghosts)."""
     initial_rtt: float = 0.1
     """RTT estimate before the transport reports one."""
+    hold_until_accepted: bool = False
+    """Server only: after the client's headers, hold everything else of it (bounded by max_buffered_bytes) and
+    send nothing until `Engine.accept_peer()`: an authentication callback decides meanwhile (api/auth.py)."""
     replay_safe_0rtt: bool = False
     """Server only: 0-RTT data may be processed before the handshake completes (replay proven impossible)."""

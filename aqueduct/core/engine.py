@@ -96,6 +96,7 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
     _headers: Headers
     _peer_headers: Headers | None
     _admitted: bool
+    _accepted: bool
     _streams: StreamTable
     _halves: Halves
     _senders: dict[int, Sender]
@@ -147,6 +148,7 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
         self._entrypoint: int | None = None
         # startup (startup.py)
         self._gate_open = side is Side.CLIENT or self.config.replay_safe_0rtt
+        self._accepted = side is Side.CLIENT or not self.config.hold_until_accepted
         self._held: deque[TransportEvent] = deque()
         self._held_bytes = 0
         self._releasing = False
@@ -217,8 +219,22 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
             not self._ctx.closed
             and self._gate_open
             and not self._held
-            and (self._side is Side.CLIENT or self._peer_headers is not None)
+            and (self._side is Side.CLIENT or (self._peer_headers is not None and self._accepted))
         )
+
+    def accept_peer(self, now: float | None = None) -> None:
+        """Server with `hold_until_accepted`: the application accepted the client (its headers came): reply,
+        create the entrypoint receiver and process what was held. No-op if already accepted or closed."""
+        self._tick(now)
+        if self._accepted or self._ctx.closed or self._peer_headers is None:
+            return
+        self._accepted = True
+        try:
+            self._start_serving(self._peer_headers)
+            self._resume_stalled()
+        except ProtocolError as err:
+            self._fail(err)
+        self._admitted = not self._ctx.closed and self._gate_open and not self._held
 
     def handle_timer(self, now: float) -> None:
         """Run whatever is due at `now` (acks, SentUnreliable, nacks)."""

@@ -12,8 +12,13 @@ yet in arrival order (bounded by max_buffered_bytes, else LIMIT_EXCEEDED):
      connection control stream) is processed until the client's Version +
      ConnectionControl have been; then the server replies on stream 0,
      creates the entrypoint receiver (opening its control stream) and
-     replays everything held.
-The server sends nothing before the client's headers.
+     replays everything held;
+  3. with config.hold_until_accepted, the acceptance gate: after the
+     client's headers the engine reports PeerAwaitingAcceptance and holds
+     the rest (0-RTT messages included) until `accept_peer()`; only then
+     does step 2's reply, entrypoint and replay happen.
+The server sends nothing before the client's headers (nor, with the
+acceptance gate, before it accepted them).
 """
 
 # mypy: disable-error-code="misc"
@@ -26,7 +31,7 @@ from ..wire.channel_id import ENTRYPOINT, Side
 from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import ConnectionControl, Version, encode_frames
 from ..wire.headers import Headers
-from .app import HeadersReceived
+from .app import HeadersReceived, PeerAwaitingAcceptance
 from .transport import DatagramReceived, HandshakeCompleted, SendStreamData, StreamDataReceived, TransportEvent
 
 if TYPE_CHECKING:
@@ -38,6 +43,7 @@ class StartupMixin:
 
     _peer_headers: Headers | None
     _entrypoint: int | None
+    _accepted: bool
 
     def _admit(self: Engine, event: TransportEvent) -> None:
         if isinstance(event, HandshakeCompleted):
@@ -54,7 +60,7 @@ class StartupMixin:
         if not self._gate_open:
             return False
         if self._peer_headers is not None:
-            return True
+            return self._accepted
         return getattr(event, "stream_id", None) == 0
 
     def _hold(self: Engine, event: TransportEvent) -> None:
@@ -103,6 +109,13 @@ class StartupMixin:
         if self._side is Side.CLIENT:
             self._out.event(HeadersReceived(headers))
             return
+        if not self._accepted:
+            self._out.event(PeerAwaitingAcceptance(headers))
+            return
+        self._start_serving(headers)
+
+    def _start_serving(self: Engine, headers: Headers) -> None:
+        """Server: reply with our headers, create the entrypoint receiver, replay what was held."""
         self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
         r = self._create_receiver(ENTRYPOINT, claimed=True)
         self._halves.mark_claimed(ENTRYPOINT)

@@ -39,6 +39,7 @@ from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from .certs import fingerprint
 from .drain import drain, drainable_socket
+from .mtls import ClientAuth, PeerIdentity, peer_identity
 from .paced import PacedQuicConnection
 from .settings import TransportSettings
 
@@ -112,10 +113,14 @@ class AqueductProtocol(QuicConnectionProtocol):
         pinned_fingerprint: str | None = None,
         peer: str = "",
         trust: str = "",
+        client_auth: ClientAuth | None = None,
     ) -> None:
         if type(quic) is QuicConnection:
             # aioquic's QuicServer builds plain QuicConnections; ours only adds methods, so re-class it.
             PacedQuicConnection.adopt(quic)
+        if client_auth is not None:
+            assert isinstance(quic, PacedQuicConnection)
+            quic.client_auth = client_auth
         super().__init__(quic, stream_handler)
         self.side = side
         self.settings = settings or TransportSettings()
@@ -165,6 +170,14 @@ class AqueductProtocol(QuicConnectionProtocol):
             return None
         host, port = paths[0].addr[:2]
         return str(host).removeprefix("::ffff:"), int(port)
+
+    @property
+    def peer_identity(self) -> PeerIdentity | None:
+        """The verified certificate the peer presented in this handshake (None before it completes, without one,
+        or on a resumed session)."""
+        if not self._handshake_ok:
+            return None
+        return peer_identity(getattr(self._quic, "tls", None))
 
     @property
     def rtt_smoothed(self) -> float:
