@@ -1,0 +1,56 @@
+"""Sender and Receiver: the two halves of a channel, local or networked.
+
+A pair from `channel()` starts as an in-process channel: both halves share a
+`_Pipe` (a bounded queue plus end flags), so code runs without a network.
+When a half is sent inside a message on a connection, the codec hands it to
+the connection, which asks the engine for a new channel and *binds* the half
+that stayed here to the engine handle it got back (`_bind`); the moved half
+becomes unusable. A receiver keeps what was already queued in its pipe and
+returns it first; a sender's queued-but-unread messages are forwarded onto
+the network channel. A half that is already networked (bound to another
+channel) is forwarded by a relay task instead. A networked receiver reads
+from a small deque its connection fills a batch at a time (ConnectionLink.fill).
+
+Typed channels: `channel(T)` gives both halves the spec of T (validation.py). A typed Sender checks each
+value before it is queued or sent (ValidationError, nothing sent) and hands the codec its builtins; a
+typed Receiver converts what arrives from the network into T (a local pipe already holds T objects). A
+received message that does not fit is dropped (it was taken, so it is acknowledged as processed) and, by
+the receiver's `on_invalid` policy, raised from `recv` ("raise", the default), skipped ("drop"), or
+raised after closing the receiver ("close"). Oneshot halves carry one message: the channel ID's oneshot
+bit on the wire, a capacity-one pipe locally.
+
+Dropping a half (garbage collection) ends it like the engine does: an
+unfinished sender cancels, a receiver closes. That is `__del__` on the
+slotted halves, guarded by one flag (`_drops`: cleared once a half is moved,
+or a local half ended by hand): no finalizer object or weak method per half.
+A networked half tells its link, which defers the engine call (a collection
+may run anywhere); a local half tells its pipe at once, as before.
+
+Rooms: base.py (message and mode types, the pipe, the Link protocol, `_Half`), sender.py, receiver.py,
+oneshot.py, make.py (`channel`, `oneshot`, networked halves, attachment kinds); each imports only the ones
+before it.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    DEFAULT_LOCAL_CAPACITY,
+    LagNotice,
+    Link,
+    Message,
+    ModeLike,
+    OnInvalid,
+    Prefetched,
+    as_delivery,
+    within,
+)
+from .make import attach_kind, channel, networked_half, networked_receiver, networked_sender, oneshot
+from .oneshot import Half, OneshotReceiver, OneshotSender
+from .receiver import Receiver
+from .sender import Sender
+
+__all__ = [
+    "DEFAULT_LOCAL_CAPACITY", "Half", "LagNotice", "Link", "Message", "ModeLike", "OnInvalid", "OneshotReceiver",
+    "OneshotSender", "Prefetched", "Receiver", "Sender", "as_delivery", "attach_kind", "channel",
+    "networked_half", "networked_receiver", "networked_sender", "oneshot", "within",
+]

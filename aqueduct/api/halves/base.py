@@ -1,0 +1,199 @@
+"""What every half is made of: the message and mode types, the in-process pipe two local halves share, the
+`Link` protocol a networked half talks through, and `_Half` (where a half talks and what dropping it does)."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Coroutine
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+
+from ...core.app import Delivery
+from ...errors import (
+    ERROR_FOR_REASON,
+    EndReason,
+    Outcome,
+    Timeout,
+)
+from ..validation import TypeSpec
+
+T = TypeVar("T")
+R = TypeVar("R")
+OnInvalid = Literal["raise", "drop", "close"]
+_SKIPPED: Any = object()
+"""What `_typed_next` returns for an invalid message its receiver's policy drops."""
+
+DEFAULT_LOCAL_CAPACITY = 1024
+ModeLike = Delivery | str
+Prefetched = tuple[Any, Delivery, int]
+"""A message a networked receiver took from its engine ahead of the application: (value, delivery, number)."""
+
+
+def as_delivery(mode: ModeLike) -> Delivery:
+    """Accept a Delivery or its name ("ordered", "unordered", "unreliable")."""
+    return mode if isinstance(mode, Delivery) else Delivery(mode)
+
+
+@dataclass(frozen=True)
+class Message(Generic[T]):
+    """A received message: the decoded value and how it travelled."""
+
+    value: T
+    delivery: Delivery = Delivery.ORDERED
+    number: int = 0
+
+
+async def within(seconds: float | None, aw: Awaitable[R], what: str) -> R:
+    """`await aw`, or Timeout after `seconds` (None: no limit)."""
+    if seconds is None:
+        return await aw
+    try:
+        async with asyncio.timeout(seconds):
+            return await aw
+    except TimeoutError:
+        raise Timeout(f"{what}: no result within {seconds} s") from None
+
+
+class Link(Protocol):
+    """What a networked half needs from its connection (implemented by api.connection)."""
+
+    def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None: ...
+    def channel_name(self, handle: int) -> str: ...
+    async def send_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]: ...
+    def send_nowait_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]: ...
+    def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None: ...
+    def finish(self, handle: int) -> None: ...
+    def cancel(self, handle: int) -> None: ...
+    async def fill(self, handle: int, buf: deque[Prefetched]) -> None: ...
+    async def sender_ended(self, handle: int) -> EndReason: ...
+    def close_receiver(self, handle: int) -> None: ...
+    def drop_sender(self, handle: int) -> None: ...
+    def drop_receiver(self, handle: int) -> None: ...
+
+
+class _Pipe:
+    """Shared state of an in-process channel."""
+
+    __slots__ = ("_waiters", "capacity", "confirms", "count", "ended", "items", "receiver", "receiver_gone", "sender")
+
+    def __init__(self, capacity: int) -> None:
+        self.items: deque[Message[Any]] = deque()
+        self.capacity = capacity
+        self.ended: EndReason | None = None
+        self.receiver_gone = False
+        self.count = 0
+        self.sender: weakref.ref[Any] | None = None
+        self.receiver: weakref.ref[Any] | None = None
+        """Weak references to the Sender and the Receiver sharing this pipe (either may be collected)."""
+        self._waiters: list[asyncio.Future[None]] = []
+        self.confirms: dict[int, asyncio.Future[Outcome]] = {}
+        """Message number -> outcome future of a queued message sent with confirm=True."""
+
+    def wake(self) -> None:
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._waiters.clear()
+
+    async def wait(self) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        await fut
+
+    def end(self, reason: EndReason) -> None:
+        """The sender ended; a cancel discards what is queued (as on the network: only a finish delivers it)."""
+        if self.ended is None:
+            self.ended = reason
+            if reason is not EndReason.FINISHED:
+                self.items.clear()
+                self.settle_all(Outcome.CANCELLED)
+            self.wake()
+
+    def taken(self, msg: Message[Any]) -> None:
+        """The receiver took `msg`: a confirmed send learns it was delivered."""
+        fut = self.confirms.pop(msg.number, None)
+        if fut is not None and not fut.done():
+            fut.set_result(Outcome.ACKED)
+
+    def settle_all(self, outcome: Outcome) -> None:
+        confirms, self.confirms = self.confirms, {}
+        for fut in confirms.values():
+            if not fut.done():
+                fut.set_result(outcome)
+
+    def sender_dropped(self) -> None:
+        self.end(EndReason.CANCELLED)
+
+    def receiver_dropped(self) -> None:
+        self.receiver_gone = True
+        self.items.clear()
+        self.settle_all(Outcome.RECEIVER_DROPPED)
+        self.wake()
+
+
+def _raise_end(reason: EndReason | None, what: str) -> None:
+    if reason is None or reason is EndReason.FINISHED:
+        raise StopAsyncIteration
+    raise ERROR_FOR_REASON[reason](f"{what}: {reason.value}")
+
+
+class _Half:
+    """What both halves share: where they talk (a local pipe or a network link) and what dropping one does."""
+
+    __slots__ = ("__weakref__", "_done", "_drops", "_handle", "_link", "_pipe", "_spec")
+    _IS_SENDER: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self._drops = False
+        """Whether collecting this half must end its channel (set by `_set_pipe`/`_bind`, cleared when moved
+        or when a local half was ended by hand; a networked half keeps it: its drop lets the engine forget)."""
+        self._pipe: _Pipe | None = None
+        self._link: Link | None = None
+        self._handle: int | None = None
+        self._done: str | None = None
+        self._spec: TypeSpec | None = None
+        """The message type's spec (validation.py), or None: any value, nothing checked."""
+
+    def __del__(self) -> None:
+        if self._drops:
+            self._dropped()
+
+    def _dropped(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def networked(self) -> bool:
+        """Whether this half talks to a channel on a connection."""
+        return self._link is not None
+
+    @property
+    def message_type(self) -> Any:
+        """The type every message on this channel has (Any: untyped)."""
+        return self._spec.tp if self._spec is not None else Any
+
+    def _adopt(self, spec: TypeSpec | None) -> None:
+        """Take the message type a typed message declares for this (untyped) half, and so does its partner."""
+        self._spec = spec
+        pipe = self._pipe
+        if pipe is not None:
+            ref = pipe.receiver if self._IS_SENDER else pipe.sender
+            partner = ref() if ref is not None else None
+            if partner is not None and partner._spec is None:
+                partner._spec = spec
+
+    def _where(self) -> str:
+        if self._link is not None and self._handle is not None:
+            return self._link.channel_name(self._handle)
+        return "a local channel"
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class LagNotice:
+    """In-band notice that a broadcast subscriber missed `n` messages: its receiver raises Lagged(n) for it
+    (locally it travels in the pipe; on a connection as a CBOR tag the codec turns back into Lagged)."""
+
+    n: int
