@@ -5,19 +5,25 @@ picks a free port) and one line per connection when it ends. SIGTERM drains
 it (`Server.drain`: no new connections, open channels get `--grace` seconds
 to finish, then each connection closes with SHUTTING_DOWN) and it exits 0;
 Ctrl-C closes at once. Either way the server closes, so a `--record`
-recording is sealed.
+recording is sealed. `--limit NAME=VALUE` sets any field of EngineConfig or
+TransportSettings (the limits SECURITY.md lists).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import signal
 import sys
+from typing import Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
 from ..api.endpoints import serve
+from ..core.config import EngineConfig
+from ..errors import ConfigError
+from ..quic.settings import TransportSettings
 from ._record import add_record_arguments, recorder
 
 
@@ -38,13 +44,43 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--metrics-port", type=int, metavar="P",
                    help="serve Prometheus metrics on http://HOST:P/metrics (HOST: --metrics-host; 0: pick a port)")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (default: 127.0.0.1)")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a limit or timing of EngineConfig or TransportSettings (repeatable; see SECURITY.md), "
+                        "e.g. --limit max_channels=1000")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
     p.set_defaults(func=run)
 
 
+def limits(assignments: list[str]) -> tuple[EngineConfig, TransportSettings]:
+    """EngineConfig and TransportSettings with `NAME=VALUE` overrides (ConfigError for an unknown name or value)."""
+    engine: dict[str, Any] = {}
+    transport: dict[str, Any] = {}
+    for item in assignments:
+        name, sep, text = item.partition("=")
+        target = engine if name in _ENGINE_FIELDS else transport if name in _TRANSPORT_FIELDS else None
+        if target is None or not sep:
+            raise ConfigError(f"--limit {item}: not NAME=VALUE with NAME a field of EngineConfig or TransportSettings")
+        kind = (_ENGINE_FIELDS | _TRANSPORT_FIELDS)[name]
+        try:
+            target[name] = None if text == "none" else (text in ("1", "true", "yes")) if kind is bool else kind(text)
+        except ValueError:
+            raise ConfigError(f"--limit {item}: {text!r} is not a {kind.__name__}") from None
+    return EngineConfig(**engine), TransportSettings(**transport)
+
+
+def _field_types(cls: type) -> dict[str, type]:
+    return {f.name: type(getattr(cls(), f.name)) for f in dataclasses.fields(cls)}
+
+
+_ENGINE_FIELDS = _field_types(EngineConfig)
+_TRANSPORT_FIELDS = _field_types(TransportSettings)
+
+
 async def _main(args: argparse.Namespace, record: object) -> None:
+    engine_config, settings = limits(args.limit)
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
+                     engine_config=engine_config, settings=settings,
                      single_use_tickets=args.single_use_tickets, record=record, client_ca=args.client_ca,
                      metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port)) as server:
         drained: list[asyncio.Task[None]] = []

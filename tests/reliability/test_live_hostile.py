@@ -1,0 +1,95 @@
+"""The hostile-peer suite against a live `aqueduct serve --echo` process (issue 16 item 5).
+
+The attacker is a raw aioquic client (hostile.RawPeer, not our engine) writing our wire codec from 127.0.0.2.
+For each attack the server process runs with small limits (`--limit`), and the test asserts, from the process's
+own metrics endpoint (live.Watch): resident memory grew by less than `RSS_BOUND_MIB` and every engine table stayed
+within its limit; the attacker's connection ended with the expected close code; and a well-behaved client on
+127.0.0.1 kept completing echo round trips during the attack (live.GoodClient). Run with -s for the FIGURES lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aqueduct.quic.certs import DevCerts
+from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
+from aqueduct.wire.errors import CloseCode
+from aqueduct.wire.frames import Message
+from aqueduct.wire.varint import encode_varint
+
+from .hostile import RawPeer, raw_peer
+from .live import GUARD, GoodClient, LiveServer, Watch, figures, live_server
+
+LIMITS: dict[str, object] = {
+    "max_frame_size": 64 * 1024,
+    "max_channels": 256,
+    "max_pending_receivers": 64,
+    "max_buffered_bytes": 256 * 1024,
+    "stream_window": 128 * 1024,
+    "connection_window": 512 * 1024,
+    "handshake_timeout": 3.0,
+    "max_connections_per_address": 8,
+}
+RSS_BOUND_MIB = 48.0
+"""Resident memory one attack may add to the server process (its limits allow a few MiB; slack for the
+allocator and the interpreter)."""
+
+
+def to_server(i: int) -> int:
+    return ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=i)
+
+
+async def run_attack(certs: DevCerts, name: str, attack: Any, expected: int, limits: dict[str, object] | None = None,
+                     ) -> tuple[Watch, int]:
+    """Serve, start a good client, attack, wait for the attacker's close; check memory, tables, code, service."""
+    async with live_server(certs, {**LIMITS, **(limits or {})}) as server:
+        async with GoodClient(server.url, certs) as good:
+            await asyncio.wait_for(good.served_during(), GUARD)
+            async with Watch(server) as watch:
+                peer = await raw_peer(server.port, certs)
+                peer.hello()
+                await attack(peer, server)
+                ended = await asyncio.wait_for(peer.ended, GUARD)
+                served = await asyncio.wait_for(good.served_during(), GUARD)
+        figures(name, watch, close_code=ended.error_code, good_round_trips=served)
+        assert ended.error_code == expected, (ended.error_code, ended.reason_phrase)
+        assert watch.growth_mib < RSS_BOUND_MIB
+        assert watch.peak_tables.get("senders", 0) + watch.peak_tables.get("receivers", 0) <= 256 + 4
+        assert watch.peak_tables.get("pending_receivers", 0) <= 64
+        assert watch.peak_tables.get("held_bytes", 0) <= 256 * 1024
+        assert watch.after is not None
+        return watch, ended.error_code
+
+
+async def test_attachment_flood(certs: DevCerts) -> None:
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        sid = peer.new_stream()
+        index = 1
+        for n in range(100):
+            peer.frames(sid, [Message(ENTRYPOINT, n, tuple(to_server(index + k) for k in range(50)), b"x")])
+            index += 50
+            if peer.is_closed:
+                break
+
+    await run_attack(certs, "live_attachment_flood", attack, CloseCode.LIMIT_EXCEEDED)
+
+
+async def test_never_created_channels(certs: DevCerts) -> None:
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        for i in range(1, 3001):
+            if peer.is_closed:
+                break
+            peer.frames(peer.new_stream(), [Message(to_server(i), 0, (), b"never created")], fin=True)
+            if i % 100 == 0:
+                await asyncio.sleep(0)
+
+    await run_attack(certs, "live_never_created_channels", attack, CloseCode.LIMIT_EXCEEDED)
+
+
+async def test_huge_declared_length(certs: DevCerts) -> None:
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        head = bytes([0x03]) + encode_varint(ENTRYPOINT) + encode_varint(0) + encode_varint(0)
+        peer.write(peer.new_stream(), head + encode_varint(1 << 40) + b"abc")
+
+    await run_attack(certs, "live_huge_declared_length", attack, CloseCode.LIMIT_EXCEEDED)
