@@ -29,11 +29,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from aioquic.quic.packet import QuicErrorCode
-from aioquic.tls import AlertDescription
-
 from ..errors import AuthenticationFailed
-from ..quic.mtls import PeerIdentity
+from ..quic.mtls import PeerIdentity, certificate_refusal
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
 
@@ -47,16 +44,6 @@ Authenticate = Callable[[Headers, PeerIdentity | None], Awaitable[Any]]
 identity (None without mutual TLS); return what the application should know the peer as, or raise."""
 
 REFUSED = "authentication failed"
-
-CERTIFICATE_ALERTS = {
-    AlertDescription.certificate_required: "the server requires a client certificate: pass cert= and key= to connect",
-    AlertDescription.bad_certificate: "the server did not accept our client certificate",
-    AlertDescription.unknown_ca: "the server does not know our client certificate's CA",
-    AlertDescription.certificate_expired: "the server found our client certificate expired",
-    AlertDescription.unsupported_certificate: "the server cannot use our client certificate",
-}
-"""TLS alerts a server sends when it refuses a client certificate, as the client is told of them."""
-
 
 async def authenticate_peer(link: ConnectionLink, callback: Authenticate, headers: Headers) -> None:
     """Run the server's callback for one client; accept it (engine) or close with AUTHENTICATION_FAILED."""
@@ -79,16 +66,12 @@ def refusal(error_code: int, reason: str, *, by_peer: bool) -> AuthenticationFai
         return None
     if error_code == CloseCode.AUTHENTICATION_FAILED:
         return AuthenticationFailed(f"the server refused this client: {reason or REFUSED}", error_code)
-    alert = error_code - QuicErrorCode.CRYPTO_ERROR
-    for description, why in CERTIFICATE_ALERTS.items():
-        if alert == description:
-            detail = f" ({reason})" if reason else ""
-            return AuthenticationFailed(f"{why}: TLS alert {description.name}{detail}", error_code)
-    return None
+    why = certificate_refusal(error_code)
+    if why is None:
+        return None
+    return AuthenticationFailed(f"{why} ({reason})" if reason else why, error_code)
 
 
 def is_auth_failure(error_code: int) -> bool:
     """Whether a close code is a refusal by authentication (close code 9 or a client-certificate TLS alert)."""
-    return error_code == CloseCode.AUTHENTICATION_FAILED or (
-        error_code - QuicErrorCode.CRYPTO_ERROR in {int(d) for d in CERTIFICATE_ALERTS}
-    )
+    return error_code == CloseCode.AUTHENTICATION_FAILED or certificate_refusal(error_code) is not None

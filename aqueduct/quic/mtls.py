@@ -33,6 +33,7 @@ from pathlib import Path
 
 from aioquic import tls
 from aioquic._buffer import Buffer
+from aioquic.quic.packet import QuicErrorCode
 from cryptography import x509
 from cryptography.x509 import verification
 
@@ -124,6 +125,25 @@ def require_client_certificates(context: tls.Context, auth: ClientAuth) -> None:
     assert isinstance(context, ClientVerifyingContext)
     context.client_auth = auth
     context._request_client_certificate = True
+
+
+CERTIFICATE_ALERTS = {
+    tls.AlertDescription.certificate_required: "the server requires a client certificate: pass cert= and key=",
+    tls.AlertDescription.bad_certificate: "the server did not accept our client certificate",
+    tls.AlertDescription.unknown_ca: "the server does not know our client certificate's CA",
+    tls.AlertDescription.certificate_expired: "the server found our client certificate expired",
+    tls.AlertDescription.unsupported_certificate: "the server cannot use our client certificate",
+}
+"""TLS alerts a server sends when it refuses a client certificate, as the client is told of them."""
+
+
+def certificate_refusal(error_code: int) -> str | None:
+    """What a QUIC close code says if it is one of those alerts (CRYPTO_ERROR + alert), else None."""
+    alert = error_code - QuicErrorCode.CRYPTO_ERROR
+    for description, why in CERTIFICATE_ALERTS.items():
+        if alert == description:
+            return f"{why}: TLS alert {description.name}"
+    return None
 
 
 def peer_identity(context: tls.Context | None) -> PeerIdentity | None:
