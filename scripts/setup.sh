@@ -14,6 +14,6 @@ stamp="$VENV/.aqueduct-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   echo "setup: installing aqueduct-py with its dev and spark extras (first time: a few minutes)" >&2
   # compat mode: a plain path entry, so type checkers (mypy) find the package from any directory
-  "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark]" --config-settings editable_mode=compat
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark,otel]" --config-settings editable_mode=compat
   touch "$stamp"
 fi

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 _COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "report", "replay", "bench", "schema"]
 
-# Modules that only the `spark` extra installs: a command that needs one says how to get it.
-_SPARK_EXTRA = frozenset({"pyarrow", "pyspark", "matplotlib", "pandas"})
+# Modules that only an extra installs: a command that needs one says how to get it.
+_EXTRAS = {"pyarrow": "spark", "pyspark": "spark", "matplotlib": "spark", "pandas": "spark", "opentelemetry": "otel"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,10 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
-        if missing not in _SPARK_EXTRA:
+        extra = _EXTRAS.get(missing)
+        if extra is None:
             raise
-        print(f"aqueduct {args.command}: needs {missing}, which the spark extra installs: "
-              "pip install 'aqueduct-py[spark]'", file=sys.stderr)
+        print(f"aqueduct {args.command}: needs {missing}, which the {extra} extra installs: "
+              f"pip install 'aqueduct-py[{extra}]'", file=sys.stderr)
         return 2
 
 

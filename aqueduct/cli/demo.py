@@ -4,7 +4,10 @@ With a freshly generated dev certificate it runs, concurrently: a request
 carrying its own reply channel; a subscription streaming updates on a
 channel handed over in a message (ended by a finish); an unreliable
 telemetry lane; and an upload the client cancels halfway. A status line
-shows progress live; a summary (messages, bytes, RTT) closes the run.
+shows progress live; a summary (messages, bytes, RTT) follows. Then the
+server meets peers that misbehave (demo_guards.py: a reader that stops
+early, a greedy client, one connection too many), and the demo scrapes the
+server's Prometheus endpoint, where every family has counted something.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..errors import AqueductError, ChannelCancelled
 from ..metrics import FAMILIES, scrape_totals
 from ..quic.certs import make_dev_certs
 from ._record import add_record_arguments, recorder
+from .demo_guards import SERVER_LIMITS, SERVER_SETTINGS, feed, run_scenes
 
 UPDATES = 300
 SAMPLES = 400
@@ -77,13 +81,14 @@ async def _upload(req: dict[str, Any]) -> None:
         await result.send({"outcome": outcome, "chunks": got})
 
 
-HANDLERS = {"time": _time, "subscribe": _subscribe, "telemetry": _telemetry, "upload": _upload}
+HANDLERS = {"time": _time, "subscribe": _subscribe, "telemetry": _telemetry, "upload": _upload, "feed": feed}
 
 
 async def _serve_connection(conn: Connection[Any]) -> None:
     tasks = set()
-    async for req in conn.entrypoint:
-        tasks.add(asyncio.ensure_future(HANDLERS[req["op"]](req)))
+    with contextlib.suppress(AqueductError):  # (a client the server closed for a limit)
+        async for req in conn.entrypoint:
+            tasks.add(asyncio.ensure_future(HANDLERS[req["op"]](req)))
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
@@ -172,7 +177,8 @@ async def _show_metrics(host: str, port: int) -> None:
     zero = [name.removeprefix("aqueduct_") for name in FAMILIES if not totals.get(name)]
     print(f"  metrics scraped from http://{host}:{port}/metrics: {len(FAMILIES)} families, "
           f"{len(FAMILIES) - len(zero)} non-zero" + (f" (zero: {', '.join(zero)})" if zero else ""))
-    shown = ("messages_received", "bytes_received", "messages_sent", "acked_messages", "channel_ends")
+    shown = ("messages_sent", "messages_received", "acked_messages", "nacked_messages", "limit_closes",
+             "connections_refused")
     print("   " + ", ".join(f"{name} {totals[f'aqueduct_{name}']:,.0f}" for name in shown))
 
 
@@ -182,7 +188,8 @@ async def _main(record: Any = None, metrics_port: int = 0) -> int:
         certs = make_dev_certs(tmp)
         print("aqueduct demo: a server and a client on loopback over QUIC + TLS (generated dev CA)")
         async with serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, record=record,
-                         metrics=("127.0.0.1", metrics_port)) as server:
+                         metrics=("127.0.0.1", metrics_port), engine_config=SERVER_LIMITS,
+                         settings=SERVER_SETTINGS) as server:
             host, port = server.address
             print(f"  server listening on {host}:{port}")
             served: list[asyncio.Future[None]] = []
@@ -206,12 +213,16 @@ async def _main(record: Any = None, metrics_port: int = 0) -> int:
                     if tty:
                         print("\r\033[K", end="")
                 elapsed = time.perf_counter() - started
+                rtt, rtt_min = conn.rtt, conn.rtt_min
+                print("misbehaving peers:")
+                for line in await asyncio.wait_for(run_scenes(f"aqueduct://{host}:{port}", certs.ca, conn), 30):
+                    print("  ✓ " + line)
                 s = conn.stats
                 print("summary:")
                 print(f"  client sent {s.messages_sent} messages ({s.bytes_sent} payload bytes), "
                       f"received {s.messages_received} ({s.bytes_received} bytes)")
-                print(f"  RTT: smoothed {conn.rtt * 1000:.2f} ms under load, minimum {conn.rtt_min * 1000:.2f} ms; "
-                      f"total {elapsed:.2f} s")
+                print(f"  RTT: smoothed {rtt * 1000:.2f} ms under load, minimum {rtt_min * 1000:.2f} ms; "
+                      f"{elapsed:.2f} s of traffic")
                 assert server.metrics_address is not None
                 await _show_metrics(*server.metrics_address)
             acceptor.cancel()

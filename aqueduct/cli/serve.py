@@ -6,7 +6,8 @@ it (`Server.drain`: no new connections, open channels get `--grace` seconds
 to finish, then each connection closes with SHUTTING_DOWN) and it exits 0;
 Ctrl-C closes at once. Either way the server closes, so a `--record`
 recording is sealed. `--limit NAME=VALUE` sets any field of EngineConfig or
-TransportSettings (the limits SECURITY.md lists).
+TransportSettings (the limits SECURITY.md lists); `--client-ca FILE` serves
+only clients with a certificate from that CA (mutual TLS).
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ import asyncio
 import dataclasses
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
-from ..api.endpoints import serve
+from ..api.endpoints import Server, serve
 from ..core.config import EngineConfig
 from ..errors import ConfigError
+from ..metrics import Metrics
 from ..quic.settings import TransportSettings
 from ._record import add_record_arguments, recorder
+
+if TYPE_CHECKING:
+    from ..metrics_otel import OtlpExport
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -44,6 +49,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--metrics-port", type=int, metavar="P",
                    help="serve Prometheus metrics on http://HOST:P/metrics (HOST: --metrics-host; 0: pick a port)")
     p.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics endpoint (default: 127.0.0.1)")
+    p.add_argument("--otlp-endpoint", metavar="URL",
+                   help="also push the metrics over OTLP/HTTP to URL, e.g. http://127.0.0.1:4318/v1/metrics "
+                        "(the otel extra)")
+    p.add_argument("--otlp-interval", type=float, default=10.0, metavar="S",
+                   help="seconds between OTLP exports (default: 10)")
     p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                    help="set a limit or timing of EngineConfig or TransportSettings (repeatable; see SECURITY.md), "
                         "e.g. --limit max_channels=1000")
@@ -79,43 +89,65 @@ _TRANSPORT_FIELDS = _field_types(TransportSettings)
 
 async def _main(args: argparse.Namespace, record: object) -> None:
     engine_config, settings = limits(args.limit)
+    metrics: Any = None if args.metrics_port is None else (args.metrics_host, args.metrics_port)
+    if args.otlp_endpoint is not None:
+        import opentelemetry.sdk  # noqa: F401  (before the server starts: a missing extra says so at once)
+
+        if metrics is None:
+            metrics = Metrics()
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     engine_config=engine_config, settings=settings,
-                     single_use_tickets=args.single_use_tickets, record=record, client_ca=args.client_ca,
-                     metrics=None if args.metrics_port is None else (args.metrics_host, args.metrics_port)) as server:
-        drained: list[asyncio.Task[None]] = []
+                     single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
+                     engine_config=engine_config, settings=settings, client_ca=args.client_ca) as server:
+        export: OtlpExport | None = None
+        if args.otlp_endpoint is not None:
+            from ..metrics_otel import export_otlp
 
-        def on_sigterm() -> None:
-            if not drained:
-                print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
-                drained.append(asyncio.ensure_future(server.drain(args.grace)))
+            export = export_otlp(server.metrics, args.otlp_endpoint, interval=args.otlp_interval)
+        try:
+            await _serve(server, args)
+        finally:
+            if export is not None:
+                await export.close()
 
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
-        host, port = server.address
-        print(f"listening on {host}:{port}", flush=True)
-        if server.metrics_address is not None:
-            print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
-        tasks: set[asyncio.Task[None]] = set()
 
-        async def one(conn: object) -> None:
-            from ..api.connection import Connection
+async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
+    drained: list[asyncio.Task[None]] = []
 
-            assert isinstance(conn, Connection)
-            peer = conn.peer_address or "?"
-            n = await echo_connection(conn)
-            ev = await conn.wait_closed()
-            who = f" ({conn.peer_identity.subject})" if conn.peer_identity is not None else ""
-            print(f"connection from {peer[0]}:{peer[1]}{who} ended: {n} entrypoint messages, "
-                  f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
-                  f"close code {ev.error_code}", flush=True)
+    def on_sigterm() -> None:
+        if not drained:
+            print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
+            drained.append(asyncio.ensure_future(server.drain(args.grace)))
 
-        async for conn in server:
-            task = asyncio.ensure_future(one(conn))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-        if drained:  # the drain ended the loop: let it finish before the server closes what is left
-            await drained[0]
-            await asyncio.gather(*tasks, return_exceptions=True)  # each prints its connection's line
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+    host, port = server.address
+    print(f"listening on {host}:{port}", flush=True)
+    if server.metrics_address is not None:
+        print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
+    if args.otlp_endpoint is not None:
+        print(f"metrics pushed over OTLP to {args.otlp_endpoint} every {args.otlp_interval:g} s", flush=True)
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(conn: object) -> None:
+        from ..api.connection import Connection
+
+        assert isinstance(conn, Connection)
+        peer = conn.peer_address
+        where = f"{peer[0]}:{peer[1]}" if peer is not None else "an unknown address"
+        if conn.peer_identity is not None:
+            where += f" ({conn.peer_identity.subject})"
+        n = await echo_connection(conn)
+        ev = await conn.wait_closed()
+        print(f"connection from {where} ended: {n} entrypoint messages, "
+              f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
+              f"close code {ev.error_code}", flush=True)
+
+    async for conn in server:
+        task = asyncio.ensure_future(one(conn))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if drained:  # the drain ended the loop: let it finish before the server closes what is left
+        await drained[0]
+        await asyncio.gather(*tasks, return_exceptions=True)  # each prints its connection's line
 
 
 def run(args: argparse.Namespace) -> int:
