@@ -18,6 +18,7 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -64,6 +65,12 @@ class LiveServer:
                 elif s.name.endswith("_total"):
                     counters[s.name] = counters.get(s.name, 0.0) + s.value
         return Sample(rss, tables, counters)
+
+    async def counter_reaches(self, name: str, value: float) -> None:
+        """Scrape until a counter reaches `value` (the server counts a connection once aioquic ended it)."""
+        async with asyncio.timeout(GUARD):
+            while (await self.scrape()).counters.get(name, 0.0) < value:
+                await asyncio.sleep(SAMPLE)
 
 
 @contextlib.asynccontextmanager
@@ -132,14 +139,16 @@ class Watch:
 class GoodClient:
     """A well-behaved client doing echo round trips on one connection until stopped; counts them."""
 
-    def __init__(self, url: str, certs: DevCerts) -> None:
-        self.url, self.certs = url, certs
+    def __init__(self, url: str, certs: DevCerts, **options: Any) -> None:
+        self.url, self.certs, self.options = url, certs, options
         self.round_trips = 0
         self._stop = asyncio.Event()
+        self._progress = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> GoodClient:
-        conn = await asyncio.wait_for(aqueduct.connect(self.url, ca=self.certs.ca, codec=RawCodec()), GUARD)
+        conn = await asyncio.wait_for(aqueduct.connect(self.url, ca=self.certs.ca, codec=RawCodec(), **self.options),
+                                      GUARD)
         self._task = asyncio.ensure_future(self._run(conn))
         return self
 
@@ -151,15 +160,17 @@ class GoodClient:
                 reply = await asyncio.wait_for(rx.recv(), GUARD)
                 assert reply.data == b"ping"
                 self.round_trips += 1
+                self._progress.set()
+                self._progress = asyncio.Event()
 
-    async def served_during(self, busy: asyncio.Future[object] | None = None) -> int:
-        """Round trips completed so far (waits for at least one more, proving the server still serves)."""
-        start = self.round_trips
-        while self.round_trips == start:
-            assert self._task is not None
-            if self._task.done():
-                self._task.result()
-            await asyncio.sleep(0.01)  # polls a counter the network advances; bounded by the callers' guard
+    async def served_during(self) -> int:
+        """Wait for one more completed round trip (proving the server still serves); the count so far."""
+        assert self._task is not None
+        progress = asyncio.ensure_future(self._progress.wait())
+        done, _ = await asyncio.wait({progress, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        progress.cancel()
+        if self._task in done:
+            self._task.result()  # the good client failed: raise why
         return self.round_trips
 
     async def __aexit__(self, *exc: object) -> None:

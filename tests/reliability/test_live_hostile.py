@@ -10,9 +10,10 @@ within its limit; the attacker's connection ended with the expected close code; 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
-from aqueduct.quic.certs import DevCerts
+from aqueduct.quic.certs import DevCerts, make_client_cert
 from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
 from aqueduct.wire.errors import CloseCode
 from aqueduct.wire.frames import Message
@@ -41,25 +42,41 @@ def to_server(i: int) -> int:
 
 
 async def run_attack(certs: DevCerts, name: str, attack: Any, expected: int, limits: dict[str, object] | None = None,
-                     ) -> tuple[Watch, int]:
+                     *, hello: bool = True, kind: str = "application", serve: tuple[str, ...] = (),
+                     peer_options: dict[str, Any] | None = None) -> tuple[Watch, int]:
     """Serve, start a good client, attack, wait for the attacker's close; check memory, tables, code, service."""
-    async with live_server(certs, {**LIMITS, **(limits or {})}) as server:
-        async with GoodClient(server.url, certs) as good:
+    async with live_server(certs, {**LIMITS, **(limits or {})}, *serve) as server:
+        async with GoodClient(server.url, certs, **(peer_options or {})) as good:
             await asyncio.wait_for(good.served_during(), GUARD)
             async with Watch(server) as watch:
-                peer = await raw_peer(server.port, certs)
-                peer.hello()
+                peer = await raw_peer(server.port, certs, wait=hello)
+                if hello:
+                    peer.hello()
                 await attack(peer, server)
                 ended = await asyncio.wait_for(peer.ended, GUARD)
                 served = await asyncio.wait_for(good.served_during(), GUARD)
-        figures(name, watch, close_code=ended.error_code, good_round_trips=served)
-        assert ended.error_code == expected, (ended.error_code, ended.reason_phrase)
+        how = "application" if ended.frame_type is None else "transport"
+        figures(name, watch, close_code=f"{ended.error_code} ({how}: {ended.reason_phrase!r})",
+                good_round_trips=served)
+        assert (ended.error_code, how) == (expected, kind), ended
         assert watch.growth_mib < RSS_BOUND_MIB
         assert watch.peak_tables.get("senders", 0) + watch.peak_tables.get("receivers", 0) <= 256 + 4
         assert watch.peak_tables.get("pending_receivers", 0) <= 64
         assert watch.peak_tables.get("held_bytes", 0) <= 256 * 1024
         assert watch.after is not None
         return watch, ended.error_code
+
+
+async def test_a_client_without_a_certificate(certs: DevCerts, tmp_path: Path) -> None:
+    """Against `--client-ca`: refused in the handshake (TLS alert certificate_required), counted, never served."""
+    cert, key = make_client_cert(certs.ca.parent, "good")
+
+    async def attack(peer: RawPeer, server: LiveServer) -> None:
+        await asyncio.wait_for(peer.ended, GUARD)
+        await server.counter_reaches("aqueduct_auth_failures_total", 1)
+
+    await run_attack(certs, "live_no_client_certificate", attack, 0x100 + 116, hello=False, kind="transport",
+                     serve=("--client-ca", str(certs.ca)), peer_options={"cert": cert, "key": key})
 
 
 async def test_attachment_flood(certs: DevCerts) -> None:
@@ -93,3 +110,4 @@ async def test_huge_declared_length(certs: DevCerts) -> None:
         peer.write(peer.new_stream(), head + encode_varint(1 << 40) + b"abc")
 
     await run_attack(certs, "live_huge_declared_length", attack, CloseCode.LIMIT_EXCEEDED)
+
