@@ -22,7 +22,8 @@ import tempfile
 import time
 from typing import Any
 
-from aqueduct.bench.clients import AqueductClient, RawQuicClient
+from aqueduct.bench.clients import AqueductClient
+from aqueduct.bench.rawquic import RawQuicClient
 from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import make_dev_certs
 

@@ -65,7 +65,6 @@ from .validation import spec_for
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
-    from ..recording.hook import ConnectionRecording
 
 log = logging.getLogger("aqueduct.api")
 
@@ -85,6 +84,23 @@ class EventObserver(Protocol):
     """What `ConnectionLink.metrics` must be (aqueduct.metrics.Metrics is one): told of every engine event batch."""
 
     def on_events(self, events: list[app.AppEvent]) -> None: ...
+
+
+class Recording(Protocol):
+    """What `ConnectionLink.recording` must be (aqueduct.recording.hook.ConnectionRecording is one): told of every
+    event batch, send, take and drop. A protocol, so the API does not depend on the recording layer above it."""
+
+    def on_events(self, events: list[app.AppEvent]) -> None:
+        """A batch of engine application events."""
+
+    def on_sent(self, handle: int, payload: bytes, delivery: Delivery, result: app.SendResult) -> None:
+        """The engine accepted a message on sender `handle`."""
+
+    def on_received(self, delivered: app.Delivered) -> None:
+        """The application took a message."""
+
+    def on_dropped(self, handle: int, receiver: bool) -> None:
+        """The application dropped a half (before the engine hears of it)."""
 
 
 class ConnectionLink:
@@ -121,7 +137,7 @@ class ConnectionLink:
         self.ready.add_done_callback(consume_exception)
         self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
         self.peer_headers: Headers = ()
-        self.recording: ConnectionRecording | None = None
+        self.recording: Recording | None = None
         """Set by `record=` (aqueduct/recording/hook.py): told of every event, send and take."""
         self.metrics: EventObserver | None = None
         """Set by `aqueduct.metrics.Metrics.track`: told of every batch of engine events."""

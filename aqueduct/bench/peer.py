@@ -30,6 +30,7 @@ from aeron_compat.stream.aio import StreamEndpoint
 from aqueduct.errors import AqueductError
 
 from ..api.validation import spec_for
+from ..quic import introspect
 from .framing import Deframer, frame
 from .protocol import (
     CHANNELS,
@@ -140,7 +141,7 @@ class RawServerProtocol(QuicConnectionProtocol):
         st = self._streams.get(sid)
         if st is None:
             st = self._streams[sid] = _RawStream()
-        quic = self._quic
+        quic = introspect.connection_of(self)
         if st.cmd is None or st.cmd == ECHO:
             frames = st.deframer.feed(data)
             if st.cmd is None and frames:
@@ -242,9 +243,7 @@ async def _stream_accept(endpoint: Any) -> None:
 
 
 def _udp_port(server: Any) -> int:
-    transport = server._transport
-    assert transport is not None
-    return int(transport.get_extra_info("sockname")[1])
+    return introspect.server_port(server)
 
 
 def _watch_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:

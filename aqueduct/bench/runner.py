@@ -20,7 +20,8 @@ from typing import Any
 
 from ..core.app import Delivery
 from ..quic.certs import make_dev_certs
-from .clients import AqueductClient, RawQuicClient, StreamClient, TcpClient, median, percentile
+from .clients import AqueductClient, StreamClient, TcpClient, median, percentile
+from .rawquic import RawQuicClient
 
 MB = 1_000_000
 

@@ -5,6 +5,8 @@ they are not channel IDs, because a channel ID can come back as a ghost
 receiver after its first receiver is gone. Delivered and SendResult are made
 once per message, so they are not frozen (cheaper to build); treat them as
 values.
+
+Spec: none (the application-facing side of the engine; the spec leaves it to implementations).
 """
 
 from __future__ import annotations

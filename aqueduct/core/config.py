@@ -3,6 +3,8 @@
 Limits bound what a peer can make us hold; exceeding one closes the
 connection with CloseCode.LIMIT_EXCEEDED (peer-driven) or raises
 LimitExceeded to the application (locally driven). Times are seconds.
+
+Spec: none (the limits and timings the spec leaves to implementations; SECURITY.md lists the bounds).
 """
 
 from __future__ import annotations

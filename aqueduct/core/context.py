@@ -8,6 +8,8 @@ moves forward with every call that brings a time (time never goes back),
 teardown. Every part reads them here. The outbox (outbox.py) and the
 timers (timers.py) are objects with their own rules; the parts emit into
 the one and arm keys in the other.
+
+Spec: none (engine plumbing).
 """
 
 from __future__ import annotations

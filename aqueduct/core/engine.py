@@ -1,20 +1,34 @@
 """The sans-I/O Aqueduct connection engine for one side: the facade.
 
+Spec: the whole protocol, through the parts below; this module implements
+none of it itself.
+
 Inputs: `handle_event(transport_event, now)`, `handle_timer(now)`, and the
 application calls (`send`, `finish`, `cancel`, `close_receiver`,
 `take_message`, `drop_sender`, `drop_receiver`, `close`). Outputs:
 `commands()` drains transport commands, `events()` drains application
 events, `next_deadline()` says when `handle_timer` must be called next.
 
-The work is split by concern, one mixin per file, all sharing the state set
-up here: startup.py (Version/ConnectionControl, the server's hold gate),
-incoming.py (stream roles and frame routing), sending.py (the sender
-procedures), receiving.py (the receiver procedures), loss.py (creation
-links, reachability, cascading loss, ClosedChannelLost); the state they
-work on is in sender.py, receiver.py, streams.py, links.py, rangeset.py and
-timers.py. Protocol errors
-raised anywhere below become one CloseConnection here; application misuse
-raises the aqueduct.errors types.
+The engine routes events to parts that each own one concern and are the
+only writers of their fields, and collects what they emit in one Outbox:
+
+  context.py    side, config, clock, RTT, closed; the Outbox and the Timers
+  startup.py    Startup: headers, the server's gates, 0-RTT, the entrypoint
+  incoming.py   Incoming: stream roles, frame placement, routing
+  intake.py     Intake: a Message received, queued for the application
+  receiving.py  Receivers: the receivers' life (control stream, acks, close)
+  sending.py    Senders: the senders' life (writes, finish, cancel, reports)
+  loss.py       Loss: what reachability and cascading loss do to halves
+  links.py      LinkTable: the creation links (reachability and cascade walks)
+  flow.py       Flow: stream credit, partial frames, stalled streams
+  halves.py     Halves: the halves by handle and by channel, ghost filters
+  streams.py    StreamTable: the stream records and our stream writes
+  sender.py, receiver.py, acks.py: the per-channel records, their state
+                tables, and the ack/nack ledgers
+
+Protocol errors raised anywhere below become one CloseConnection here;
+application misuse raises the aqueduct.errors types. Illegal state moves
+raise IllegalTransition (transitions.py).
 
 Events name only handles the application has been given ("exposed"): a
 half that arrives inside a queued message is exposed when that message is
@@ -36,37 +50,26 @@ engine (the adapter applies stream backpressure using SendResult.stream_id).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Sequence
 
 from ..errors import ChannelClosed, EndReason
-from ..wire.channel_id import ENTRYPOINT, Side
-from ..wire.errors import CloseCode, ProtocolError
-from ..wire.frames import ConnectionControl, Version, encode_frames
+from ..wire.channel_id import Side
+from ..wire.errors import ProtocolError
 from ..wire.headers import Headers, normalize_headers
-from .app import (
-    AppEvent,
-    AttachKind,
-    ConnectionClosed,
-    Delivered,
-    Delivery,
-    ReceiverEnded,
-    ReceiverHandle,
-    SenderHandle,
-    SendResult,
-)
+from .app import AppEvent, AttachKind, ConnectionClosed, Delivered, Delivery, ReceiverHandle, SenderHandle, SendResult
 from .config import EngineConfig
 from .context import Context
+from .flow import Flow
 from .halves import Halves
-from .incoming import IncomingMixin
+from .incoming import Incoming
+from .intake import Intake
 from .links import LinkTable
-from .loss import LossMixin
-from .outbox import Outbox
+from .loss import Loss
 from .receiver import Receiver, RState
-from .receiving import ReceivingMixin
+from .receiving import Receivers
 from .sender import Sender, SState
 from .sending import Senders
-from .startup import StartupMixin
+from .startup import Startup
 from .streams import StreamTable
 from .timers import Timers
 from .transport import (
@@ -82,36 +85,8 @@ _OPEN = SState.OPEN
 _ORDERED = Delivery.ORDERED
 
 
-class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
+class Engine:
     """One side of an Aqueduct connection, as a deterministic state machine."""
-
-    config: EngineConfig
-    _ctx: Context
-    _out: Outbox
-    _max: int
-    _queue_max: int
-    _queue_max_bytes: int
-    _buffered_max: int
-    _side: Side
-    _headers: Headers
-    _peer_headers: Headers | None
-    _admitted: bool
-    _accepted: bool
-    _streams: StreamTable
-    _halves: Halves
-    _senders: dict[int, Sender]
-    _receivers: dict[int, Receiver]
-    _rx_of: dict[int, Receiver]
-    _links: LinkTable
-    _timers: Timers
-    _partial_bytes: int
-    _entrypoint: int | None
-    _gate_open: bool
-    _held: deque[TransportEvent]
-    _held_bytes: int
-    _releasing: bool
-    _stalls: dict[int, set[int]]
-    _resume: set[int]
 
     def __init__(
         self,
@@ -124,37 +99,29 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
         """A client starts sending its Version + ConnectionControl at once; a server waits for them."""
         self._side = side
         self.config = config or EngineConfig()
-        self._ctx = Context(side, self.config, now)
-        self._out = self._ctx.out
+        ctx = self._ctx = Context(side, self.config, now)
+        self._out = ctx.out
+        self._timers: Timers = ctx.timers
         self._max = self.config.max_frame_size
-        self._queue_max = self.config.max_receiver_queue_messages
-        self._queue_max_bytes = self.config.max_receiver_queue_bytes
-        self._buffered_max = self.config.max_buffered_bytes
-        self._headers: Headers = normalize_headers(headers)
-        self._peer_headers: Headers | None = None
-        self._admitted = False  # data events may skip _admit (see handle_event)
-        self._streams = StreamTable(self._ctx)
-        self._halves = Halves(self.config)
-        self._senders = self._halves.senders
-        self._receivers = self._halves.receivers
-        self._rx_of = self._halves.rx_of
+        self._admitted = False  # data events may skip Startup.admit (see handle_event)
+        streams = self._streams = StreamTable(ctx)
+        halves = self._halves = Halves(self.config)
+        self._senders: dict[int, Sender] = halves.senders
+        self._receivers: dict[int, Receiver] = halves.receivers
         self._links = LinkTable()
-        self._tx = Senders(self._ctx, self._streams, self._halves, self._links)
-        self._tx.set_loss(self._on_reachable, self._on_lost)
-        self._timers = self._ctx.timers
-        self._partial_bytes = 0
-        self._stalls = {}  # receiver handle -> streams stalled on its full queue
-        self._resume = set()  # receivers whose stalled streams may run on
-        self._entrypoint: int | None = None
-        # startup (startup.py)
-        self._gate_open = side is Side.CLIENT or self.config.replay_safe_0rtt
-        self._accepted = side is Side.CLIENT or not self.config.hold_until_accepted
-        self._held: deque[TransportEvent] = deque()
-        self._held_bytes = 0
-        self._releasing = False
-        if side is Side.CLIENT:
-            self._streams.open_connection_stream(encode_frames([Version(), ConnectionControl(self._headers)]))
-            self._entrypoint = self._halves.add_sender(ENTRYPOINT, reachable=True, exposed=True).handle
+        self._flow = Flow(ctx, streams)
+        self._tx = Senders(ctx, streams, halves, self._links)
+        self._rx = Receivers(ctx, streams, halves, self._tx, self._flow)
+        self._intake = Intake(ctx, halves, self._rx, self._tx)
+        self._loss = Loss(side, streams, halves, self._tx, self._rx)
+        self._startup = Startup(ctx, streams, halves, self._rx, normalize_headers(headers))
+        parts = (self._startup, self._intake, self._tx, self._rx, self._loss)
+        self._in = Incoming(ctx, streams, halves, self._flow, parts)
+        self._startup.bind(self._in.dispatch)
+        self._on_stream_data = self._in.on_stream_data
+        self._on_datagram = self._in.on_datagram
+        self._resume_stalled = self._in.resume_stalled
+        self._resume = self._flow.resume
 
     # ---- identity ----
     @property
@@ -165,12 +132,12 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
     @property
     def entrypoint(self) -> SenderHandle | ReceiverHandle | None:
         """Client: the entrypoint sender (from the start). Server: the entrypoint receiver, once headers came."""
-        return self._entrypoint
+        return self._startup.entrypoint
 
     @property
     def peer_headers(self) -> Headers | None:
         """The peer's connection headers, once received."""
-        return self._peer_headers
+        return self._startup.peer_headers
 
     @property
     def now(self) -> float:
@@ -194,7 +161,7 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
             self._ctx.now = now
         kind = type(event)
         if self._admitted and (kind is StreamDataReceived or kind is DatagramReceived):
-            # the hot path: what _admit would dispatch at once
+            # the hot path: what Startup.admit would dispatch at once
             try:
                 if kind is StreamDataReceived:
                     self._on_stream_data(event)  # type: ignore[arg-type]
@@ -211,30 +178,24 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
             self._teardown(event.error_code, event.reason, by_peer=event.by_peer, send_close=False)
             return
         try:
-            self._admit(event)
+            self._startup.admit(event)
             self._resume_stalled()
         except ProtocolError as err:
             self._fail(err)
-        self._admitted = (  # once true, only the teardown ends it
-            not self._ctx.closed
-            and self._gate_open
-            and not self._held
-            and (self._side is Side.CLIENT or (self._peer_headers is not None and self._accepted))
-        )
+        self._admitted = not self._ctx.closed and self._startup.passing  # once true, only the teardown ends it
 
     def accept_peer(self, now: float | None = None) -> None:
         """Server with `hold_until_accepted`: the application accepted the client (its headers came): reply,
         create the entrypoint receiver and process what was held. No-op if already accepted or closed."""
         self._tick(now)
-        if self._accepted or self._ctx.closed or self._peer_headers is None:
+        if self._ctx.closed:
             return
-        self._accepted = True
         try:
-            self._start_serving(self._peer_headers)
+            self._startup.accept()
             self._resume_stalled()
         except ProtocolError as err:
             self._fail(err)
-        self._admitted = not self._ctx.closed and self._gate_open and not self._held
+        self._admitted = not self._ctx.closed and self._startup.passing
 
     def handle_timer(self, now: float) -> None:
         """Run whatever is due at `now` (acks, SentUnreliable, nacks)."""
@@ -248,7 +209,7 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
                 if kind == "su":
                     self._tx.sent_unreliable_due(handle)
                 else:
-                    self._receiver_due(handle)
+                    self._rx.due(handle)
                 if self._ctx.closed:
                     return
             self._resume_stalled()
@@ -335,40 +296,22 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
         Messages not yet taken are discarded; ReceiverEnded(CLOSED) follows once the close is sent.
         """
         self._tick(now)
-        r = self._app_receiver(receiver)
+        r = self._rx.app_receiver(receiver)
         if r.state is not RState.GONE:
-            self._close_receiver(r, EndReason.CLOSED)
+            self._rx.close(r, EndReason.CLOSED)
         self._run_resumed()
 
     def take_message(self, receiver: ReceiverHandle, now: float | None = None) -> Delivered | None:
         """Take the next queued message, or None if empty (check `receiver_status` for the end)."""
         self._tick(now)
-        taken = self._take(self._app_receiver(receiver))
+        taken = self._rx.take(self._rx.app_receiver(receiver))
         self._run_resumed()
         return taken
 
     def take_many(self, receiver: ReceiverHandle, limit: int, now: float | None = None) -> list[Delivered]:
         """Take up to `limit` queued messages at once (what `limit` calls of `take_message` would return)."""
         self._tick(now)
-        r = self._app_receiver(receiver)
-        out: list[Delivered] = []
-        queue = r.queue
-        if queue and limit > 0:
-            if r.handle in self._stalls:
-                self._resume.add(r.handle)
-            run_sid: int | None = None  # credit is returned per run of messages from one stream
-            run = 0
-            append = out.append
-            for d, sid, credit in queue.take_many(limit):
-                if sid != run_sid:
-                    self._credit_taken(run_sid, run)
-                    run_sid, run = sid, 0
-                run += credit
-                if d.attachments:
-                    for att in d.attachments:
-                        self._expose(att)
-                append(d)
-            self._credit_taken(run_sid, run)
+        out = self._rx.take_many(self._rx.app_receiver(receiver), limit)
         self._run_resumed()
         return out
 
@@ -380,15 +323,7 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
     def drop_receiver(self, receiver: ReceiverHandle, now: float | None = None) -> None:
         """The application let go of a receiver handle: close it."""
         self._tick(now)
-        r = self._receivers.get(receiver)
-        if r is None or r.app_dropped:
-            return
-        r.app_dropped = True
-        if not self._ctx.closed and r.state is not RState.GONE:
-            self._close_receiver(r, EndReason.CLOSED)
-        else:
-            self._discard_queues([r], lost=False)
-        self._maybe_forget_receiver(r)
+        self._rx.drop(receiver)
         self._run_resumed()
 
     def close(self, error_code: int = 0, reason: str = "", now: float | None = None) -> None:
@@ -403,10 +338,7 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
 
     def receiver_status(self, handle: ReceiverHandle) -> EndReason | None:
         """None while the receiver is alive, else why it ended (as reported by ReceiverEnded)."""
-        r = self._receivers.get(handle)
-        if r is None:
-            raise ChannelClosed(f"unknown or dropped receiver {handle}")
-        return r.end_reason if r.end_reported else None
+        return self._rx.status(handle)
 
     def channel_of(self, handle: int) -> int | None:
         """The channel ID of a sender or receiver handle (None once the engine forgot it)."""
@@ -430,12 +362,12 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
             "timers": len(self._timers),
             "streams": len(self._streams),
             "pending_receivers": len(self._halves.unclaimed),
-            "held_bytes": self._held_bytes + self._partial_bytes,
+            "held_bytes": self._startup.held_bytes + self._flow.partial_bytes,
             "channel_map": len(self._halves.tx_of) + len(self._halves.rx_of),
-            "stalled_streams": sum(len(v) for v in self._stalls.values()),
+            "stalled_streams": self._flow.stalled_streams(),
         }
 
-    # ---- shared primitives (used by the mixins) ----
+    # ---- internals ----
     def _run_resumed(self) -> None:
         """After an application call made room in a queue: let stalled streams run (errors close)."""
         if self._resume and not self._ctx.closed:
@@ -448,22 +380,9 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
 
-    def _credit(self, stream_id: int | None, nbytes: int) -> None:
-        if stream_id is not None and nbytes > 0 and not self._ctx.closed:
-            self._out.grant_credit(stream_id, nbytes)
-
-    def _app_receiver(self, handle: int) -> Receiver:
-        r = self._receivers.get(handle)
-        if r is None or r.app_dropped:
-            raise ChannelClosed(f"unknown or dropped receiver {handle}")
-        return r
-
     def _fail(self, err: ProtocolError) -> None:
         """A protocol error: close the connection with its code."""
         self._teardown(int(err.code), err.reason, by_peer=False, send_close=True)
-
-    def _limit(self, reason: str) -> None:
-        raise ProtocolError(reason, CloseCode.LIMIT_EXCEEDED)
 
     def _teardown(self, code: int, reason: str, *, by_peer: bool, send_close: bool) -> None:
         if self._ctx.closed:
@@ -473,25 +392,13 @@ class Engine(StartupMixin, IncomingMixin, ReceivingMixin, LossMixin):
         if send_close:
             self._out.command(CloseConnection(code, reason))
         self._tx.teardown()
-        for r in list(self._receivers.values()):
-            r.queue = None
-            if not r.end_reported:
-                r.state = RState.GONE
-                r.end_reason = EndReason.CONNECTION_LOST
-                r.end_reported = True
-                if r.exposed and not r.app_dropped:
-                    self._out.event(ReceiverEnded(r.handle, EndReason.CONNECTION_LOST))
-            if r.app_dropped or not r.exposed:
-                self._halves.forget_receiver(r)
+        self._rx.teardown()
         self._streams.clear()
         self._halves.clear_live()
         self._links.clear()
         self._timers.clear()
-        self._held.clear()
-        self._held_bytes = 0
-        self._partial_bytes = 0
-        self._stalls.clear()
-        self._resume.clear()
+        self._startup.clear()
+        self._flow.clear()
         self._out.event(ConnectionClosed(code, reason, by_peer))
 
 

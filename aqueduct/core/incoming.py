@@ -1,38 +1,41 @@
 """Incoming bytes: stream roles, frame placement rules, and routing.
 
+Spec: "Frame placement" (which frames each stream may carry, Version
+first), the stream reset codes, and "Backpressure" for a stream's frames.
+
 Each stream direction towards us has a record (streams.py) whose role says
 which frames may come next; a frame outside its role is a protocol error
 (Message on a bidi stream, ChannelControl anywhere but first on a
 peer-opened bidi stream, a frame after FinishSender / CloseReceiver /
 ClosedChannelLost, acks towards a receiver, ...). Version may only open a
 direction or datagram. Reset codes other than 1 and 2 are protocol errors.
+Frames go to their owners: Messages to intake.py, control frames to the
+half's part (sending.py, receiving.py), ConnectionControl to startup.py,
+ClosedChannelLost to loss.py.
 
-Backpressure: a reliable Message for a full receiver queue stalls the rest
-of its stream (streams.py); the stream runs on once the queue has room.
-
-Credit: the bytes a feed completes are returned with GrantCredit at once,
-except those of Message frames that were queued for the application (those
-return when the message is taken or discarded). Datagrams need none.
+Backpressure and credit (flow.py): a reliable Message for a full receiver
+queue stalls the rest of its stream until the queue has room
+(`resume_stalled`); the bytes a feed completes are credited at once but
+those of Messages queued for the application. Datagrams need none.
 
 Short paths: a chunk inside a large frame is only buffered; a new uni
 stream arriving whole as one plain Message (an unordered message) is
 processed without a stream record; Message frames on a message stream skip
 the role table; on a message stream, a run of plain in-order Messages for
 one open receiver is parsed in one loop and queued together.
+
+Incoming writes the reading side of stream records (streams.py says which
+fields) and nothing of the halves.
 """
 
-# mypy: disable-error-code="misc"
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
 from ..errors import ResetCode
 from ..wire.channel_id import ChannelId
-from ..wire.errors import ProtocolError
+from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import (
-    AckNackUnreliable,
-    AckReliable,
     ChannelControl,
     ClosedChannelLost,
     CloseReceiver,
@@ -40,12 +43,18 @@ from ..wire.frames import (
     FinishSender,
     Frame,
     Message,
-    SentUnreliable,
     Version,
 )
 from ..wire.reader import FrameReader, decode_frames, read_plain_run, read_plain_whole
-from .receiving import QueueFull
-from .streams import Role, StreamRec, is_uni, opened_by
+from .context import Context
+from .flow import Flow
+from .halves import Halves
+from .intake import Intake, QueueFull
+from .loss import Loss
+from .receiving import Receivers
+from .sending import Senders
+from .startup import Startup
+from .streams import ROLE_FRAMES, Role, StreamRec, StreamTable, is_uni, opened_by
 from .transport import (
     DatagramReceived,
     StopSendingReceived,
@@ -54,18 +63,6 @@ from .transport import (
     TransportEvent,
 )
 
-if TYPE_CHECKING:
-    from .engine import Engine
-
-_ROLE_FRAMES: dict[Role, tuple[type, ...]] = {
-    Role.CONNECTION: (ConnectionControl,),
-    Role.NEW_BIDI: (ChannelControl,),
-    Role.NEW_UNI: (Message, ClosedChannelLost),
-    Role.MESSAGES: (Message,),
-    Role.LOST_NOTICE: (),
-    Role.TO_SENDER: (AckReliable, AckNackUnreliable, CloseReceiver),
-    Role.TO_RECEIVER: (SentUnreliable, FinishSender),
-}
 _MESSAGES = Role.MESSAGES
 _NEW_UNI = Role.NEW_UNI
 _VALID_RESETS = frozenset(int(c) for c in ResetCode)
@@ -74,20 +71,45 @@ _SMALL_HELD = 1024
 message: the general path takes it for less)."""
 
 
-class IncomingMixin:
+class Incoming:
     """Transport events in, frames routed."""
 
-    def _dispatch(self: Engine, event: TransportEvent) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        streams: StreamTable,
+        halves: Halves,
+        flow: Flow,
+        parts: tuple[Startup, Intake, Senders, Receivers, Loss],
+    ) -> None:
+        self._ctx = ctx
+        self._side = ctx.side
+        self._max = ctx.config.max_frame_size
+        self._buffered_max = ctx.config.max_buffered_bytes
+        self._streams = streams
+        self._halves = halves
+        self._senders = halves.senders
+        self._receivers = halves.receivers
+        self._flow = flow
+        self._startup, self._intake, self._tx, self._rx, self._loss = parts
+        self._credit = flow.credit
+        self._credit_partial = flow.credit_partial
+
+    def _limit(self, reason: str) -> None:
+        raise ProtocolError(reason, CloseCode.LIMIT_EXCEEDED)
+
+    def dispatch(self, event: TransportEvent) -> None:
+        """One admitted transport event."""
         if isinstance(event, StreamDataReceived):
-            self._on_stream_data(event)
+            self.on_stream_data(event)
         elif isinstance(event, StreamReset):
             self._on_stream_reset(event)
         elif isinstance(event, DatagramReceived):
-            self._on_datagram(event.data)
+            self.on_datagram(event.data)
         elif isinstance(event, StopSendingReceived):
             pass  # the transport resets the stream itself; CloseReceiver settles the channel's messages
 
-    def _incoming_rec(self: Engine, sid: int) -> StreamRec:
+    def _incoming_rec(self, sid: int) -> StreamRec:
         rec = self._streams.get(sid)
         if rec is not None:
             return rec
@@ -95,7 +117,7 @@ class IncomingMixin:
             raise ProtocolError(f"data on stream {sid}, which we never opened for the peer to write")
         return self._streams.accept(sid)
 
-    def _on_stream_data(self: Engine, ev: StreamDataReceived) -> None:
+    def on_stream_data(self, ev: StreamDataReceived) -> None:
         sid = ev.stream_id
         rec = self._streams.get(sid)
         if rec is None:
@@ -108,8 +130,9 @@ class IncomingMixin:
         data = ev.data
         if not ev.end_stream:
             if reader.absorb(data):  # the middle of a large frame: no frame to run
-                self._partial_bytes += len(data)
-                if self._partial_bytes > self._buffered_max:
+                flow = self._flow
+                flow.partial_bytes += len(data)
+                if flow.partial_bytes > self._buffered_max:
                     self._limit(f"more than {self._buffered_max} bytes of partial frames buffered")
                 if rec.stalled is None:
                     if rec.outstanding <= 0:
@@ -124,14 +147,14 @@ class IncomingMixin:
         frames, sizes = reader.feed_sized(data)
         after = reader.buffered
         consumed = before + len(data) - after
-        self._partial_bytes += after - before
+        self._flow.partial_bytes += after - before
         if rec.stalled is not None:
             rec.stalled.extend(zip(frames, sizes, strict=True))
             rec.stalled_bytes += consumed
             rec.stalled_fin = rec.stalled_fin or ev.end_stream
-            self._partial_bytes += consumed
-        if self._partial_bytes > self.config.max_buffered_bytes:
-            self._limit(f"more than {self.config.max_buffered_bytes} bytes of partial frames buffered")
+            self._flow.partial_bytes += consumed
+        if self._flow.partial_bytes > self._buffered_max:
+            self._limit(f"more than {self._buffered_max} bytes of partial frames buffered")
         if rec.stalled is None:
             if frames or ev.end_stream:
                 self._run_frames(rec, frames, sizes, consumed, ev.end_stream)
@@ -141,12 +164,12 @@ class IncomingMixin:
                 if rec.frames_seen and rec.pending_reset is not None:
                     self._streams.flush_pending_reset(rec)
 
-    def _plain_runs(self: Engine, rec: StreamRec, data: bytes) -> bytes:
+    def _plain_runs(self, rec: StreamRec, data: bytes) -> bytes:
         """Queue the run of plain in-order Messages at the front of a message stream's held bytes and `data`
-        (`_queue_run`), as `_run_frames` would one by one; return the bytes left for the general path (the
+        (`Intake.queue_run`), as `_run_frames` would one by one; return the bytes left for the general path (the
         reader is then empty). One run per chunk: an ordered channel's stream carries one channel."""
         reader = rec.reader
-        self._partial_bytes -= reader.buffered
+        self._flow.partial_bytes -= reader.buffered
         buf = reader.take_buffer(data)
         payloads: list[bytes] = []
         sizes: list[int] = []
@@ -154,12 +177,12 @@ class IncomingMixin:
         r = self._halves.rx_of.get(channel) if payloads else None
         if r is None or r.oneshot:
             return buf
-        taken = self._queue_run(rec, r, first, payloads, sizes)
+        taken = self._intake.queue_run(rec, r, first, payloads, sizes)
         if taken < len(sizes):
             stop = sum(sizes[:taken])
         return buf[stop:] if stop else buf
 
-    def _whole_message(self: Engine, ev: StreamDataReceived) -> bool:
+    def _whole_message(self, ev: StreamDataReceived) -> bool:
         """A new uni stream arrived whole, one plain Message (an unordered message): process it without a
         stream record, as the general path would. False (nothing done) for anything else or a full queue."""
         data = ev.data
@@ -168,10 +191,10 @@ class IncomingMixin:
         plain = read_plain_whole(data, self._max)
         if plain is None:
             return False
-        if self._queue_reliable(*plain, ev.stream_id, len(data)):
+        if self._intake.queue_reliable(*plain, ev.stream_id, len(data)):
             return True
         try:
-            queued = self._on_message(Message(*plain[:2], (), plain[2]), True, ev.stream_id, len(data))
+            queued = self._intake.on_message(Message(*plain[:2], (), plain[2]), True, ev.stream_id, len(data))
         except QueueFull:
             return False  # raised before any change: the general path stalls the stream
         if not queued:
@@ -179,7 +202,7 @@ class IncomingMixin:
         return True
 
     def _run_frames(
-        self: Engine, rec: StreamRec, frames: list[Frame], sizes: list[int], nbytes: int, fin: bool
+        self, rec: StreamRec, frames: list[Frame], sizes: list[int], nbytes: int, fin: bool
     ) -> None:
         """Process a stream's frames in order (stalling at a full receiver queue), then credit and FIN.
 
@@ -199,7 +222,7 @@ class IncomingMixin:
                     rec.role = _MESSAGES
                     rec.frames_seen += 1
                     size = sizes[i] - p
-                    deferred = size if self._on_message(frame, True, rec.stream_id, size) else 0
+                    deferred = size if self._intake.on_message(frame, True, rec.stream_id, size) else 0
                 else:
                     deferred = self._stream_frame(rec, frame, sizes[i] - p)
             except QueueFull as full:
@@ -212,8 +235,8 @@ class IncomingMixin:
                 rec.stalled = deque(rest)
                 rec.stalled_bytes = held
                 rec.stalled_fin = fin
-                self._partial_bytes += held
-                self._stalls.setdefault(full.receiver, set()).add(rec.stream_id)
+                self._flow.partial_bytes += held
+                self._flow.stall(full.receiver, rec.stream_id)
                 self._credit(rec.stream_id, other)
                 return
             other -= deferred
@@ -234,34 +257,17 @@ class IncomingMixin:
             else:
                 self._on_stream_fin(rec)
 
-    def _credit_partial(self: Engine, rec: StreamRec) -> None:
-        """Once the application took everything of this stream, credit the bytes of a frame still
-        arriving, so a frame larger than the window can complete (otherwise the queue holds the window)."""
-        extra = rec.reader.buffered - rec.pre
-        if extra > 0 and rec.outstanding <= 0 and rec.stalled is None and not rec.busy:
-            self._credit(rec.stream_id, extra)
-            rec.pre = rec.reader.buffered
-
-    def _credit_taken(self: Engine, stream_id: int | None, nbytes: int) -> None:
-        """A queued message was taken or discarded: return its credit (and maybe the partial frame's)."""
-        if stream_id is None:
-            return
-        self._credit(stream_id, nbytes)
-        rec = self._streams.get(stream_id)
-        if rec is not None:
-            rec.outstanding -= nbytes
-            self._credit_partial(rec)
-
-    def _resume_stalled(self: Engine) -> None:
+    def resume_stalled(self) -> None:
         """Streams stalled on receivers that have room again (or ended) run on."""
-        while self._resume and not self._ctx.closed:
-            handle = self._resume.pop()
-            for sid in sorted(self._stalls.pop(handle, ())):
+        flow = self._flow
+        while flow.resume and not self._ctx.closed:
+            handle = flow.resume.pop()
+            for sid in sorted(flow.stalls.pop(handle, ())):
                 rec = self._streams.get(sid)
                 if rec is not None and rec.stalled is not None and not self._ctx.closed:
                     self._run_stalled(rec)
 
-    def _run_stalled(self: Engine, rec: StreamRec) -> None:
+    def _run_stalled(self, rec: StreamRec) -> None:
         """Process a stalled stream's frames from the front until done or stalled again."""
         assert rec.stalled is not None
         credit = 0
@@ -274,14 +280,14 @@ class IncomingMixin:
             except QueueFull as full:
                 rec.busy = False
                 rec.frames_seen -= 1
-                self._stalls.setdefault(full.receiver, set()).add(rec.stream_id)
+                self._flow.stall(full.receiver, rec.stream_id)
                 self._credit(rec.stream_id, credit)
                 return
             rec.pre = 0
             rec.outstanding += deferred
             rec.stalled.popleft()
             rec.stalled_bytes -= size
-            self._partial_bytes -= size
+            self._flow.partial_bytes -= size
             credit += size - p - deferred
             if self._ctx.closed:
                 return
@@ -290,7 +296,7 @@ class IncomingMixin:
         rec.stalled, rec.stalled_fin = None, False
         self._run_frames(rec, [], [], credit, fin)
 
-    def _stream_frame(self: Engine, rec: StreamRec, frame: Frame, size: int) -> int:
+    def _stream_frame(self, rec: StreamRec, frame: Frame, size: int) -> int:
         """Process one frame of a stream; return the bytes whose credit is deferred (of `size`, its wire size
         less the bytes credited while it was partial)."""
         first = rec.frames_seen == 0
@@ -298,26 +304,26 @@ class IncomingMixin:
         if isinstance(frame, Version):
             if not first:
                 raise ProtocolError(f"Version frame not first on stream {rec.stream_id}")
-            self._check_version(frame)
+            self._startup.check_version(frame)
             return 0
-        if rec.role is Role.CONNECTION and self._peer_headers is None and rec.frames_seen != 2:
+        if rec.role is Role.CONNECTION and self._startup.peer_headers is None and rec.frames_seen != 2:
             raise ProtocolError("the connection control stream must start with Version then ConnectionControl")
         if rec.final_seen:
             raise ProtocolError(f"frame {type(frame).__name__} after the final frame on stream {rec.stream_id}")
-        if not isinstance(frame, _ROLE_FRAMES[rec.role]):
+        if not isinstance(frame, ROLE_FRAMES[rec.role]):
             raise ProtocolError(f"{type(frame).__name__} not allowed on stream {rec.stream_id} ({rec.role.value})")
         if isinstance(frame, Message):
             if rec.role is Role.NEW_UNI:
                 rec.role = Role.MESSAGES
-            return size if self._on_message(frame, True, rec.stream_id, size) else 0
+            return size if self._intake.on_message(frame, True, rec.stream_id, size) else 0
         if isinstance(frame, ConnectionControl):
-            self._on_connection_control(frame.headers)
+            self._startup.on_connection_control(frame.headers)
         elif isinstance(frame, ChannelControl):
             self._on_channel_control(rec, ChannelId(frame.channel))
         elif isinstance(frame, ClosedChannelLost):
             rec.role = Role.LOST_NOTICE
             rec.final_seen = True
-            self._on_closed_channel_lost(ChannelId(frame.channel))
+            self._loss.on_closed_channel_lost(ChannelId(frame.channel))
         elif isinstance(frame, FinishSender | CloseReceiver):
             rec.final_seen = True
             self._control_frame(rec, frame)
@@ -325,7 +331,7 @@ class IncomingMixin:
             self._control_frame(rec, frame)
         return 0
 
-    def _control_frame(self: Engine, rec: StreamRec, frame: Frame) -> None:
+    def _control_frame(self, rec: StreamRec, frame: Frame) -> None:
         """A frame on a channel control stream: route it to its half, if the half still exists."""
         if rec.half is None:
             return
@@ -336,9 +342,9 @@ class IncomingMixin:
         else:
             r = self._receivers.get(rec.half)
             if r is not None:
-                self._receiver_frame(r, frame)
+                self._rx.on_frame(r, frame)
 
-    def _on_stream_fin(self: Engine, rec: StreamRec) -> None:
+    def _on_stream_fin(self, rec: StreamRec) -> None:
         rec.reader.finish()
         if rec.role is Role.CONNECTION:
             raise ProtocolError("the connection control stream was finished")
@@ -349,12 +355,12 @@ class IncomingMixin:
         self._end_unidentified(rec)
         self._streams.maybe_drop(rec)
 
-    def _end_unidentified(self: Engine, rec: StreamRec) -> None:
+    def _end_unidentified(self, rec: StreamRec) -> None:
         """A peer-opened bidi stream ended before its ChannelControl was read: end our side too."""
         if rec.role is Role.NEW_BIDI and not rec.out_done:
             self._streams.reset(rec.stream_id, ResetCode.LOST)
 
-    def _on_stream_reset(self: Engine, ev: StreamReset) -> None:
+    def _on_stream_reset(self, ev: StreamReset) -> None:
         if ev.error_code not in _VALID_RESETS:
             raise ProtocolError(f"stream {ev.stream_id} reset with unknown code {ev.error_code}")
         rec = self._streams.get(ev.stream_id)
@@ -368,10 +374,10 @@ class IncomingMixin:
             return
         rec.in_done = True
         dropped = rec.reader.buffered + rec.stalled_bytes
-        self._partial_bytes -= dropped
+        self._flow.partial_bytes -= dropped
         self._credit(rec.stream_id, dropped - rec.pre)
         rec.pre = 0
-        rec.reader = FrameReader(self.config.max_frame_size)
+        rec.reader = FrameReader(self._max)
         rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
         half = rec.half
         role = rec.role
@@ -387,29 +393,29 @@ class IncomingMixin:
         elif role is Role.TO_RECEIVER:
             r = self._receivers.get(half)
             if r is not None:
-                self._receiver_ctrl_reset(r, ev.error_code)
+                self._rx.on_ctrl_reset(r, ev.error_code)
 
-    def _on_datagram(self: Engine, data: bytes) -> None:
+    def on_datagram(self, data: bytes) -> None:
         if type(data) is bytes:  # the hot path: one plain Message
             plain = read_plain_whole(data, self._max)
             if plain is not None:
-                if not self._queue_unreliable(*plain):
-                    self._on_message(Message(*plain[:2], (), plain[2]), False, None, 0)
+                if not self._intake.queue_unreliable(*plain):
+                    self._intake.on_message(Message(*plain[:2], (), plain[2]), False, None, 0)
                 return
         frames = decode_frames(data, self._max)
         for i, frame in enumerate(frames):
             if type(frame) is Message:
-                self._on_message(frame, False, None, 0)
+                self._intake.on_message(frame, False, None, 0)
                 if self._ctx.closed:
                     return
             elif isinstance(frame, Version):
                 if i:
                     raise ProtocolError("Version frame not first in a datagram")
-                self._check_version(frame)
+                self._startup.check_version(frame)
             else:
                 raise ProtocolError(f"{type(frame).__name__} not allowed in a datagram")
 
-    def _on_channel_control(self: Engine, rec: StreamRec, channel: ChannelId) -> None:
+    def _on_channel_control(self, rec: StreamRec, channel: ChannelId) -> None:
         """A peer-opened bidi stream became a channel control stream (or is refused with 'lost')."""
         if channel.minted_by is not self._side:
             raise ProtocolError(f"ChannelControl for channel {channel} minted by the side that sent it")
@@ -419,7 +425,7 @@ class IncomingMixin:
             r = self._halves.rx_of.get(channel)
             if r is not None and r.ctrl is None:
                 self._streams.bind(rec, r.handle)
-                self._receiver_attached(r, rec.stream_id)
+                self._rx.attached(r, rec.stream_id)
                 return
         else:
             rec.role = Role.TO_SENDER

@@ -58,6 +58,16 @@ class LinkTable:
             node = self.nodes[parent] = Node(parent_channel, True, reachable=True)
         node.children[key] = children
 
+    def keys_in(self, parent: int, reliable: bool, first: int, stop: int) -> list[MsgKey] | None:
+        """The messages of `parent` numbered first..stop-1 (one number space) that created halves, if any."""
+        node = self.nodes.get(parent)
+        if node is None or not node.children:
+            return None
+        children = node.children
+        if stop - first <= len(children):
+            return [(reliable, n) for n in range(first, stop) if (reliable, n) in children]
+        return [k for k in children if k[0] == reliable and first <= k[1] < stop]
+
     def _gc(self, node_id: int, node: Node) -> None:
         if node.reachable and not node.children:
             del self.nodes[node_id]

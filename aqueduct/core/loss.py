@@ -1,4 +1,5 @@
-"""What reachability and cascading loss do to halves (the walks are in links.py).
+"""What reachability and cascading loss do to halves (spec: "reachable", "Cascading loss detection",
+"ClosedChannelLost"); the walks themselves are links.py's.
 
 on_reachable: a sender that became reachable reports the acks it held back
 (and, if it already ceased, its end). on_lost, per visited node:
@@ -11,33 +12,46 @@ on_reachable: a sender that became reachable reports the acks it held back
 Receiving ClosedChannelLost(c): c must be minted by the peer; an unclaimed
 receiver we still keep for c (its creating message will never come) is
 dropped with its queue.
+
+Loss holds no state: it is the glue the link walks call (Senders gets its
+two methods through `set_loss`), and it changes halves only through
+sending.py and receiving.py.
 """
 
-# mypy: disable-error-code="misc"
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..wire.channel_id import ChannelId
+from ..wire.channel_id import ChannelId, Side
 from ..wire.errors import ProtocolError
 from ..wire.frames import ClosedChannelLost, encode_frame
+from .halves import Halves
 from .links import Node
 from .receiver import RState
+from .receiving import Receivers
 from .sender import SState
+from .sending import Senders
+from .streams import StreamTable
 
-if TYPE_CHECKING:
-    from .engine import Engine
 
-
-class LossMixin:
+class Loss:
     """Glue between the link walks and the halves."""
 
-    def _on_reachable(self: Engine, node_id: int) -> None:
+    def __init__(self, side: Side, streams: StreamTable, halves: Halves, tx: Senders, rx: Receivers) -> None:
+        self._side = side
+        self._streams = streams
+        self._senders = halves.senders
+        self._receivers = halves.receivers
+        self._tx = tx
+        self._rx = rx
+        tx.set_loss(self.on_reachable, self.on_lost)
+
+    def on_reachable(self, node_id: int) -> None:
+        """A half became reachable."""
         s = self._senders.get(node_id)
         if s is not None:
             self._tx.became_reachable(s)
 
-    def _on_lost(self: Engine, node_id: int, node: Node) -> None:
+    def on_lost(self, node_id: int, node: Node) -> None:
+        """A cascade reached a half."""
         if node.is_sender:
             s = self._senders.get(node_id)
             if s is not None and s.state is not SState.GONE:
@@ -53,21 +67,15 @@ class LossMixin:
             return
         r = self._receivers.get(node_id)
         if r is not None and r.state is not RState.GONE:
-            self._receiver_lost(r)
+            self._rx.lose(r)
             return
         self._send_closed_channel_lost(node.channel)
 
-    def _send_closed_channel_lost(self: Engine, channel: int) -> None:
+    def _send_closed_channel_lost(self, channel: int) -> None:
         self._streams.open_uni(encode_frame(ClosedChannelLost(channel)), fin=True)
 
-    def _on_closed_channel_lost(self: Engine, channel: ChannelId) -> None:
+    def on_closed_channel_lost(self, channel: ChannelId) -> None:
+        """The peer's ClosedChannelLost(channel)."""
         if channel.minted_by is self._side:
             raise ProtocolError(f"ClosedChannelLost for channel {channel}, which we minted")
-        r = self._halves.drop_pending(channel)
-        if r is None or self._halves.receivers.get(r.handle) is not r:
-            return
-        if r.state is not RState.GONE:
-            self._receiver_lost(r)
-        r.app_dropped = True
-        self._discard_queues([r], lost=True)
-        self._maybe_forget_receiver(r)
+        self._rx.lost_notice(channel)

@@ -12,6 +12,8 @@ are joined on their way in, so the adapter makes fewer calls:
   `COALESCE_BELOW` bytes or more starts a new write;
 - a GrantCredit right after another one for the same stream is merged
   into it (takes in a row from one stream: one grant).
+
+Spec: none (engine plumbing; frame placement is the spec's "Frames", done by the parts).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ short; `add` merges neighbours, `discard_below` forgets what a prefix made
 redundant, so memory tracks the holes, not the history. An empty set holds
 the shared empty tuple instead of two lists (most per-channel ledgers are
 empty while a channel idles), and returns to it whenever it empties.
+
+Spec: none (the data structure behind "positive negative range data" bookkeeping).
 """
 
 from __future__ import annotations

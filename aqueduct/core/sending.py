@@ -1,9 +1,8 @@
 """The sender procedures (spec: sending a Message, "finish", "cancel", acks and nacks on the sender side,
 and the sender's part of "reachable" and cascading loss).
 
-send: mint one channel ID per attachment and create the local halves (not
-reachable, linked from this message), then write the Message frame: on the
-channel's one ordered uni stream, on a fresh uni stream (FIN after it), or as
+send: mint the IDs and halves of its attachments (minting.py), then write
+the Message frame: on the channel's one ordered uni stream, on a fresh uni stream (FIN after it), or as
 a datagram (own number space; SentUnreliable within min(sent_unreliable_delay,
 RTT/2), or as soon as the control stream is attached). finish waits for the
 control stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel
@@ -18,7 +17,7 @@ Senders is the only writer of a Sender's fields (the ledger's through the
 record's own methods, the state through `Sender.move`). What a cascade does
 to a sender (`lose`, `became_reachable`) is here too; which halves a cascade
 visits is links.py's walk, started by `_report`, and what a visit does to a
-receiver is loss.py's, reached through the two callbacks `set_loss` gives.
+half is loss.py's, reached through the two callbacks `set_loss` gives.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..errors import ERROR_FOR_REASON, ChannelClosed, ConnectionLost, EndReason, LimitExceeded, ResetCode
-from ..wire.channel_id import ChannelId, ChannelIdMinter
+from ..wire.channel_id import ChannelId
 from ..wire.errors import ProtocolError
 from ..wire.frames import (
     AckNackUnreliable,
@@ -44,7 +43,8 @@ from ..wire.frames import (
 from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
 from .context import Context
 from .halves import Halves
-from .links import LinkTable, MsgKey, Node
+from .links import LinkTable, Node
+from .minting import Minting
 from .sender import Sender, SState
 from .streams import VERSION_BYTES, Role, StreamTable
 from .transport import ResetStream, SendDatagram, SendStreamData
@@ -52,17 +52,9 @@ from .transport import ResetStream, SendDatagram, SendStreamData
 _ORDERED = Delivery.ORDERED
 _OPEN = SState.OPEN
 _GONE = SState.GONE
-_END_ON_CLOSE = {SState.FINISHED: EndReason.FINISHED, SState.CANCELLED: EndReason.CLOSED,
-                 SState.CANCEL_WAIT: EndReason.CLOSED}
+_CLOSED = EndReason.CLOSED
+_END_ON_CLOSE = {SState.FINISHED: EndReason.FINISHED, SState.CANCELLED: _CLOSED, SState.CANCEL_WAIT: _CLOSED}
 """Why a sender ends when CloseReceiver comes, by its state (otherwise: RECEIVER_DROPPED)."""
-
-
-def _unbound_reachable(node_id: int) -> None:
-    raise AssertionError("Senders.set_loss was not called")
-
-
-def _unbound_lost(node_id: int, node: Node) -> None:
-    raise AssertionError("Senders.set_loss was not called")
 
 
 class Senders:
@@ -78,9 +70,9 @@ class Senders:
         self._halves = halves
         self._senders = halves.senders
         self._links = links
-        self._minter = ChannelIdMinter(ctx.side)
-        self._on_reachable: Callable[[int], None] = _unbound_reachable
-        self._on_lost: Callable[[int, Node], None] = _unbound_lost
+        self._minting = Minting(ctx, halves, links)
+        self._on_reachable: Callable[[int], None]  # (set by set_loss, which Loss calls at once)
+        self._on_lost: Callable[[int, Node], None]
 
     def set_loss(self, on_reachable: Callable[[int], None], on_lost: Callable[[int, Node], None]) -> None:
         """What a reachability walk and a cascade do at each half they visit (loss.py)."""
@@ -119,6 +111,20 @@ class Senders:
         if not self._ctx.closed and s.state is _OPEN:
             self.cancel(s)
         self.maybe_forget(s)
+
+    def abandon_handle(self, handle: int, *, lost: bool) -> None:
+        """`abandon` the sender behind a handle, if the engine still has it."""
+        s = self._senders.get(handle)
+        if s is not None:
+            self.abandon(s, lost=lost)
+
+    def expose(self, handle: int) -> None:
+        """The application now holds this sender (a message carrying it was taken): report what it missed."""
+        s = self._senders.get(handle)
+        if s is not None and not s.exposed:
+            s.exposed = True
+            if s.end_reported and s.end_reason is not None:
+                self._out.event(SenderEnded(s.handle, s.end_reason))
 
     def abandon(self, s: Sender, *, lost: bool) -> None:
         """A sender handed to us in a message that will never be taken: lost with it, or cancelled."""
@@ -197,11 +203,7 @@ class Senders:
             raise self.error(s)
         if len(payload) > config.max_frame_size:
             raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {config.max_frame_size}")
-        if attach and self._halves.count() + len(attach) > config.max_channels:
-            raise LimitExceeded(f"more than max_channels={config.max_channels} channels")
-        minter = self._minter.copy() if attach else self._minter
-        side = self._ctx.side
-        ids = [minter.mint(to=side.other if not k.gives_sender else side, oneshot=k.oneshot) for k in attach]
+        minter, ids = self._minting.mint(attach)
         reliable = delivery is not Delivery.UNRELIABLE
         number = s.next_rel if reliable else s.next_unrel
         data = encode_message(s.channel, number, ids, payload)
@@ -213,10 +215,7 @@ class Senders:
                     f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload "
                     f"{config.max_datagram_payload}"
                 )
-        self._minter = minter
-        created = [self._create_local_half(ChannelId(cid), kind) for cid, kind in zip(ids, attach, strict=True)]
-        if created:
-            self._links.add_link(s.handle, s.channel, (reliable, number), created)
+        created = self._minting.commit(minter, s.handle, s.channel, (reliable, number), ids, attach)
         if delivery is Delivery.ORDERED:
             if s.ordered_sid is None:
                 sid = s.ordered_sid = self._streams.open_uni(data)
@@ -232,15 +231,6 @@ class Senders:
         if s.oneshot:
             self.finish(s)
         return SendResult(number, tuple(created), sid)
-
-    def _create_local_half(self, channel: ChannelId, kind: AttachKind) -> int:
-        """A half we keep for a channel we just minted: unreachable, no control stream until the peer opens it."""
-        if kind.gives_sender:
-            h = self._halves.add_receiver(channel, exposed=True, claimed=True).handle
-        else:
-            h = self._halves.add_sender(channel, reachable=False, exposed=True).handle
-        self._links.add_unreachable(h, channel, not kind.gives_sender)
-        return h
 
     def create_remote(self, channel: ChannelId) -> Sender:
         """A sender the peer attached to a message: reachable; we open its control stream."""
@@ -286,9 +276,13 @@ class Senders:
 
     def _do_cancel(self, s: Sender) -> None:
         s.move(SState.CANCELLED)
+        self._reset_ctrl(s, ResetCode.CANCELLED)
+
+    def _reset_ctrl(self, s: Sender, code: int) -> None:
+        """Reset our direction of the control stream, if it is still open."""
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
-            self._streams.reset(s.ctrl, ResetCode.CANCELLED)
+            self._streams.reset(s.ctrl, code)
 
     def reset_message_streams(self, s: Sender, code: int) -> None:
         """Reset every stream carrying only this sender's messages (ordered, and unordered not yet acked)."""
@@ -327,26 +321,27 @@ class Senders:
         if s.state is _GONE:
             return
         if isinstance(frame, AckReliable):
-            for a, b in s.ack_reliable(frame.ranges):
+            for a, b in s.ledger().ack_reliable(frame.ranges, s.next_rel, s.channel):
                 self._report(s, True, True, a, b)
         elif isinstance(frame, AckNackUnreliable):
-            for a, b, positive in s.acknack_unreliable(frame.ranges):
+            if not frame.ranges:  # (the receiver's first frame: nothing to apply)
+                return
+            for a, b, positive in s.ledger().acknack_unreliable(frame.ranges, s.next_unrel, s.channel):
                 self._report(s, positive, False, a, b)
         elif isinstance(frame, CloseReceiver):
-            acks, nacks = s.close_receiver(frame.ranges)
+            ledger = s.ledger()
+            acks, nacks = ledger.close_receiver(frame.ranges, s.next_rel, s.channel)
             for a, b in acks:
                 self._report(s, True, True, a, b)
             for a, b in nacks:
                 self._report(s, False, True, a, b)
-            rest = s.settle_unreliable()
+            rest = ledger.settle_unreliable(s.next_unrel)
             if rest is not None:
                 self._report(s, False, *rest)
             reason = _END_ON_CLOSE.get(s.state, EndReason.RECEIVER_DROPPED)
             if s.state is not SState.FINISHED:
                 self.reset_message_streams(s, ResetCode.CANCELLED)
-            if s.ctrl is not None and s.ctrl_open:
-                s.ctrl_open = False
-                self._streams.reset(s.ctrl, ResetCode.CANCELLED)
+            self._reset_ctrl(s, ResetCode.CANCELLED)
             self.gone(s, reason)
         else:
             raise ProtocolError(f"{type(frame).__name__} sent to a sender")
@@ -358,9 +353,7 @@ class Senders:
         for reliable, first, stop in s.settle_all():
             self._report(s, False, reliable, first, stop)
         self.reset_message_streams(s, ResetCode.LOST)
-        if s.ctrl is not None and s.ctrl_open:
-            s.ctrl_open = False
-            self._streams.reset(s.ctrl, ResetCode.LOST)
+        self._reset_ctrl(s, ResetCode.LOST)
         self.gone(s, EndReason.LOST if code == ResetCode.LOST else EndReason.RECEIVER_DROPPED)
 
     # ---- reporting, reachability, loss ----
@@ -369,13 +362,7 @@ class Senders:
         if reliable and s.unordered_sids:
             for n in [n for n in s.unordered_sids if first <= n < stop]:
                 del s.unordered_sids[n]
-        node = self._links.nodes.get(s.handle)
-        keys: list[MsgKey] | None = None
-        if node is not None and node.children:
-            if stop - first <= len(node.children):
-                keys = [(reliable, n) for n in range(first, stop) if (reliable, n) in node.children]
-            else:
-                keys = [k for k in node.children if k[0] == reliable and first <= k[1] < stop]
+        keys = self._links.keys_in(s.handle, reliable, first, stop)
         if acked:
             if s.reachable:
                 if s.exposed:
@@ -392,24 +379,21 @@ class Senders:
 
     def became_reachable(self, s: Sender) -> None:
         """The message that created `s` was acked in reach: report the acks it held back."""
-        if s.reachable:
-            return
-        s.reachable = True
+        if not s.reachable:
+            s.reachable = True
+            self._report_deferred(s, MessagesAcked)
+
+    def drop_deferred_as_nacks(self, s: Sender) -> None:
+        """An upstream loss: acks held back while unreachable are nacks after all."""
+        if s.deferred:
+            self._report_deferred(s, MessagesNacked)
+
+    def _report_deferred(self, s: Sender, event: type[MessagesAcked | MessagesNacked]) -> None:
         if s.deferred:
             deferred, s.deferred = s.deferred, []
             if s.exposed:
                 for reliable, first, stop in deferred:
-                    self._out.event(MessagesAcked(s.handle, reliable, first, stop))
-        self.maybe_forget(s)
-
-    def drop_deferred_as_nacks(self, s: Sender) -> None:
-        """An upstream loss: acks held back while unreachable are nacks after all."""
-        if not s.deferred:
-            return
-        deferred, s.deferred = s.deferred, []
-        if s.exposed:
-            for reliable, first, stop in deferred:
-                self._out.event(MessagesNacked(s.handle, reliable, first, stop))
+                    self._out.event(event(s.handle, reliable, first, stop))
         self.maybe_forget(s)
 
     def lose(self, s: Sender) -> None:
@@ -421,9 +405,7 @@ class Senders:
             for reliable, first, stop in runs:
                 self._out.event(MessagesNacked(h, reliable, first, stop))
         self.reset_message_streams(s, ResetCode.LOST)
-        if s.ctrl is not None and s.ctrl_open:
-            s.ctrl_open = False
-            self._streams.reset(s.ctrl, ResetCode.LOST)
+        self._reset_ctrl(s, ResetCode.LOST)
         self.gone(s, EndReason.LOST)
 
     # ---- the end ----

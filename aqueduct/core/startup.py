@@ -1,8 +1,12 @@
-"""Connection start-up: Version + ConnectionControl, and the server's hold gate.
+"""Connection start-up: Version + ConnectionControl, headers, and the server's hold gate (0-RTT).
+
+Spec: "Connection start-up" (the connection control stream, Version and
+ConnectionControl, the entrypoint) and "0-RTT" (a server processes nothing
+received as early data unless it is safe to replay).
 
 Client: sends Version + ConnectionControl on bidi stream 0 at construction
-(engine.py) and prefixes every new stream and datagram with Version until
-the server's ConnectionControl arrives on stream 0.
+and prefixes every new stream and datagram with Version until the server's
+ConnectionControl arrives on stream 0 (streams.py keeps that flag).
 
 Server: admits transport events through two gates, holding what cannot pass
 yet in arrival order (bounded by max_buffered_bytes, else LIMIT_EXCEEDED):
@@ -14,41 +18,76 @@ yet in arrival order (bounded by max_buffered_bytes, else LIMIT_EXCEEDED):
      creates the entrypoint receiver (opening its control stream) and
      replays everything held;
   3. with config.hold_until_accepted, the acceptance gate: after the
-     client's headers the engine reports PeerAwaitingAcceptance and holds
-     the rest (0-RTT messages included) until `accept_peer()`; only then
-     does step 2's reply, entrypoint and replay happen.
+     client's headers Startup reports PeerAwaitingAcceptance and holds the
+     rest (0-RTT messages included) until `accept_peer()`; only then does
+     step 2's reply, entrypoint and replay happen.
 The server sends nothing before the client's headers (nor, with the
 acceptance gate, before it accepted them).
+
+Startup owns the gates, the held events, both sides' headers and the
+entrypoint handle; it passes events on through the `dispatch` callback the
+engine binds (incoming.py's), so it imports nothing above it.
 """
 
-# mypy: disable-error-code="misc"
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from ..wire.channel_id import ENTRYPOINT, Side
 from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import ConnectionControl, Version, encode_frames
 from ..wire.headers import Headers
 from .app import HeadersReceived, PeerAwaitingAcceptance
+from .context import Context
+from .halves import Halves
+from .receiving import Receivers
+from .streams import StreamTable
 from .transport import DatagramReceived, HandshakeCompleted, SendStreamData, StreamDataReceived, TransportEvent
 
-if TYPE_CHECKING:
-    from .engine import Engine
+
+def _unbound(event: TransportEvent) -> None:
+    raise AssertionError("Startup.bind was not called")
 
 
-class StartupMixin:
-    """Start-up and the server's gates."""
+class Startup:
+    """The headers exchange and the server's gates."""
 
-    _peer_headers: Headers | None
-    _entrypoint: int | None
-    _accepted: bool
+    def __init__(self, ctx: Context, streams: StreamTable, halves: Halves, rx: Receivers, headers: Headers) -> None:
+        self._ctx = ctx
+        self._out = ctx.out
+        self._side = ctx.side
+        self._max_held = ctx.config.max_buffered_bytes
+        self._streams = streams
+        self._rx = rx
+        self.headers = headers
+        self.peer_headers: Headers | None = None
+        self.entrypoint: int | None = None
+        self.gate_open = ctx.side is Side.CLIENT or ctx.config.replay_safe_0rtt
+        self.accepted = ctx.side is Side.CLIENT or not ctx.config.hold_until_accepted
+        self._held: deque[TransportEvent] = deque()
+        self.held_bytes = 0
+        self._releasing = False
+        self._dispatch: Callable[[TransportEvent], None] = _unbound
+        if ctx.side is Side.CLIENT:
+            streams.open_connection_stream(encode_frames([Version(), ConnectionControl(headers)]))
+            self.entrypoint = halves.add_sender(ENTRYPOINT, reachable=True, exposed=True).handle
 
-    def _admit(self: Engine, event: TransportEvent) -> None:
+    def bind(self, dispatch: Callable[[TransportEvent], None]) -> None:
+        """Where admitted events go (incoming.py)."""
+        self._dispatch = dispatch
+
+    @property
+    def passing(self) -> bool:
+        """Whether every event passes straight through now (gates open, nothing held, headers in)."""
+        return self.gate_open and not self._held and (
+            self._side is Side.CLIENT or (self.peer_headers is not None and self.accepted))
+
+    def admit(self, event: TransportEvent) -> None:
+        """An event from the transport: dispatch it, or hold it until the gates let it through."""
         if isinstance(event, HandshakeCompleted):
-            if not self._gate_open:
-                self._gate_open = True
+            if not self.gate_open:
+                self.gate_open = True
                 self._release_held()
             return
         if self._side is Side.SERVER and not self._may_process(event):
@@ -56,21 +95,23 @@ class StartupMixin:
             return
         self._dispatch(event)
 
-    def _may_process(self: Engine, event: TransportEvent) -> bool:
-        if not self._gate_open:
+    def _may_process(self, event: TransportEvent) -> bool:
+        if not self.gate_open:
             return False
-        if self._peer_headers is not None:
-            return self._accepted
+        if self.peer_headers is not None:
+            return self.accepted
         return getattr(event, "stream_id", None) == 0
 
-    def _hold(self: Engine, event: TransportEvent) -> None:
+    def _hold(self, event: TransportEvent) -> None:
         if isinstance(event, StreamDataReceived | DatagramReceived):
-            self._held_bytes += len(event.data)
-            if self._held_bytes > self.config.max_buffered_bytes:
-                self._limit(f"more than {self.config.max_buffered_bytes} bytes held before the client's headers")
+            self.held_bytes += len(event.data)
+            if self.held_bytes > self._max_held:
+                raise ProtocolError(
+                    f"more than {self._max_held} bytes held before the client's headers", CloseCode.LIMIT_EXCEEDED
+                )
         self._held.append(event)
 
-    def _release_held(self: Engine) -> None:
+    def _release_held(self) -> None:
         """Process held events in arrival order, re-holding what still may not pass."""
         if self._releasing:
             return
@@ -79,19 +120,19 @@ class StartupMixin:
             while self._held and not self._ctx.closed:
                 pending = deque(self._held)
                 self._held.clear()
-                self._held_bytes = 0
+                self.held_bytes = 0
                 progressed = False
                 while pending:
                     event = pending.popleft()
                     if not self._may_process(event):
                         self._hold(event)
                         continue
-                    had_headers = self._peer_headers is not None
+                    had_headers = self.peer_headers is not None
                     self._dispatch(event)
                     progressed = True
                     if self._ctx.closed:
                         return
-                    if not had_headers and self._peer_headers is not None:
+                    if not had_headers and self.peer_headers is not None:
                         for rest in pending:  # keep per-stream order: re-held events go first
                             self._hold(rest)
                         break
@@ -100,31 +141,43 @@ class StartupMixin:
         finally:
             self._releasing = False
 
-    def _on_connection_control(self: Engine, headers: Headers) -> None:
+    def on_connection_control(self, headers: Headers) -> None:
         """The peer's ConnectionControl, read in its place on stream 0."""
-        if self._peer_headers is not None:
+        if self.peer_headers is not None:
             raise ProtocolError("ConnectionControl received twice")
-        self._peer_headers = headers
+        self.peer_headers = headers
         self._streams.headers_arrived()
         if self._side is Side.CLIENT:
             self._out.event(HeadersReceived(headers))
             return
-        if not self._accepted:
+        if not self.accepted:
             self._out.event(PeerAwaitingAcceptance(headers))
             return
         self._start_serving(headers)
 
-    def _start_serving(self: Engine, headers: Headers) -> None:
+    def accept(self) -> None:
+        """Server: the application accepted the client whose headers came (acceptance gate): serve it now."""
+        if self.accepted or self.peer_headers is None or self._ctx.closed:
+            return
+        self.accepted = True
+        self._start_serving(self.peer_headers)
+
+    def _start_serving(self, headers: Headers) -> None:
         """Server: reply with our headers, create the entrypoint receiver, replay what was held."""
-        self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self._headers)])))
-        r = self._create_receiver(ENTRYPOINT, claimed=True)
-        self._halves.mark_claimed(ENTRYPOINT)
-        r.exposed = True
-        self._entrypoint = r.handle
+        self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self.headers)])))
+        r = self._rx.create_entrypoint(ENTRYPOINT)
+        self.entrypoint = r.handle
         self._out.event(HeadersReceived(headers, entrypoint=r.handle))
-        if self._gate_open and not self._releasing:
+        if self.gate_open and not self._releasing:
             self._release_held()
 
-    def _check_version(self: Engine, frame: Version) -> None:
+    @staticmethod
+    def check_version(frame: Version) -> None:
+        """A Version frame from the peer must name our version."""
         if frame.version != Version().version:
             raise ProtocolError(f"peer speaks Aqueduct {frame.version!r}", CloseCode.VERSION_MISMATCH)
+
+    def clear(self) -> None:
+        """The connection is over: nothing held any more."""
+        self._held.clear()
+        self.held_bytes = 0

@@ -46,7 +46,20 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..wire.channel_id import Side
-from ..wire.frames import Frame, Version, encode_frame
+from ..wire.frames import (
+    AckNackUnreliable,
+    AckReliable,
+    ChannelControl,
+    ClosedChannelLost,
+    CloseReceiver,
+    ConnectionControl,
+    FinishSender,
+    Frame,
+    Message,
+    SentUnreliable,
+    Version,
+    encode_frame,
+)
 from ..wire.reader import FrameReader
 from .context import Context
 from .transport import ResetStream, SendStreamData
@@ -65,6 +78,18 @@ class Role(Enum):
     LOST_NOTICE = "lost_notice"
     TO_SENDER = "to_sender"
     TO_RECEIVER = "to_receiver"
+
+
+ROLE_FRAMES: dict[Role, tuple[type, ...]] = {
+    Role.CONNECTION: (ConnectionControl,),
+    Role.NEW_BIDI: (ChannelControl,),
+    Role.NEW_UNI: (Message, ClosedChannelLost),
+    Role.MESSAGES: (Message,),
+    Role.LOST_NOTICE: (),
+    Role.TO_SENDER: (AckReliable, AckNackUnreliable, CloseReceiver),
+    Role.TO_RECEIVER: (SentUnreliable, FinishSender),
+}
+"""The frames each role allows from the peer (Version aside: it may open any direction)."""
 
 
 @dataclass(slots=True)

@@ -4,6 +4,8 @@ Each key (e.g. ("ack", handle)) has at most one deadline; setting it again
 replaces it, cancelling removes it. A heap with lazy deletion gives the
 earliest deadline cheaply; `due(now)` pops every key whose deadline passed.
 The engine never sleeps: it reports `next()` and is called back at that time.
+
+Spec: none (engine plumbing: the deadlines of acks, nacks and SentUnreliable).
 """
 
 from __future__ import annotations

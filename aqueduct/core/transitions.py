@@ -6,6 +6,8 @@ its state changes, and it checks the table first. A move the table does
 not allow is a bug in the engine, never the peer's doing (the peer's
 mistakes are ProtocolErrors caught before any move), so it raises
 IllegalTransition at once instead of corrupting a channel quietly.
+
+Spec: the sender and receiver life cycles ("finish", "cancel", the close procedure).
 """
 
 from __future__ import annotations

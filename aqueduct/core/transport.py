@@ -6,6 +6,8 @@ uni 2,6..; server uni 3,7..); a stream is opened by its first
 SendStreamData. The adapter maps these 1:1 onto aioquic calls and events.
 The per-message commands (SendStreamData, SendDatagram, GrantCredit) are not frozen, to
 be cheap to build; treat every command and event as a value.
+
+Spec: none (the QUIC events and commands the engine is driven by).
 """
 
 from __future__ import annotations

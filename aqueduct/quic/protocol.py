@@ -37,6 +37,7 @@ from ..core.config import EngineConfig
 from ..errors import ConnectError, ConnectionLost
 from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
+from . import introspect
 from .certs import fingerprint
 from .drain import drain, drainable_socket
 from .mtls import ClientAuth, PeerIdentity, peer_identity
@@ -165,11 +166,7 @@ class AqueductProtocol(QuicConnectionProtocol):
     @property
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's address on the current network path ((host, port), IPv4-mapped prefix removed), if known."""
-        paths = self._quic._network_paths
-        if not paths:
-            return None
-        host, port = paths[0].addr[:2]
-        return str(host).removeprefix("::ffff:"), int(port)
+        return introspect.peer_address(self._quic)
 
     @property
     def peer_identity(self) -> PeerIdentity | None:
@@ -182,12 +179,12 @@ class AqueductProtocol(QuicConnectionProtocol):
     @property
     def rtt_smoothed(self) -> float:
         """aioquic's smoothed RTT estimate in seconds."""
-        return float(self._quic._loss._rtt_smoothed)
+        return introspect.smoothed_rtt(self._quic)
 
     @property
     def rtt_min(self) -> float:
         """The smallest RTT sample aioquic has seen, in seconds (inf before the first)."""
-        return float(self._quic._loss._rtt_min)
+        return introspect.min_rtt(self._quic)
 
     # ---- engine lifecycle ----
     def start_engine(self) -> Engine:

@@ -24,7 +24,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..core.app import AppEvent, Delivered, Delivery, SendResult
-from .quicstats import QuicStatsProbe
+from ..quic import introspect
+from ..quic.introspect import QuicStatsProbe
 from .recorder import Recorder
 
 if TYPE_CHECKING:
@@ -41,8 +42,8 @@ def _peer(conn: ConnectionLink) -> str:
 def _link(conn: ConnectionLink) -> str | None:
     """What both sides of a QUIC connection know alike: the original destination connection id (chosen by the
     client, kept by the server through a retry), as hex. A guarded read of aioquic's connection."""
-    cid = getattr(conn.protocol.quic, "_original_destination_connection_id", None)
-    return cid.hex() if isinstance(cid, bytes) and cid else None
+    cid = introspect.original_destination_cid(conn.protocol.quic)
+    return cid.hex() if cid is not None else None
 
 
 class ConnectionRecording:

@@ -21,13 +21,10 @@ import time
 from collections import deque
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from .schema import Row, rows_to_table
 from .segments import OpenSegment
-
-if TYPE_CHECKING:
-    from .tap import ConnectionTap
+from .tap import ConnectionTap
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +92,6 @@ class Recorder:
     ) -> ConnectionTap:
         """A tap for one connection: the API layer reports that connection's traffic through it. `link`: the
         identity both sides of the connection share (pairs the two sides' recordings)."""
-        from .tap import ConnectionTap
-
         return ConnectionTap(self, side=side, peer=peer, connection_id=connection_id, link=link)
 
     # ---- control ----

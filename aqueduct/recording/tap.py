@@ -15,7 +15,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..core.app import (
     AppEvent,
@@ -27,10 +27,7 @@ from ..core.app import (
     SenderEnded,
 )
 from ..errors import EndReason
-from .schema import COLUMNS, END_KIND, IN, OUT, RELIABLE, Kind
-
-if TYPE_CHECKING:
-    from .recorder import Recorder
+from .schema import COLUMNS, END_KIND, IN, OUT, RELIABLE, Kind, Row
 
 _now = time.time_ns
 _HOST = socket.gethostname()
@@ -42,6 +39,18 @@ _ACKED = Kind.ACKED.value
 _NACKED = Kind.NACKED.value
 _EMPTY: tuple[int, ...] = ()
 
+class RowSink(Protocol):
+    """Where a tap's rows go (a Recorder): the tap knows it by this much, so tap.py needs no recorder.py."""
+
+    payloads: bool
+    """Whether payloads are stored."""
+    payload_limit: int
+    """With `payloads`: the largest payload stored."""
+
+    def record(self, row: Row) -> None:
+        """Take one row."""
+
+
 ChannelOf = Callable[[int], "int | None"]
 """Maps an engine handle to its channel id (None when unknown)."""
 
@@ -51,7 +60,7 @@ class ConnectionTap:
 
     def __init__(
         self,
-        recorder: Recorder,
+        recorder: RowSink,
         side: str,
         peer: str = "",
         connection_id: str | None = None,

@@ -70,7 +70,7 @@ def ingest(spark: SparkSession, segments: Sequence[str | Path], out: Path) -> li
     """Add the segments not ingested before to the store under `out`; the ones added."""
     from pyspark.sql import functions as F
 
-    from aqueduct.spark.analyze import load_events
+    from aqueduct.spark.frames import load_events
 
     store = out / STORE
     store.mkdir(parents=True, exist_ok=True)

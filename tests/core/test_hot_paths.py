@@ -25,7 +25,6 @@ from aqueduct.core.app import AttachKind, Delivered, Delivery, SendResult
 from aqueduct.core.config import EngineConfig
 from aqueduct.core.engine import Engine
 from aqueduct.core.receiver import RState
-from aqueduct.core.streams import StreamRec
 from aqueduct.core.transport import (
     DatagramReceived,
     HandshakeCompleted,
@@ -135,17 +134,14 @@ def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[
 
 
 class _NoRuns(Engine):
-    """An engine whose messages always take the general path (no `_plain_runs`, `_queue_reliable` or
-    `_queue_unreliable`)."""
+    """An engine whose messages always take the general path (no `_plain_runs`, `queue_reliable` or
+    `queue_unreliable`)."""
 
-    def _plain_runs(self, rec: StreamRec, data: bytes) -> bytes:
-        return data
-
-    def _queue_unreliable(self, channel: int, n: int, payload: bytes) -> bool:
-        return False
-
-    def _queue_reliable(self, channel: int, n: int, payload: bytes, credit_sid: int | None, size: int) -> bool:
-        return False
+    def __init__(self, side: Side, *, config: EngineConfig | None = None) -> None:
+        super().__init__(side, config=config)
+        self._in._plain_runs = lambda rec, data: data  # type: ignore[method-assign]
+        self._intake.queue_unreliable = lambda channel, n, payload: False  # type: ignore[method-assign]
+        self._intake.queue_reliable = lambda channel, n, payload, sid, size: False  # type: ignore[method-assign]
 
 
 _SMALL_QUEUE = EngineConfig(max_receiver_queue_messages=6, max_receiver_queue_bytes=3000)
@@ -225,7 +221,7 @@ def test_a_run_whose_first_frame_was_partly_credited_matches_the_general_path(sm
 
 class _PlainChecked(Engine):
     """The driver's engine, sending plain messages with send_plain, taking with take_many, and checking
-    after every call that every receiver's ack timer is where _rx_schedule would put it."""
+    after every call that every receiver's ack timer is where Receivers.schedule would put it."""
 
     problems: list[str]
 
@@ -257,13 +253,11 @@ class _PlainChecked(Engine):
 
     def _checked(self, result: _T) -> _T:
         for r in list(self._receivers.values()):
-            start = r.unrel_start
-            owed = r.rel_pending or start < r.nack_upto or start in r.unrel_received
-            if r.state is RState.GONE or (owed and r.ack_due is None):
+            if r.state is RState.GONE or (r.acks is not None and r.acks.owed() and r.acks.ack_due is None):
                 continue  # gone, or due "now" (a time that moves): nothing fixed to compare
             key = ("rx", r.handle)
             armed = self._timers.armed_at(key)
-            self._rx_schedule(r)
+            self._rx.schedule(r)
             if self._timers.armed_at(key) != armed:
                 self.problems.append(f"receiver {r.handle}: timer at {armed}, due at {self._timers.armed_at(key)}")
         return result

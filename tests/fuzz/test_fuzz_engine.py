@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aqueduct.core.engine import Engine
+from aqueduct.core.incoming import Incoming
 from aqueduct.reliability import fuzzing
 from aqueduct.reliability.fuzzing import FUZZ_CONFIG, FuzzFinding, run_engine
 from aqueduct.wire.errors import CloseCode
@@ -51,10 +52,10 @@ def test_huge_declared_length_closes_with_limit_exceeded() -> None:
 
 
 def test_harness_reports_an_escaping_exception(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: Engine, event: object) -> None:
+    def broken(self: Incoming, event: object) -> None:
         raise KeyError("boom")
 
-    monkeypatch.setattr(Engine, "_dispatch", broken)
+    monkeypatch.setattr(Incoming, "dispatch", broken)
     with pytest.raises(FuzzFinding, match="KeyError escaped"):
         run_engine(SERVER + START + STREAM_DATA + b"\x00\x02\x03")
 

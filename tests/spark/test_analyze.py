@@ -13,8 +13,9 @@ from aqueduct.core.app import Delivery
 from aqueduct.errors import EndReason
 from aqueduct.recording import Recorder, read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
-from aqueduct.spark.analyze import PERCENTILE_ACCURACY, QUANTILES, analyze, percentile_label, write_tables
+from aqueduct.spark.analyze import analyze, write_tables
 from aqueduct.spark.charts import draw
+from aqueduct.spark.frames import PERCENTILE_ACCURACY, QUANTILES, percentile_label
 from aqueduct.spark.report import render
 
 from . import expected

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from aqueduct.recording import Kind, Recorder, make_row
-from aqueduct.spark.analyze import load_events, paired_channels
+from aqueduct.spark.frames import load_events, paired_channels
 
 MS = 1_000_000
 

@@ -15,7 +15,8 @@ import pytest
 
 from aqueduct.recording import read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
-from aqueduct.spark.analyze import load_events, run_sql, views
+from aqueduct.spark.analyze import run_sql
+from aqueduct.spark.frames import load_events, views
 
 _DOC = Path(__file__).parents[2] / "specs" / "RECORDING.md"
 

@@ -1,0 +1,83 @@
+"""Flow control as the engine sees it: stream credit, partial frames, and streams stalled on full queues.
+
+Spec: "Backpressure" (a receiver's queue is bounded; a reliable Message
+that finds it full waits in its stream, whose QUIC window then closes).
+
+Credit: the bytes a stream's feed completes are returned (GrantCredit) at
+once, except those of Message frames queued for the application, which
+return when the message is taken or discarded (`credit_taken`). A frame
+still arriving is credited once the application took everything of its
+stream (`credit_partial`), so a frame larger than the window can complete.
+
+Stalls: a stream whose next frame found its receiver's queue full is
+recorded under that receiver (`stall`); whenever the receiver makes room
+or ends, `room` marks it to resume, and incoming.py runs its streams on.
+`partial_bytes` counts bytes held in readers and stalled streams, bounded
+by max_buffered_bytes.
+
+This object owns the three tables; incoming.py and receiving.py call it.
+"""
+
+from __future__ import annotations
+
+from .context import Context
+from .streams import StreamRec, StreamTable
+
+
+class Flow:
+    """Credit returns, the partial-byte count and the stalled streams of one connection."""
+
+    __slots__ = ("_ctx", "_out", "_streams", "partial_bytes", "resume", "stalls")
+
+    def __init__(self, ctx: Context, streams: StreamTable) -> None:
+        self._ctx = ctx
+        self._out = ctx.out
+        self._streams = streams
+        self.partial_bytes = 0
+        """Bytes held in stream readers and stalled streams."""
+        self.stalls: dict[int, set[int]] = {}
+        """Receiver handle -> streams stalled on its full queue."""
+        self.resume: set[int] = set()
+        """Receivers whose stalled streams may run on."""
+
+    def credit(self, stream_id: int | None, nbytes: int) -> None:
+        """Return `nbytes` of credit on a stream (none once the connection is over)."""
+        if stream_id is not None and nbytes > 0 and not self._ctx.closed:
+            self._out.grant_credit(stream_id, nbytes)
+
+    def credit_partial(self, rec: StreamRec) -> None:
+        """Once the application took everything of this stream, credit the bytes of a frame still
+        arriving, so a frame larger than the window can complete (otherwise the queue holds the window)."""
+        extra = rec.reader.buffered - rec.pre
+        if extra > 0 and rec.outstanding <= 0 and rec.stalled is None and not rec.busy:
+            self.credit(rec.stream_id, extra)
+            rec.pre = rec.reader.buffered
+
+    def credit_taken(self, stream_id: int | None, nbytes: int) -> None:
+        """A queued message was taken or discarded: return its credit (and maybe the partial frame's)."""
+        if stream_id is None:
+            return
+        self.credit(stream_id, nbytes)
+        rec = self._streams.get(stream_id)
+        if rec is not None:
+            rec.outstanding -= nbytes
+            self.credit_partial(rec)
+
+    def stall(self, receiver: int, stream_id: int) -> None:
+        """A stream waits for room in a receiver's queue."""
+        self.stalls.setdefault(receiver, set()).add(stream_id)
+
+    def room(self, receiver: int) -> None:
+        """A receiver's queue may have room (or the receiver ended): its stalled streams may run on."""
+        if receiver in self.stalls:
+            self.resume.add(receiver)
+
+    def stalled_streams(self) -> int:
+        """Streams waiting for room (for state_sizes)."""
+        return sum(len(v) for v in self.stalls.values())
+
+    def clear(self) -> None:
+        """The connection is over."""
+        self.partial_bytes = 0
+        self.stalls.clear()
+        self.resume.clear()
