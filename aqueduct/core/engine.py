@@ -208,6 +208,8 @@ class Engine:
                 kind, handle = key
                 if kind == "su":
                     self._tx.sent_unreliable_due(handle)
+                elif kind == "pf":
+                    self._in.partial_due(handle)
                 else:
                     self._rx.due(handle)
                 if self._ctx.closed:
@@ -365,6 +367,9 @@ class Engine:
             "held_bytes": self._startup.held_bytes + self._flow.partial_bytes,
             "channel_map": len(self._halves.tx_of) + len(self._halves.rx_of),
             "stalled_streams": self._flow.stalled_streams(),
+            "ack_ranges": sum(r.acks.ranges_held() for r in self._receivers.values() if r.acks is not None)
+            + sum(s.acks.ranges_held() for s in self._senders.values() if s.acks is not None),
+            "partial_frames": len(self._flow.partial_since),
         }
 
     # ---- internals ----

@@ -13,7 +13,8 @@ Stalls: a stream whose next frame found its receiver's queue full is
 recorded under that receiver (`stall`); whenever the receiver makes room
 or ends, `room` marks it to resume, and incoming.py runs its streams on.
 `partial_bytes` counts bytes held in readers and stalled streams, bounded
-by max_buffered_bytes.
+by max_buffered_bytes; `partial_since` says since when each stream has
+held part of a frame (bounded in time by partial_frame_timeout).
 
 This object owns the three tables; incoming.py and receiving.py call it.
 """
@@ -27,7 +28,7 @@ from .streams import StreamRec, StreamTable
 class Flow:
     """Credit returns, the partial-byte count and the stalled streams of one connection."""
 
-    __slots__ = ("_ctx", "_out", "_streams", "partial_bytes", "resume", "stalls")
+    __slots__ = ("_ctx", "_out", "_streams", "partial_bytes", "partial_since", "resume", "stalls")
 
     def __init__(self, ctx: Context, streams: StreamTable) -> None:
         self._ctx = ctx
@@ -39,6 +40,8 @@ class Flow:
         """Receiver handle -> streams stalled on its full queue."""
         self.resume: set[int] = set()
         """Receivers whose stalled streams may run on."""
+        self.partial_since: dict[int, float] = {}
+        """Stream -> when its current partial frame began (incoming.py's partial-frame deadline)."""
 
     def credit(self, stream_id: int | None, nbytes: int) -> None:
         """Return `nbytes` of credit on a stream (none once the connection is over)."""
@@ -81,3 +84,4 @@ class Flow:
         self.partial_bytes = 0
         self.stalls.clear()
         self.resume.clear()
+        self.partial_since.clear()

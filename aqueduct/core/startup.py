@@ -9,7 +9,8 @@ and prefixes every new stream and datagram with Version until the server's
 ConnectionControl arrives on stream 0 (streams.py keeps that flag).
 
 Server: admits transport events through two gates, holding what cannot pass
-yet in arrival order (bounded by max_buffered_bytes, else LIMIT_EXCEEDED):
+yet in arrival order (bounded by max_buffered_bytes, each event counted with
+held_item_overhead on top of its bytes, else LIMIT_EXCEEDED):
   1. the handshake gate: nothing (not even stream 0) is processed until
      HandshakeCompleted, unless config.replay_safe_0rtt;
   2. the headers gate: only stream 0 (the client's first bidi stream, the
@@ -58,6 +59,7 @@ class Startup:
         self._out = ctx.out
         self._side = ctx.side
         self._max_held = ctx.config.max_buffered_bytes
+        self._overhead = ctx.config.held_item_overhead
         self._streams = streams
         self._rx = rx
         self.headers = headers
@@ -103,12 +105,14 @@ class Startup:
         return getattr(event, "stream_id", None) == 0
 
     def _hold(self, event: TransportEvent) -> None:
+        # every held event costs a fixed overhead on top of its bytes: empty datagrams are not free
+        self.held_bytes += self._overhead
         if isinstance(event, StreamDataReceived | DatagramReceived):
             self.held_bytes += len(event.data)
-            if self.held_bytes > self._max_held:
-                raise ProtocolError(
-                    f"more than {self._max_held} bytes held before the client's headers", CloseCode.LIMIT_EXCEEDED
-                )
+        if self.held_bytes > self._max_held:
+            raise ProtocolError(
+                f"more than {self._max_held} bytes held before the client's headers", CloseCode.LIMIT_EXCEEDED
+            )
         self._held.append(event)
 
     def _release_held(self) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 from aqueduct.quic.certs import DevCerts, make_client_cert
 from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
 from aqueduct.wire.errors import CloseCode
-from aqueduct.wire.frames import Message
-from aqueduct.wire.varint import encode_varint
+from aqueduct.wire.frames import Message, encode_frames
+from aqueduct.wire.varint import MAX_VARINT, encode_varint
 
 from .hostile import RawPeer, raw_peer
 from .live import GUARD, GoodClient, LiveServer, Watch, figures, live_server
@@ -45,7 +45,7 @@ async def run_attack(certs: DevCerts, name: str, attack: Any, expected: int, lim
                      *, hello: bool = True, kind: str = "application", serve: tuple[str, ...] = (),
                      peer_options: dict[str, Any] | None = None) -> tuple[Watch, int]:
     """Serve, start a good client, attack, wait for the attacker's close; check memory, tables, code, service."""
-    async with live_server(certs, {**LIMITS, **(limits or {})}, *serve) as server:
+    async with asyncio.timeout(4 * GUARD), live_server(certs, {**LIMITS, **(limits or {})}, *serve) as server:
         async with GoodClient(server.url, certs, **(peer_options or {})) as good:
             await asyncio.wait_for(good.served_during(), GUARD)
             async with Watch(server) as watch:
@@ -111,3 +111,79 @@ async def test_huge_declared_length(certs: DevCerts) -> None:
 
     await run_attack(certs, "live_huge_declared_length", attack, CloseCode.LIMIT_EXCEEDED)
 
+
+# ---- the four inputs of issue 16 (item 3): each reproduced first by tests/core/test_peer_bounds.py ----
+
+BOUNDS: dict[str, object] = {"max_ack_ranges": 256, "max_ack_ranges_per_connection": 1024,
+                             "partial_frame_timeout": 2.0}
+GAPPED = 50_000
+"""Messages the gapped-numbers attacks send at most (numbers 0, 2, 4, ...): before the fix, one range each (the
+SECURITY.md figures were taken with 200 000); the caps end them after a few hundred."""
+
+
+async def test_gapped_message_numbers_on_a_stream(certs: DevCerts) -> None:
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        sid = peer.new_stream()
+        for start in range(0, 2 * GAPPED, 2000):
+            if peer.is_closed:
+                break
+            peer.write(sid, encode_frames([Message(ENTRYPOINT, n, (), b"x") for n in range(start, start + 2000, 2)]))
+            await asyncio.sleep(0)  # let aioquic send as the window allows
+
+    watch, _ = await run_attack(certs, "live_gapped_stream_numbers", attack, CloseCode.LIMIT_EXCEEDED, BOUNDS)
+    assert watch.peak_tables.get("ack_ranges", 0) <= 1024
+
+
+async def test_gapped_message_numbers_in_datagrams(certs: DevCerts) -> None:
+    """Unreliable: past the cap the receiver nacks its oldest gaps instead of closing; the attacker is cut off
+    by nothing else, so it ends its own connection after the flood."""
+
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        for start in range(0, 2 * GAPPED, 200):
+            if peer.is_closed:
+                break
+            peer.quic.send_datagram_frame(encode_frames([Message(ENTRYPOINT, n, (), b"")
+                                                         for n in range(start, start + 200, 2)]))
+            peer.transmit()
+            if start % 20_000 == 0:
+                await asyncio.sleep(0.001)  # paces the flood so loopback does not drop it all
+        await asyncio.sleep(0.5)
+        peer.close(error_code=0)
+
+    watch, _ = await run_attack(certs, "live_gapped_datagram_numbers", attack, CloseCode.NO_ERROR, BOUNDS)
+    assert watch.peak_tables.get("ack_ranges", 0) <= 256
+
+
+async def test_message_number_at_the_top_of_the_varint_range(certs: DevCerts) -> None:
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        sid = peer.new_stream()
+        peer.frames(sid, [Message(ENTRYPOINT, MAX_VARINT, (), b"top")])  # its ack would end at 2^64
+
+    await run_attack(certs, "live_top_message_number", attack, CloseCode.PROTOCOL_VIOLATION, BOUNDS)
+
+
+async def test_empty_datagrams_before_the_headers(certs: DevCerts) -> None:
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        for i in range(1_000_000):
+            if peer.is_closed:
+                break
+            peer.quic.send_datagram_frame(b"")
+            if i % 1000 == 999:
+                peer.transmit()
+                await asyncio.sleep(0)
+
+    await run_attack(certs, "live_empty_datagrams_before_headers", attack, CloseCode.LIMIT_EXCEEDED, BOUNDS,
+                     hello=False)
+
+
+async def test_a_frame_dripped_byte_by_byte(certs: DevCerts) -> None:
+    async def attack(peer: RawPeer, _server: LiveServer) -> None:
+        data = encode_frames([Message(ENTRYPOINT, 0, (), b"d" * 64)])
+        sid = peer.new_stream()
+        for byte in data[:-1]:
+            if peer.is_closed:
+                break
+            peer.write(sid, bytes([byte]))
+            await asyncio.sleep(0.1)  # the drip itself: one byte every 100 ms
+
+    await run_attack(certs, "live_dripped_frame", attack, CloseCode.LIMIT_EXCEEDED, BOUNDS)
