@@ -135,7 +135,7 @@ class Metrics(Collector):
 
     def _sample(self) -> None:
         for conn in self.live:
-            rtt = conn.rtt
+            rtt = conn.protocol.rtt_smoothed
             if rtt > 0:
                 self.rtt.observe(rtt)
         self._sampler = asyncio.get_running_loop().call_later(self.sample_seconds, self._sample)

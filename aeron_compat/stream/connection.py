@@ -18,6 +18,7 @@ when to call `on_timer` (and `poll`) again.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import heapq
 from collections import deque
@@ -146,18 +147,25 @@ class Connection:
         # receiver's reader waits on is filled before data its window may still refuse
         self.lost: list[tuple[int, int, bytes, bool]] = []
         self.largest_acked = -1
+        self._scanned_pn = -1  # packets up to here were checked for the reordering threshold
+        # packets overtaken by `reorder_threshold` later ones: data resent, the packet not yet declared
+        # lost (the 50 ms rule or the tail-loss timer does that); pn -> send time, ascending
+        self.overtaken: dict[int, int] = {}
         self._tlp_deadline: int | None = None
         self.cc = Congestion(mss=config.max_payload, cwnd=config.initial_cwnd_packets * config.max_payload,
                              min_cwnd=config.min_cwnd_packets * config.max_payload,
                              burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns,
-                             max_cwnd=config.max_cwnd)
+                             max_cwnd=config.max_cwnd, growth=config.avoidance_growth_packets,
+                             max_queue_delay_ns=config.max_queue_delay_ns)
         self.cc.last_refill_ns = now_ns
         self.received = ReceivedPackets(config.max_ack_ranges)
         self._ack_pending = 0
         self._ack_now = False  # an ACK is due at the next poll
         self._ack_deadline: int | None = None
+        self._ack_repeat_at: int | None = None  # the last ACK goes again then, unless another went since
         self._next_local_stream = 0
-        self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0, "probes": 0}
+        self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0, "probes": 0,
+                      "early_resent": 0}
         if dialer:
             self._emit(Dial(local_id, 0, dial_payload))
         else:
@@ -232,6 +240,7 @@ class Connection:
             "send_queued_bytes": self.queued_bytes,
             "sent_unacked": len(self.sent),
             "lost_pending": len(self.lost),
+            "overtaken": len(self.overtaken),
             "ack_ranges": len(self.received),
             "recv_buffered_bytes": sum(s.buffered + len(s.readable) for s in self.recv_streams.values()),
             "recv_chunks": sum(len(s.chunks) for s in self.recv_streams.values()),
@@ -308,19 +317,30 @@ class Connection:
         elif self._ack_deadline is None:
             self._ack_deadline = now_ns + self.config.ack_delay_ns
 
-    def _send_ack(self) -> None:
+    def _send_ack(self, now_ns: int, repeat: bool = False) -> None:
+        """ACK everything received; a first ACK arms one repeat `ack_repeat_ns` later.
+
+        The repeat answers a lost ACK: the sender sends nothing new until some ACK frees its window,
+        so without it a lost last ACK of a flight stalls the connection until the tail-loss timer,
+        which resends everything in flight and halves the window.
+        """
         largest, entries = self.received.ack_entries(MAX_ACK_ENTRIES)
         self._emit(Ack(self.local_id, self.peer_id, largest, entries))
         self._ack_pending = 0
         self._ack_deadline = None
         self._ack_now = False
+        self._ack_repeat_at = None if repeat or not self.config.ack_repeat_ns else now_ns + self.config.ack_repeat_ns
 
     def _on_ack(self, ack: Ack, now_ns: int) -> None:
         newest: SentPacket | None = None
         sent = self.sent
+        oldest = min(next(iter(sent), ack.largest), next(iter(self.overtaken), ack.largest))
+        acked = ack.acked(oldest)  # what is below the oldest unacked packet is settled already
+        if self.overtaken and acked and acked[-1][0] <= next(reversed(self.overtaken)):
+            self._settle_overtaken(acked)
         if sent:
             smallest = next(iter(sent))  # packet numbers enter `sent` in ascending order
-            for low, high in ack.acked():
+            for low, high in acked:
                 if high < smallest:
                     break  # ranges come highest first: the rest is already settled
                 low = max(low, smallest)
@@ -347,6 +367,7 @@ class Connection:
                     self.hole_bytes += len(hole.data) or 1
             self.largest_acked = ack.largest
             self.cc.on_rtt(now_ns - newest.sent_ns)
+            self._resend_overtaken(now_ns)
             cutoff = newest.sent_ns - self.config.loss_delay_ns
             lost = []
             for pn, sp in sent.items():  # ascending packet numbers, so ascending send times: stop early
@@ -355,7 +376,57 @@ class Connection:
                 lost.append(pn)
             for pn in lost:
                 self._mark_lost(pn, now_ns)
+            self._expire_overtaken(cutoff, now_ns)
         self._tlp_deadline = now_ns + self._tlp_ns() if self.sent else None
+
+    def _resend_overtaken(self, now_ns: int) -> None:
+        """Send again, now, the data of every unacked packet `reorder_threshold` or more below the largest acked.
+
+        The seed declares a packet lost (and the window halves) only 50 ms after a later one was
+        acked; on a fast path that leaves the receiver's reader waiting on the hole for fifty round
+        trips, and a lost resend doubles it, so the peer's window fills and the sender stalls. The
+        overtaken packet's data is queued for resending at once (lost data's priority) but the
+        packet itself is not declared lost: it stays unacked, and the 50 ms rule declares it, with
+        the seed's congestion event, unless it is acked first (then it was only reordered).
+        """
+        sent = self.sent
+        top = self.largest_acked - self.config.reorder_threshold
+        for pn in range(max(self._scanned_pn + 1, next(iter(sent), top + 1)), top + 1):
+            sp = sent.get(pn)
+            if sp is not None:
+                self._forget(pn)
+                self.overtaken[pn] = sp.sent_ns
+                self.stats["early_resent"] += 1
+                heapq.heappush(self.lost, (sp.offset, sp.stream_id, sp.data, sp.fin))
+        self._scanned_pn = max(self._scanned_pn, top)
+        cap = max(1, self.config.max_cwnd // self.config.max_payload)
+        while len(self.overtaken) > cap:  # a window's worth at most: the oldest are lost now
+            self.stats["lost"] += 1
+            oldest = next(iter(self.overtaken))
+            self.cc.on_congestion(self.overtaken.pop(oldest), now_ns)
+
+    def _expire_overtaken(self, cutoff_ns: int, now_ns: int) -> None:
+        """The 50 ms rule for overtaken packets: lost, a congestion event (their data went already)."""
+        overtaken = self.overtaken
+        expired = []
+        for pn, sent_ns in overtaken.items():
+            if sent_ns > cutoff_ns:
+                break
+            expired.append(pn)
+        for pn in expired:
+            self.stats["lost"] += 1
+            self.cc.on_congestion(overtaken.pop(pn), now_ns)
+
+    def _settle_overtaken(self, acked: list[tuple[int, int]]) -> None:
+        """An overtaken packet acked after all was only reordered: no loss, no congestion event."""
+        lows = [low for low, _ in reversed(acked)]  # ascending
+        late = []
+        for pn in self.overtaken:
+            i = bisect.bisect_right(lows, pn) - 1
+            if i >= 0 and pn <= acked[len(acked) - 1 - i][1]:
+                late.append(pn)
+        for pn in late:
+            del self.overtaken[pn]
 
     def _mark_lost(self, pn: int, now_ns: int) -> None:
         sp = self.sent[pn]
@@ -385,6 +456,8 @@ class Connection:
             times.append(self._hs_deadline)
         if self._ack_deadline is not None:
             times.append(self._ack_deadline)
+        if self._ack_repeat_at is not None:
+            times.append(self._ack_repeat_at)
         if self._ack_now:
             times.append(self._last_recv_ns)
         if self._tlp_deadline is not None:
@@ -395,14 +468,15 @@ class Connection:
         """When `poll` can next send data (None: nothing to send or the window is full)."""
         if self.state is not State.ESTABLISHED or not (self.lost or self._send_order):
             return None
-        if self._pipe() + self.config.max_payload > self.cc.cwnd:
+        room = (self.cc.cwnd - self._pipe()) // self.config.max_payload
+        if room < 1:
             return None
         if not self.lost and not self._rotate_to_open_stream(self.config.recv_window):
             probe = self._window_probe()  # every stream waits for the peer's window
             if probe is None:
                 return None
             return max(self._probe_due(probe[1]), self.cc.next_send_ns(now_ns))
-        return self.cc.next_send_ns(now_ns)
+        return self.cc.next_send_ns(now_ns, room)
 
     def on_timer(self, now_ns: int) -> None:
         """Run whatever timers are due at `now_ns`."""
@@ -422,19 +496,22 @@ class Connection:
             else:
                 self._emit(DialConf(self.local_id, self.peer_id, self.dialconf_payload))
         if self._ack_deadline is not None and now_ns >= self._ack_deadline:
-            self._send_ack()
+            self._send_ack(now_ns)
+        elif self._ack_repeat_at is not None and now_ns >= self._ack_repeat_at:
+            self._send_ack(now_ns, repeat=True)
         if self._tlp_deadline is not None and now_ns >= self._tlp_deadline:
             self._tlp_deadline = None
             if self.sent:
                 self.stats["tlp"] += 1
                 for pn in sorted(self.sent):
                     self._mark_lost(pn, now_ns)
+                self._expire_overtaken(now_ns, now_ns)  # in flight too: lost (their data went already)
 
     def poll(self, now_ns: int) -> list[bytes]:
         """Datagrams to send now: control packets, then lost data, then new data, paced."""
         if self.state is State.ESTABLISHED:
             if self._ack_now:
-                self._send_ack()
+                self._send_ack(now_ns)
             self._fill(now_ns)
         out, self._out = self._out, []
         return out
@@ -538,6 +615,7 @@ class Connection:
         self.state = State.CLOSED
         self.error = error
         self.sent.clear()
+        self.overtaken.clear()
         self.in_flight = self.hole_bytes = 0
         self.lost.clear()
         self.send_streams.clear()
