@@ -30,7 +30,7 @@ from ..quic.protocol import AqueductProtocol
 from ..quic.settings import TransportSettings
 from ..quic.tickets import ClientTicketStore, ServerTicketStore
 from ..wire.errors import CloseCode
-from .auth import Authenticate
+from .auth import Admission, Authenticate, refusal
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from .connection import Connection, link_of
 from .halves import Receiver, Sender
@@ -190,6 +190,10 @@ async def _connect(
     except TimeoutError:
         protocol.close_connection(0, "connect timeout")
         raise ConnectError(f"no answer from {host}:{port} within {connect_timeout} s") from None
+    except ConnectionLost as exc:
+        protocol.close_connection(0, "connect failed")
+        refused = refusal(exc.code, str(exc), by_peer=True) if exc.code is not None else None
+        raise (refused or exc) from None
     except BaseException:
         protocol.close_connection(0, "connect failed")
         raise
@@ -225,7 +229,8 @@ class Server(Generic[C]):
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
         conn: Connection[C] = Connection(link)
-        link.authenticate = self.authenticate
+        if self.authenticate is not None:
+            Admission(link, self.authenticate)
         if self.recorder is not None:
             from ..recording.hook import ConnectionRecording
 

@@ -33,7 +33,6 @@ from ..core.app import Delivery
 from ..errors import (
     ERROR_FOR_REASON,
     OUTCOME_FOR_END,
-    AuthenticationFailed,
     ChannelError,
     ConnectionLost,
     EndReason,
@@ -41,13 +40,11 @@ from ..errors import (
     Outcome,
     WouldBlock,
 )
-from ..quic.mtls import PeerIdentity
 from ..quic.protocol import AqueductProtocol, consume_exception
 from ..quic.writes import DATAGRAM_QUEUE_LIMIT
 from ..wire.channel_id import ChannelId
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
-from .auth import Authenticate, authenticate_peer, refusal
 from .codec import CODEC_HEADER, Codec, CodecMismatch, codec_refusal
 from .drops import Drops
 from .halves import (
@@ -108,10 +105,6 @@ class ConnectionLink:
         """Set by `record=` (aqueduct/recording/hook.py): told of every event, send and take."""
         self.metrics: EventObserver | None = None
         """Set by `aqueduct.metrics.Metrics.track`: told of every batch of engine events."""
-        self.authenticate: Authenticate | None = None
-        """Server: the `serve(authenticate=...)` callback that must accept the client first (api/auth.py)."""
-        self.identity: Any = None
-        """Server: what `authenticate` returned for this client."""
         protocol.listener = self._on_events
         if protocol.engine is not None:
             self._on_events(protocol.engine.events())
@@ -152,11 +145,6 @@ class ConnectionLink:
         """Whether the connection has ended."""
         return self.closed.done()
 
-    @property
-    def peer_identity(self) -> PeerIdentity | None:
-        """The peer's verified certificate identity (mutual TLS on a server; the server's on a client)."""
-        return self._protocol.peer_identity
-
     # ---- engine events ----
     def _on_events(self, events: list[app.AppEvent]) -> None:
         if self.recording is not None:
@@ -179,11 +167,6 @@ class ConnectionLink:
                 self._wake(ev.sender)
             elif isinstance(ev, app.HeadersReceived):
                 self._on_headers(ev)
-            elif isinstance(ev, app.PeerAwaitingAcceptance):
-                if self.authenticate is None:
-                    self.accept_peer(None)
-                else:
-                    self._spawn(authenticate_peer(self, self.authenticate, ev.headers))
             elif isinstance(ev, app.ConnectionClosed):
                 self._on_closed(ev)
             elif self._outcomes and isinstance(ev, app.MessagesAcked | app.MessagesNacked):
@@ -211,24 +194,7 @@ class ConnectionLink:
         if not self.ready.done():
             self.ready.set_exception(error(why, code))
 
-    def accept_peer(self, identity: Any) -> None:
-        """Server: the client passed authentication as `identity`; let the engine serve it."""
-        if self.is_closed:
-            return
-        self.identity = identity
-        self.engine.accept_peer(now=self._loop.time())
-        self._protocol.flush()
-
-    def refuse_peer(self, reason: str) -> None:
-        """Server: the client failed authentication: close with AUTHENTICATION_FAILED."""
-        if not self.is_closed:
-            self._refuse(CloseCode.AUTHENTICATION_FAILED, reason, AuthenticationFailed)
-
     def _on_closed(self, ev: app.ConnectionClosed) -> None:
-        client = self._protocol.side.name == "CLIENT"
-        refused = refusal(ev.error_code, ev.reason, by_peer=ev.by_peer) if client else None
-        if refused is not None and not self.ready.done():
-            self.ready.set_exception(refused)
         if not self.ready.done():
             exc_type = {CloseCode.CODEC_MISMATCH: CodecMismatch, CloseCode.SCHEMA_MISMATCH: SchemaMismatch}.get(
                 ev.error_code, ConnectionLost)  # type: ignore[call-overload]

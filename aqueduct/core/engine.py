@@ -109,7 +109,7 @@ class Engine:
         self._senders: dict[int, Sender] = halves.senders
         self._receivers: dict[int, Receiver] = halves.receivers
         self._links = LinkTable()
-        self._flow = Flow(ctx, streams)
+        self._flow = Flow(ctx, streams, halves.receivers)
         self._tx = Senders(ctx, streams, halves, self._links)
         self._rx = Receivers(ctx, streams, halves, self._tx, self._flow)
         self._intake = Intake(ctx, halves, self._rx, self._tx)
@@ -209,7 +209,7 @@ class Engine:
                 if kind == "su":
                     self._tx.sent_unreliable_due(handle)
                 elif kind == "pf":
-                    self._in.partial_due(handle)
+                    self._flow.partial_due(handle)
                 else:
                     self._rx.due(handle)
                 if self._ctx.closed:

@@ -65,7 +65,6 @@ from .transport import (
 
 _MESSAGES = Role.MESSAGES
 _NEW_UNI = Role.NEW_UNI
-_NEW_BIDI = Role.NEW_BIDI
 _VALID_RESETS = frozenset(int(c) for c in ResetCode)
 _SMALL_HELD = 1024
 """Held bytes up to which a chunk of a message stream is read by `_plain_runs` (a large frame completing is one
@@ -95,7 +94,6 @@ class Incoming:
         self._startup, self._intake, self._tx, self._rx, self._loss = parts
         self._credit = flow.credit
         self._credit_partial = flow.credit_partial
-        self._partial_timeout = ctx.config.partial_frame_timeout
 
     def _limit(self, reason: str) -> None:
         raise ProtocolError(reason, CloseCode.LIMIT_EXCEEDED)
@@ -130,47 +128,7 @@ class Incoming:
             return
         before = rec.reader.buffered
         self._feed(rec, ev)
-        # The partial-frame deadline (SECURITY.md): a stream holding part of a frame, or opened without one yet,
-        # must complete it within partial_frame_timeout of its first byte; bytes leaving the reader (a frame
-        # completed) restart the clock. The timer is armed once; `partial_due` re-arms it from `partial_since`.
-        reader = rec.reader
-        since = self._flow.partial_since
-        if not rec.in_done and rec.stalled is None and (reader.buffered or rec.role is _NEW_UNI
-                                                         or rec.role is _NEW_BIDI):
-            if sid not in since:
-                since[sid] = self._ctx.now
-                self._ctx.timers.set(("pf", sid), self._ctx.now + self._partial_timeout)
-            elif before + len(ev.data) > reader.buffered:
-                since[sid] = self._ctx.now
-        elif sid in since:
-            del since[sid]
-            self._ctx.timers.cancel(("pf", sid))
-
-    def partial_due(self, sid: int) -> None:
-        """The partial-frame timer of a stream ran out: close (LIMIT_EXCEEDED) unless a frame completed since."""
-        since = self._flow.partial_since.get(sid)
-        if since is None:
-            return
-        rec = self._streams.get(sid)
-        if rec is None or rec.in_done:
-            del self._flow.partial_since[sid]
-            return
-        deadline = since + self._partial_timeout
-        if deadline <= self._ctx.now and self._app_behind():
-            # the application holds messages it has not taken: our windows, not the peer, may be what keeps
-            # the frame from completing (backpressure is no attack): the clock stops, and the stream's next
-            # bytes start it again
-            del self._flow.partial_since[sid]
-            return
-        if deadline > self._ctx.now:
-            self._ctx.timers.set(("pf", sid), deadline)
-            return
-        self._limit(f"stream {sid}: no complete frame within partial_frame_timeout={self._partial_timeout} s of "
-                    "its first byte")
-
-    def _app_behind(self) -> bool:
-        """Whether a receiver the application holds has messages queued (it, not the peer, is behind)."""
-        return any(r.queue and r.exposed and not r.app_dropped for r in self._receivers.values())
+        self._flow.track_partial(rec, before, len(ev.data))
 
     def _feed(self, rec: StreamRec, ev: StreamDataReceived) -> None:
         reader = rec.reader
@@ -420,8 +378,7 @@ class Incoming:
         if rec.in_done:
             return
         rec.in_done = True
-        if self._flow.partial_since.pop(ev.stream_id, None) is not None:
-            self._ctx.timers.cancel(("pf", ev.stream_id))
+        self._flow.forget_partial(ev.stream_id)
         dropped = rec.reader.buffered + rec.stalled_bytes
         self._flow.partial_bytes -= dropped
         self._credit(rec.stream_id, dropped - rec.pre)

@@ -131,9 +131,11 @@ async def open_server(
     loop = asyncio.get_running_loop()
 
     def create_protocol(quic: Any, stream_handler: Any = None) -> AqueductProtocol:
+        if client_auth is not None:  # before the first packet: its TLS context is built then (paced.py)
+            PacedQuicConnection.adopt(quic).client_auth = client_auth
         protocol = AqueductProtocol(
             quic, stream_handler, side=Side.SERVER, headers=header_list, engine_config=engine_config,
-            settings=settings, client_auth=client_auth,
+            settings=settings,
         )
         on_connection(protocol)
         return protocol

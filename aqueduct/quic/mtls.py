@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aioquic import tls
 from aioquic._buffer import Buffer
@@ -150,3 +151,11 @@ def peer_identity(context: tls.Context | None) -> PeerIdentity | None:
     """The identity of the certificate the peer presented in this handshake (None: none, or a resumed session)."""
     cert = getattr(context, "_peer_certificate", None)
     return PeerIdentity.of(cert) if cert is not None else None
+
+
+def handshake_identity(protocol: Any) -> PeerIdentity | None:
+    """The verified certificate of an AqueductProtocol's peer, once its handshake passed every check (else None)."""
+    done = protocol.handshake
+    if not done.done() or done.cancelled() or done.exception() is not None:
+        return None
+    return peer_identity(getattr(protocol.quic, "tls", None))

@@ -39,7 +39,6 @@ from ..wire.errors import CloseCode
 from . import introspect
 from .certs import fingerprint
 from .drain import drain, drainable_socket
-from .mtls import ClientAuth, PeerIdentity, peer_identity
 from .paced import PacedQuicConnection
 from .settings import TransportSettings, paced_engine_config
 from .writes import StreamWrites
@@ -91,14 +90,10 @@ class AqueductProtocol(QuicConnectionProtocol):
         pinned_fingerprint: str | None = None,
         peer: str = "",
         trust: str = "",
-        client_auth: ClientAuth | None = None,
     ) -> None:
         if type(quic) is QuicConnection:
             # aioquic's QuicServer builds plain QuicConnections; ours only adds methods, so re-class it.
             PacedQuicConnection.adopt(quic)
-        if client_auth is not None:
-            assert isinstance(quic, PacedQuicConnection)
-            quic.client_auth = client_auth
         super().__init__(quic, stream_handler)
         self.side = side
         self.settings = settings or TransportSettings()
@@ -143,14 +138,6 @@ class AqueductProtocol(QuicConnectionProtocol):
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's address on the current network path ((host, port), IPv4-mapped prefix removed), if known."""
         return introspect.peer_address(self._quic)
-
-    @property
-    def peer_identity(self) -> PeerIdentity | None:
-        """The verified certificate the peer presented in this handshake (None before it completes, without one,
-        or on a resumed session)."""
-        if not self._handshake_ok:
-            return None
-        return peer_identity(getattr(self._quic, "tls", None))
 
     @property
     def rtt_smoothed(self) -> float:
