@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from ..core import app
+from ..quic.mtls import PeerIdentity, handshake_identity
 from ..wire.headers import Headers
+from .auth import identity_of
 from .codec import Codec, CodecMismatch
 from .link import ConnectionLink
 from .stats import Stats
@@ -52,6 +54,17 @@ class Connection(Generic[E]):
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's (host, port) on the current network path, if known."""
         return self._link.protocol.peer_address
+
+    @property
+    def peer_identity(self) -> PeerIdentity | None:
+        """The peer's verified certificate: subject, SANs, SHA-256 fingerprint. On a server that verifies client
+        certificates (`serve(client_ca=...)`) the client's; on a client the server's; None without one."""
+        return handshake_identity(self._link.protocol)
+
+    @property
+    def identity(self) -> Any:
+        """Server: what the `serve(authenticate=...)` callback returned for this client (None without one)."""
+        return identity_of(self._link)
 
     @property
     def codec(self) -> Codec:
