@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Generator, Iterable
+from collections.abc import AsyncIterator, Generator, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
@@ -50,9 +50,9 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 
 
 def _headers(
-    headers: HeaderItems | dict[str, bytes | str] | None, codec: Codec, schema: bytes | None = None
+    headers: HeaderItems | Mapping[str, bytes | str] | None, codec: Codec, schema: bytes | None = None
 ) -> list[tuple[str, bytes]]:
-    items = headers.items() if isinstance(headers, dict) else (headers or ())
+    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
     out = [(k, v.encode() if isinstance(v, str) else bytes(v)) for k, v in items]
     out.append((CODEC_HEADER, codec.name.encode()))
     if schema is not None:
@@ -94,7 +94,7 @@ class ConnectOptions(TypedDict, total=False):
     fingerprint: str | None
     cert: str | Path | None
     key: str | Path | None
-    headers: HeaderItems | dict[str, bytes | str] | None
+    headers: HeaderItems | Mapping[str, bytes | str] | None
     codec: Codec | None
     session_ticket_store: ClientTicketStore | None
     early_data: bool
@@ -118,7 +118,7 @@ def connect(
     fingerprint: str | None = None,
     cert: str | Path | None = None,
     key: str | Path | None = None,
-    headers: HeaderItems | dict[str, bytes | str] | None = None,
+    headers: HeaderItems | Mapping[str, bytes | str] | None = None,
     codec: Codec | None = None,
     session_ticket_store: ClientTicketStore | None = None,
     early_data: bool = True,
@@ -154,7 +154,7 @@ async def _connect(
     url: str,
     ca: str | Path | None,
     fingerprint: str | None,
-    headers: HeaderItems | dict[str, bytes | str] | None,
+    headers: HeaderItems | Mapping[str, bytes | str] | None,
     codec: Codec,
     tickets: ClientTicketStore | None,
     early_data: bool,
@@ -302,7 +302,7 @@ def _idle(conn: Connection[Any]) -> bool:
 class ServeOptions(TypedDict, total=False):
     """The keywords of `serve` besides `cert`, `key` and `entrypoint` (see `serve`)."""
 
-    headers: HeaderItems | dict[str, bytes | str] | None
+    headers: HeaderItems | Mapping[str, bytes | str] | None
     codec: Codec | None
     single_use_tickets: bool
     settings: TransportSettings | None
@@ -355,7 +355,7 @@ async def _serve(
     entrypoint: Any,
     cert: str | Path,
     key: str | Path,
-    headers: HeaderItems | dict[str, bytes | str] | None = None,
+    headers: HeaderItems | Mapping[str, bytes | str] | None = None,
     codec: Codec | None = None,
     single_use_tickets: bool = False,
     settings: TransportSettings | None = None,
