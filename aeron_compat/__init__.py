@@ -31,7 +31,7 @@ those connections, so a client behind NAT is reached on the connection it opened
 by ``add_destination`` / ``remove_destination``.  ``control-mode=response`` answers an image on
 the connection it came from.  ``Context.udp_media="loopback"`` keeps aeron:udp between the drivers
 of one process (same matching, sessions and source identities, no sockets).  See
-``aqueduct_media.py`` and ``remote.py`` for the control messages.  (``transport=native`` in an
+``media/aqueduct.py`` and ``media/remote.py`` for the control messages.  (``transport=native`` in an
 ``aeron:udp`` channel selects Aeron's own UDP protocol instead: ``aeron_compat.native``.)
 
 Standalone driver.  ``aeron_compat driver`` runs the driver as a process of its own, serving a
@@ -40,7 +40,7 @@ directory (``Context.aeron_dir``; lock, Unix socket, counters); clients choose i
 and sends their frames to the driver, which owns the ipc matching and the Aqueduct endpoint and
 moves image frames to subscriber processes, whose reported positions are the publishers' flow
 control: ``aeron:ipc`` crosses processes with the same positions and back pressure.  See
-``standalone.py`` and ``driver_proxy.py``.
+``driver/standalone.py`` and ``driver/proxy.py``.
 
 Poll model.  Aeron's poll is non-blocking and driven by the user's loop, and so is this one:
 ``offer`` and ``poll`` never block and need no event loop.  The driver's network work runs on an
@@ -54,8 +54,8 @@ retries back pressure.  Counters (``Aeron.counters``; per-stream pub-pos / pub-l
 written by each driver to its directory and shown by ``aeron_compat stat``.
 """
 
-from .aeron import Aeron
-from .codes import (
+from .client.aeron import Aeron
+from .client.codes import (
     ADMIN_ACTION,
     BACK_PRESSURED,
     CLOSED,
@@ -68,21 +68,21 @@ from .codes import (
     PublicationResult,
     RegistrationError,
 )
-from .context import Context
-from .driver import MediaDriver
-from .fragment_assembler import ControlledFragmentAssembler, FragmentAssembler
-from .header import Header
-from .idle import (
+from .client.context import Context
+from .client.fragment_assembler import ControlledFragmentAssembler, FragmentAssembler
+from .client.header import Header
+from .client.idle import (
     BackoffIdleStrategy,
     BusySpinIdleStrategy,
     NoOpIdleStrategy,
     SleepingIdleStrategy,
     YieldingIdleStrategy,
 )
-from .image import Image
-from .publication import BufferClaim, ExclusivePublication, Publication
-from .subscription import Subscription
-from .uri import ChannelUri, ChannelUriStringBuilder, InvalidChannelError
+from .client.image import Image
+from .client.publication import BufferClaim, ExclusivePublication, Publication
+from .client.subscription import Subscription
+from .client.uri import ChannelUri, ChannelUriStringBuilder, InvalidChannelError
+from .driver.media_driver import MediaDriver
 
 __all__ = [
     "ADMIN_ACTION",

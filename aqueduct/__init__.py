@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .core.config import EngineConfig
     from .errors import (
         AqueductError,
+        AuthenticationFailed,
         ChannelCancelled,
         ChannelClosed,
         ChannelError,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
         ValidationError,
         WouldBlock,
     )
+    from .quic.mtls import PeerIdentity
     from .quic.settings import TransportSettings
     from .quic.tickets import FileTicketStore, MemoryTicketStore
 
@@ -72,12 +74,13 @@ _LAZY = {
     "Delivery": ".core.app",
     "EngineConfig": ".core.config",
     **dict.fromkeys(
-        ["AqueductError", "ChannelCancelled", "ChannelClosed", "ChannelError", "ChannelLost", "ConfigError",
-         "ConnectError", "ConnectionLost", "EndReason", "Lagged", "LimitExceeded", "Outcome", "ReceiverDropped",
-         "Timeout", "ValidationError", "WouldBlock"],
+        ["AqueductError", "AuthenticationFailed", "ChannelCancelled", "ChannelClosed", "ChannelError", "ChannelLost",
+         "ConfigError", "ConnectError", "ConnectionLost", "EndReason", "Lagged", "LimitExceeded", "Outcome",
+         "ReceiverDropped", "Timeout", "ValidationError", "WouldBlock"],
         ".errors",
     ),
     "TransportSettings": ".quic.settings",
+    "PeerIdentity": ".quic.mtls",
     "FileTicketStore": ".quic.tickets",
     "MemoryTicketStore": ".quic.tickets",
 }
@@ -101,6 +104,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AqueductError",
     "Attempt",
+    "AuthenticationFailed",
     "Backoff",
     "Broadcast",
     "CborCodec",
@@ -127,6 +131,7 @@ __all__ = [
     "OneshotReceiver",
     "OneshotSender",
     "Outcome",
+    "PeerIdentity",
     "ProtocolError",
     "RawCodec",
     "RawMessage",

@@ -82,6 +82,13 @@ class ConnectError(ConnectionLost):
     A `ConnectionLost`, so code that handles a lost connection handles a failed one too."""
 
 
+class AuthenticationFailed(ConnectError):
+    """The server refused this client: no valid client certificate (a TLS alert during the handshake), or its
+    `authenticate` callback refused the client's headers or identity (close code AUTHENTICATION_FAILED).
+
+    Raised on a server's `authenticate` callback too, to refuse with a reason the client is told."""
+
+
 class ConfigError(AqueductError):
     """Local configuration is unusable (a CA, certificate or key file missing or unreadable); nothing was sent."""
 
@@ -162,6 +169,7 @@ ERROR_FOR_REASON: dict[EndReason, type[ChannelError]] = {
 __all__ = [
     "ERROR_FOR_REASON",
     "AqueductError",
+    "AuthenticationFailed",
     "ChannelCancelled",
     "ChannelClosed",
     "ChannelError",

@@ -26,11 +26,12 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from .api.auth import is_auth_failure
 from .core import app
 from .wire.errors import CloseCode
 
@@ -56,6 +57,7 @@ FAMILIES = (
     "aqueduct_rtt_seconds",
     "aqueduct_limit_closes",
     "aqueduct_auth_failures",
+    "aqueduct_state_size",
 )
 """Every family a server's Metrics exposes (counters without their `_total` suffix)."""
 
@@ -88,6 +90,7 @@ class Metrics(Collector):
             self.acked.labels(flag)
             self.nacked.labels(flag)
         reg.register(self)
+        ProcessCollector(registry=reg)  # process_resident_memory_bytes and friends (Linux)
         self._sampler: asyncio.TimerHandle | None = None
 
     # ---- fed by the API ----
@@ -123,12 +126,16 @@ class Metrics(Collector):
         for totals, counts in zip(self._ended, conn.stats.by_mode().values(), strict=True):
             for i, n in enumerate(counts):
                 totals[i] += n
-        if not fut.cancelled() and fut.result().error_code == CloseCode.LIMIT_EXCEEDED:
-            self.limit_closes.inc()
+        if not fut.cancelled():
+            code = fut.result().error_code
+            if code == CloseCode.LIMIT_EXCEEDED:
+                self.limit_closes.inc()
+            elif is_auth_failure(code):
+                self.auth_failures.inc()
 
     def _sample(self) -> None:
         for conn in self.live:
-            rtt = conn.rtt
+            rtt = conn.protocol.rtt_smoothed
             if rtt > 0:
                 self.rtt.observe(rtt)
         self._sampler = asyncio.get_running_loop().call_later(self.sample_seconds, self._sample)
@@ -154,6 +161,7 @@ class Metrics(Collector):
             if not conn.is_closed:
                 s, r = conn.engine.live_halves()
                 senders, receivers = senders + s, receivers + r
+        yield self._state_sizes(live)
         open_halves.add_metric(["sender"], senders)
         open_halves.add_metric(["receiver"], receivers)
         yield open_halves
@@ -170,6 +178,21 @@ class Metrics(Collector):
             for mode, row in zip(MODES, totals, strict=True):
                 family.add_metric([mode], row[i])
             yield family
+
+    @staticmethod
+    def _state_sizes(live: list[ConnectionLink]) -> GaugeMetricFamily:
+        """Every engine table of `state_sizes()`, summed over live connections (what peers make us hold)."""
+        family = GaugeMetricFamily("aqueduct_state_size", "Engine state held for peers, summed over live "
+                                   "connections (Engine.state_sizes)", labels=["table"])
+        totals: dict[str, int] = {}
+        for conn in live:
+            engine = conn.protocol.engine
+            if engine is not None and not conn.is_closed:
+                for table, n in engine.state_sizes().items():
+                    totals[table] = totals.get(table, 0) + n
+        for table, n in sorted(totals.items()):
+            family.add_metric([table], n)
+        return family
 
     def exposition(self) -> bytes:
         """The registry in Prometheus' text format."""

@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/fuzz_long.py --seconds 600            # per target
     .venv/bin/python benchmarks/fuzz_long.py --seconds 60 --no-atheris
 
-Corpora persist in fuzz/corpus/<target> (git-ignored by default: pass --corpus);
-crashing inputs land in fuzz/crashes/. Prints executions and findings per target;
+Corpora persist in tests/fuzz/corpus/<target> (git-ignored by default: pass --corpus);
+crashing inputs land in tests/fuzz/crashes/. Prints executions and findings per target;
 exit code 1 if anything was found.
 """
 
@@ -21,13 +21,15 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = {"decoder": ROOT / "fuzz" / "fuzz_decoder.py", "engine": ROOT / "fuzz" / "fuzz_engine.py"}
+FUZZ = ROOT / "tests" / "fuzz"
+TARGETS = {"decoder": FUZZ / "atheris_decoder.py", "engine": FUZZ / "atheris_engine.py"}
+sys.path.insert(0, str(ROOT / "tests"))  # the fuzz programs: tests/harness/fuzzing.py
 
 
 def run_atheris(name: str, seconds: int, corpus: Path, jobs: int) -> tuple[int, list[str]]:
     """One atheris run; (executions, crash files)."""
     corpus.mkdir(parents=True, exist_ok=True)
-    crashes = ROOT / "fuzz" / "crashes"
+    crashes = FUZZ / "crashes"
     crashes.mkdir(parents=True, exist_ok=True)
     before = set(crashes.iterdir())
     cmd = [sys.executable, str(TARGETS[name]), f"-max_total_time={seconds}", f"-artifact_prefix={crashes}/{name}-",
@@ -47,7 +49,7 @@ def run_atheris(name: str, seconds: int, corpus: Path, jobs: int) -> tuple[int, 
 
 def run_random(name: str, seconds: float, seed: int) -> tuple[int, list[str]]:
     """The fallback: seeded random byte programs, for `seconds`."""
-    from aqueduct.reliability.fuzzing import FuzzFinding, run_decoder, run_engine
+    from harness.fuzzing import FuzzFinding, run_decoder, run_engine
 
     target = run_engine if name == "engine" else run_decoder
     rng = random.Random(seed)
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=int, default=300, help="per target")
     p.add_argument("--targets", nargs="+", default=list(TARGETS), choices=list(TARGETS))
     p.add_argument("--no-atheris", action="store_true", help="use the seeded random loop even if atheris exists")
-    p.add_argument("--corpus", type=Path, default=ROOT / "fuzz" / "corpus")
+    p.add_argument("--corpus", type=Path, default=FUZZ / "corpus")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)

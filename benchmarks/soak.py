@@ -7,7 +7,7 @@ ways, finish, cancel, early receiver close, channels lost with their
 creating message) for `--conn-life` seconds, then ends either gracefully or
 by a blackout longer than the idle timeout (every open handle must then end
 with ConnectionLost, none may hang). Every finished channel is checked by
-aqueduct.reliability.traffic.Ledger.check. Samples of RSS, live Python
+the ledger (tests/harness/traffic.py, aqueduct/testing/ledger.py). Samples of RSS, live Python
 allocations (`py_blocks`, after a collection: RSS keeps the allocator's
 high-water mark, blocks show what is still alive), open handles and engine
 table sizes are printed; a summary at the end (`--tracemalloc` adds the
@@ -32,10 +32,13 @@ from typing import Any
 
 import aqueduct
 from aqueduct.api.connection import link_of
+from aqueduct.bench.impair import Impairment, ImpairProxy
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.quic.settings import TransportSettings
-from aqueduct.reliability.impair import Impairment, ImpairProxy
-from aqueduct.reliability.traffic import Ledger, TrafficShape, TreeTraffic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the traffic harness
+
+from harness.traffic import TrafficLog, TrafficShape, TreeTraffic
 
 
 def rss_kib() -> int:
@@ -52,7 +55,7 @@ def engine_totals(conns: list[aqueduct.Connection]) -> dict[str, int]:
     for c in conns:
         if c.is_closed:
             continue
-        for k, v in c.engine.state_sizes().items():
+        for k, v in link_of(c).engine.state_sizes().items():
             total[k] = total.get(k, 0) + v
     return total
 
@@ -70,8 +73,8 @@ def transport_state(conn: aqueduct.Connection) -> dict[str, Any]:
 
 async def soak(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
-    ledger = Ledger()
-    traffic = TreeTraffic(ledger, args.seed, TrafficShape(guard=args.guard))
+    log = TrafficLog()
+    traffic = TreeTraffic(log, args.seed, TrafficShape(guard=args.guard))
     settings = TransportSettings(idle_timeout=args.idle_timeout, keepalive=args.idle_timeout / 4,
                                  handshake_timeout=10.0)
     imp = Impairment(loss=args.loss, burst_enter=args.loss / 10, duplicate=0.01, reorder=0.02,
@@ -95,8 +98,8 @@ async def soak(args: argparse.Namespace) -> int:
         s = {"t": round(time.monotonic() - start, 1), "rss_kib": rss_kib(), "py_blocks": sys.getallocatedblocks(),
              "open_handles": sizes.get("senders", 0) + sizes.get("receivers", 0),
              "open_channels": traffic.open_channels, "tasks": len(traffic.tasks),
-             "sent": ledger.messages_sent, "received": ledger.messages_received, "checked": ledger.checked,
-             "violations": len(ledger.violations), "engine": sizes}
+             "sent": log.messages_sent, "received": log.messages_received, "checked": log.checked,
+             "violations": len(log.violations), "engine": sizes}
         samples.append(s)
         print(json.dumps(s), flush=True)
         if args.tracemalloc:
@@ -110,7 +113,7 @@ async def soak(args: argparse.Namespace) -> int:
     async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, settings=settings) as server:
         async def accept() -> None:
             async for sconn in server:
-                ledger.tap(sconn)
+                log.tap(sconn)
                 server_conns.append(sconn)
                 entry_task = asyncio.ensure_future(traffic.serve_entry(sconn.entrypoint))  # not a channel end
                 entry_tasks.add(entry_task)
@@ -127,8 +130,8 @@ async def soak(args: argparse.Namespace) -> int:
                 counters["connect_failures"] += 1
                 continue
             counters["connections"] += 1
-            ledger.phase = f"connection {counters['connections']} running"
-            ledger.tap(conn)
+            log.phase = f"connection {counters['connections']} running"
+            log.tap(conn)
             life_end = min(deadline, time.monotonic() + args.conn_life)
             try:
                 while time.monotonic() < life_end and not conn.is_closed:
@@ -141,12 +144,12 @@ async def soak(args: argparse.Namespace) -> int:
             except aqueduct.ConnectionLost:
                 pass
             if rng.random() < args.blackout_share:
-                ledger.phase = f"connection {counters['connections']} ending by blackout"
+                log.phase = f"connection {counters['connections']} ending by blackout"
                 counters["blackouts"] += 1
                 proxy.blackout(args.idle_timeout * 1.5)
                 limit = time.monotonic() + args.idle_timeout * 1.5 + args.guard
             else:
-                ledger.phase = f"connection {counters['connections']} ending gracefully"
+                log.phase = f"connection {counters['connections']} ending gracefully"
                 counters["graceful_closes"] += 1
                 limit = time.monotonic() + args.guard
             # every channel end must come to an end: by finishing, or with ConnectionLost after the blackout
@@ -157,18 +160,18 @@ async def soak(args: argparse.Namespace) -> int:
                 for c in [conn, *server_conns]:
                     print("HANG-DIAG", transport_state(c), flush=True)
                 names = sorted(t.get_name() for t in traffic.tasks)
-                ledger.violations.append(f"channel ends still running {args.guard} s after the end: {names}")
+                log.violations.append(f"channel ends still running {args.guard} s after the end: {names}")
                 for task in list(traffic.tasks):
                     task.cancel()
             counters["orphans"] += traffic.finalize_orphans()
             await conn.close(timeout=2.0)
             while proxy.blacked_out:
                 await asyncio.sleep(0.1)
-            ledger.forget_connection(conn)
+            log.forget_connection(conn)
             proxy.drop_clients()
             for sconn in [c for c in server_conns if c.is_closed]:
                 server_conns.remove(sconn)
-                ledger.forget_connection(sconn)
+                log.forget_connection(sconn)
             del conn
             gc.collect()
         sample(None)
@@ -179,18 +182,18 @@ async def soak(args: argparse.Namespace) -> int:
     mid = samples[len(samples) // 2]
     summary = {
         "duration_s": round(time.monotonic() - start, 1), "seed": args.seed, "loss": args.loss,
-        "messages_sent": ledger.messages_sent, "messages_received": ledger.messages_received,
-        "channels_checked": ledger.checked, "violations": len(ledger.violations), **counters,
-        "channel_ends(sender/receiver)": ledger.ends,
+        "messages_sent": log.messages_sent, "messages_received": log.messages_received,
+        "channels_checked": log.checked, "violations": len(log.violations), **counters,
+        "channel_ends(sender/receiver)": log.ends,
         "rss_kib_start": first["rss_kib"], "rss_kib_mid": mid["rss_kib"], "rss_kib_end": last["rss_kib"],
         "py_blocks_start": first["py_blocks"], "py_blocks_mid": mid["py_blocks"], "py_blocks_end": last["py_blocks"],
         "max_open_handles": max(s["open_handles"] for s in samples),
         "proxy_up": vars(proxy.stats.up), "proxy_down": vars(proxy.stats.down),
     }
     print("SUMMARY " + json.dumps(summary, indent=1))
-    for v in ledger.violations[:50]:
+    for v in log.violations[:50]:
         print("VIOLATION", v)
-    return 1 if ledger.violations else 0
+    return 1 if log.violations else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,7 +82,8 @@ async def load_messages(url: str, ca: str, window: float) -> dict[str, float]:
 
 def measure(workers: int, kind: str, window: float, loaders: int, certs: Any) -> dict[str, float]:
     server = subprocess.Popen([*CLI, "serve", "--echo", "--port", "0", "--cert", str(certs.cert), "--key",
-                               str(certs.key), "--workers", str(workers), "--max-connections-per-address", "100000"],
+                               str(certs.key), "--workers", str(workers),
+                               "--limit", "max_connections_per_address=100000"],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aeron_compat.native.codec import decode_datagram
 from aeron_compat.native.driver import NativeDriver
-from aeron_compat.native.frames import decode_datagram
 from aeron_compat.native.interop import RealPeer, ensure_venv
 from aeron_compat.native.proxy import ImpairmentProxy
 from aeron_compat.native.vectors import frame_to_json

@@ -21,7 +21,6 @@ received. Spec: bymux, Appendix A for the state kept.
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Callable
 
@@ -39,6 +38,7 @@ from .events import (
     StreamOpened,
 )
 from .state import GlobalState, StreamState
+from .streams import StreamTable
 
 DEFAULT_MAX_PACKET_SIZE = 16 * 1024
 _MIN_PACKET_SIZE = 1 + 8 + 8 + 1
@@ -68,9 +68,7 @@ class Endpoint:
         self.other_credit = other_credit
         self.max_packet_size = max_packet_size
         self.glob = GlobalState()
-        self._streams: dict[int, StreamState] = {}
-        self._free_ids: list[int] = []
-        self._next_id = 0 if initiator else 1
+        self._streams = StreamTable(0 if initiator else 1)
         self._control: list[bytes] = []
         self._turns: deque[int] = deque()
         self._inbuf = bytearray()
@@ -116,14 +114,14 @@ class Endpoint:
     @property
     def buffered_bytes(self) -> int:
         """Bytes held inside the endpoint: unparsed input plus queued output data."""
-        return len(self._inbuf) + sum(s.queued for s in self._streams.values()) + sum(map(len, self._control))
+        return len(self._inbuf) + sum(s.queued for s in self._streams.states()) + sum(map(len, self._control))
 
     def summary(self) -> dict[str, object]:
         """The spec-visible state (Appendix A), for vectors and tests."""
         return {
             "closed": self.closed,
             "global": self.glob.summary(),
-            "streams": {str(i): s.summary() for i, s in sorted(self._streams.items())},
+            "streams": {str(i): self._streams[i].summary() for i in sorted(self._streams)},
         }
 
     # ------------------------------------------------------------- receiving
@@ -255,7 +253,7 @@ class Endpoint:
             self.glob.recv_credit = consume_credit(self.glob.recv_credit, 1)
         except ValueError:
             raise ConnectionTerminated(Rule.CREATE_WITHOUT_GLOBAL_CREDIT, f"stream {stream_id}") from None
-        self._streams[stream_id] = StreamState(stream_id, send_credit=0, recv_credit=self.other_credit)
+        self._streams.add(StreamState(stream_id, send_credit=0, recv_credit=self.other_credit))
         self._events.append(StreamOpened(stream_id))
 
     def _on_global_ping(self, head: PacketHead) -> None:
@@ -312,25 +310,15 @@ class Endpoint:
             raise UsageError("no global credit to create a stream")
         parity = 0 if self.initiator else 1
         if stream_id is None:
-            stream_id = self._pick_id()
+            stream_id = self._streams.pick()
         elif stream_id % 2 != parity or not 0 <= stream_id <= INFINITE:
             raise UsageError(f"stream id {stream_id} has the wrong parity or range")
         elif stream_id in self._streams:
             raise UsageError(f"stream id {stream_id} is still active")
         self.glob.send_credit = consume_credit(self.glob.send_credit, 1)
-        self._streams[stream_id] = StreamState(stream_id, send_credit=self.creator_credit, recv_credit=0)
+        self._streams.add(StreamState(stream_id, send_credit=self.creator_credit, recv_credit=0))
         self._control.append(encode_head(PacketHead(PacketType.WRITE, None, stream_id)))
         return stream_id
-
-    def _pick_id(self) -> int:
-        while self._free_ids and self._free_ids[0] in self._streams:
-            heapq.heappop(self._free_ids)
-        if self._free_ids:
-            return heapq.heappop(self._free_ids)
-        while self._next_id in self._streams:
-            self._next_id += 2
-        self._next_id += 2
-        return self._next_id - 2
 
     def write(self, stream_id: int, data: bytes) -> None:
         """Queue `data` on a stream; it must fit the credit we have."""
@@ -423,9 +411,7 @@ class Endpoint:
     def _maybe_end(self, stream: StreamState) -> None:
         if not stream.ended:
             return
-        del self._streams[stream.stream_id]
-        if stream.stream_id % 2 == (0 if self.initiator else 1):
-            heapq.heappush(self._free_ids, stream.stream_id)
+        self._streams.end(stream.stream_id)
         self._events.append(StreamEnded(stream.stream_id))
 
     # --------------------------------------------------------------- sending

@@ -1,6 +1,6 @@
 """What the native transport takes from an `aeron:udp` channel URI.
 
-Theory: the URI is parsed and validated by `aeron_compat.uri.ChannelUri` (after
+Theory: the URI is parsed and validated by `aeron_compat.client.uri.ChannelUri` (after
 taking out `transport=native`, which only selects this transport) and reduced
 to the few settings the UDP state machines need: endpoint, control address and
 mode, term length, MTU, session id, initial term id, linger.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from aeron_compat.native.publisher import DestinationMode
-from aeron_compat.uri import ChannelUri, parse_duration_ns, parse_endpoint, parse_size
+from aeron_compat.client.uri import ChannelUri, parse_duration_ns, parse_endpoint, parse_size
+from aeron_compat.native.publisher_config import DestinationMode
 
 Address = tuple[str, int]
 TRANSPORT_PARAM = "transport"

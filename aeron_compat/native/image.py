@@ -19,17 +19,9 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aeron_compat.codes import Action
-from aeron_compat.native.frames import (
-    DATA_HEADER_LENGTH,
-    Flags,
-    FrameType,
-    Nak,
-    Rttm,
-    StatusMessage,
-    align,
-    encode_frame,
-)
+from aeron_compat.client.codes import Action
+from aeron_compat.native.codec import encode_frame
+from aeron_compat.native.frames import DATA_HEADER_LENGTH, Flags, FrameType, Nak, Rttm, StatusMessage, align
 from aeron_compat.native.termlog import TermLog
 
 Address = tuple[str, int]

@@ -14,11 +14,12 @@ import random
 import time
 from typing import Any
 
-from aeron_compat.claim import ClaimBase
-from aeron_compat.codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH, PublicationResult
+from aeron_compat.client.claim import ClaimBase
+from aeron_compat.client.codes import DEFAULT_MTU, DEFAULT_TERM_LENGTH, PublicationResult
 from aeron_compat.native.channel import Address, NativeChannel
 from aeron_compat.native.driver import Host, NativeDriver, default_driver
-from aeron_compat.native.publisher import DestinationMode, Publisher, PublisherConfig
+from aeron_compat.native.publisher import Publisher
+from aeron_compat.native.publisher_config import DestinationMode, PublisherConfig
 
 ANY: Address = ("0.0.0.0", 0)
 

@@ -17,17 +17,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from aeron_compat.native.frames import (
-    AeronWireError,
-    Flags,
-    FrameType,
-    Rttm,
-    Setup,
-    StatusMessage,
-    decode_frame,
-    encode_frame,
-    scan_datagram,
-)
+from aeron_compat.native.codec import decode_frame, encode_frame, scan_datagram
+from aeron_compat.native.frames import AeronWireError, Flags, FrameType, Rttm, Setup, StatusMessage
 from aeron_compat.native.image import FragmentHandler, Image, ImageConfig
 
 Address = tuple[str, int]

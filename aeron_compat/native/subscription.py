@@ -18,7 +18,7 @@ from typing import Any
 from aeron_compat.native.channel import Address, NativeChannel
 from aeron_compat.native.driver import Host, NativeDriver, default_driver
 from aeron_compat.native.image import FragmentHandler, Image, ImageConfig
-from aeron_compat.native.publisher import DestinationMode
+from aeron_compat.native.publisher_config import DestinationMode
 from aeron_compat.native.receiver import Receiver, ReceiverConfig
 
 

@@ -4,24 +4,19 @@ Theory: the handshake states live in `State` and change only in `_on_handshake`
 (DIAL_SENT -> ESTABLISHED on DIALCONF; DIAL_RECV -> ESTABLISHED on DIALCONF
 (simultaneous open) or CONF or the peer's first DATA; DIAL/DIALCONF resent on
 a doubling timer until `handshake_tries` run out). Once established, the
-sender cuts queued stream bytes into DATA packets, each with a fresh packet
-number; it sends lost data first, then new data, within the congestion window
-and the pacing bucket. ACKs remove packets from `sent`; any packet sent at
-least `loss_delay_ns` before the largest acked one is lost (its bytes go to
-`lost` and the window halves once per round). The tail-loss timer, re-armed
-by every ACK, declares everything in flight lost when no ACK comes. The
-receiver records packet numbers for ACKs (sent at once on a gap or after
-`ack_every` packets, else after `ack_delay_ns`) and reassembles each stream
-by offset. `poll(now)` returns the datagrams to send now; `next_timer()` says
-when to call `on_timer` (and `poll`) again.
+sending half (`Sender`, sending.py: packets, ACKs received, loss, the
+congestion and receive windows) owns everything sent; this object owns the
+handshake, the receiving half (packet numbers for ACKs, sent at once on a
+gap or after `ack_every` packets, else after `ack_delay_ns`, repeated once
+if nothing followed; streams reassembled by offset) and the timers.
+`poll(now)` returns the datagrams to send now; `next_timer()` says when to
+call `on_timer` (and `poll`) again.
 """
 
 from __future__ import annotations
 
 import enum
-import heapq
 from collections import deque
-from dataclasses import dataclass, field
 
 from aeron_compat.stream.congestion import Congestion
 from aeron_compat.stream.errors import (
@@ -31,12 +26,16 @@ from aeron_compat.stream.errors import (
     StreamReset,
     StreamTimeout,
 )
+from aeron_compat.stream.events import Closed, Established, Event, Readable, StreamOpened, Writable
 from aeron_compat.stream.limits import StreamConfig
 from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, Packet, Profile, Rst, encode
 from aeron_compat.stream.recv import ReceivedPackets, RecvStream
+from aeron_compat.stream.sending import Sender, SendStream, SentPacket
+
+__all__ = ["Address", "Closed", "Connection", "Established", "Event", "Readable", "SentPacket", "State",
+           "StreamOpened", "Writable"]
 
 Address = tuple[str, int]
-PROBE_MIN_NS = 2_000_000  # a window probe waits at least this (and 2 srtt) after the packet's last send
 MAX_ACK_ENTRIES = 129  # the 65 newest ranges (one ACK per received batch: a lost ACK leaves none unacked)
 
 
@@ -49,68 +48,6 @@ class State(enum.Enum):
     CLOSED = "CLOSED"
 
 
-@dataclass(frozen=True, slots=True)
-class Established:
-    """The handshake completed."""
-
-
-@dataclass(frozen=True, slots=True)
-class StreamOpened:
-    """The peer sent the first bytes of a stream this side had not opened."""
-
-    stream_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Readable:
-    """In-order bytes (or the FIN) became readable on a stream."""
-
-    stream_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class Writable:
-    """Queued bytes were sent, so the send buffer has room again."""
-
-
-@dataclass(frozen=True, slots=True)
-class Closed:
-    """The connection ended; `error` is None for a local close."""
-
-    error: StreamError | None
-
-
-Event = Established | StreamOpened | Readable | Writable | Closed
-
-
-@dataclass(slots=True)
-class SentPacket:
-    """What a packet number carried, kept until acked or lost."""
-
-    stream_id: int
-    offset: int
-    data: bytes
-    fin: bool
-    sent_ns: int
-
-
-@dataclass
-class SendStream:
-    """One stream's outgoing bytes not yet packetised."""
-
-    queued: bytearray = field(default_factory=bytearray)
-    next_offset: int = 0
-    fin_queued: bool = False
-    fin_sent: bool = False
-    unacked: list[int] = field(default_factory=list)  # heap of the offsets of packets sent and not yet acked
-    acked: set[int] = field(default_factory=set)  # offsets acked but still in `unacked` (removed lazily)
-
-    def floor(self) -> int:
-        """The lowest offset not yet acked: the peer's reader cannot have moved past it."""
-        heap, acked = self.unacked, self.acked
-        while heap and heap[0] in acked:
-            acked.discard(heapq.heappop(heap))
-        return heap[0] if heap else self.next_offset
 
 
 class Connection:
@@ -134,34 +71,50 @@ class Connection:
         self._hs_tries = 1
         self._hs_deadline = now_ns + config.handshake_retry_ns
         self._last_recv_ns = now_ns
-        self.send_streams: dict[int, SendStream] = {}
         self.recv_streams: dict[int, RecvStream] = {}
-        self._send_order: deque[int] = deque()  # streams with queued bytes, round robin
-        self.queued_bytes = 0
-        self.next_pn = 0
-        self.sent: dict[int, SentPacket] = {}
-        self.in_flight = 0  # bytes of every unacked packet
-        self.hole_bytes = 0  # of those, bytes of packets below the largest acked (off the wire: see _pipe)
-        # lost data awaiting resend, a heap by (offset, stream): the lowest offsets first, so the hole the
-        # receiver's reader waits on is filled before data its window may still refuse
-        self.lost: list[tuple[int, int, bytes, bool]] = []
-        self.largest_acked = -1
-        self._tlp_deadline: int | None = None
-        self.cc = Congestion(mss=config.max_payload, cwnd=config.initial_cwnd_packets * config.max_payload,
-                             min_cwnd=config.min_cwnd_packets * config.max_payload,
-                             burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns,
-                             max_cwnd=config.max_cwnd)
-        self.cc.last_refill_ns = now_ns
         self.received = ReceivedPackets(config.max_ack_ranges)
         self._ack_pending = 0
         self._ack_now = False  # an ACK is due at the next poll
         self._ack_deadline: int | None = None
+        self._ack_repeat_at: int | None = None  # the last ACK goes again then, unless another went since
         self._next_local_stream = 0
-        self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0, "probes": 0}
+        self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0, "probes": 0,
+                      "early_resent": 0}
+        self.tx = Sender(config, now_ns, self.stats, self.events, self._send_data)
+        """The sending half: the only writer of what was sent, acked and lost."""
         if dialer:
             self._emit(Dial(local_id, 0, dial_payload))
         else:
             self._emit(DialConf(local_id, peer_id, dialconf_payload))
+
+    # the sending half's state, read through the connection (tests, the adapter, stats)
+    @property
+    def send_streams(self) -> dict[int, SendStream]:
+        return self.tx.send_streams
+
+    @property
+    def sent(self) -> dict[int, SentPacket]:
+        return self.tx.sent
+
+    @property
+    def lost(self) -> list[tuple[int, int, bytes, bool]]:
+        return self.tx.lost
+
+    @property
+    def overtaken(self) -> dict[int, int]:
+        return self.tx.overtaken
+
+    @property
+    def cc(self) -> Congestion:
+        return self.tx.cc
+
+    @property
+    def hole_bytes(self) -> int:
+        return self.tx.hole_bytes
+
+    @property
+    def queued_bytes(self) -> int:
+        return self.tx.queued_bytes
 
     # ------------------------------------------------------------------ application side
     def open_stream(self) -> int:
@@ -175,34 +128,17 @@ class Connection:
             if sid > 0xFFFF:
                 raise StreamLimitExceeded("stream ids exhausted")
             if sid not in self.send_streams and sid not in self.recv_streams:
-                self.send_streams[sid] = SendStream()
+                self.tx.open(sid)
                 return sid
 
     def send(self, stream_id: int, data: bytes, fin: bool = False) -> None:
         """Queue `data` (and the FIN) on a stream; raises if the send buffer would overflow."""
         self._check_open()
-        if not 0 <= stream_id <= 0xFFFF:
-            raise ValueError("stream id out of range")
-        if self.queued_bytes + len(data) > self.config.send_buffer:
-            raise StreamLimitExceeded(f"send buffer of {self.config.send_buffer} bytes full")
-        s = self.send_streams.get(stream_id)
-        if s is None:
-            if len(self.send_streams.keys() | self.recv_streams.keys()) >= self.config.max_streams:
-                raise StreamLimitExceeded(f"more than {self.config.max_streams} streams")
-            s = self.send_streams[stream_id] = SendStream()
-        if s.fin_queued:
-            raise StreamError(f"stream {stream_id} already finished")
-        if not data and not fin:
-            return
-        s.queued += data
-        self.queued_bytes += len(data)
-        s.fin_queued = fin
-        if stream_id not in self._send_order:
-            self._send_order.append(stream_id)
+        self.tx.send(stream_id, data, fin, len(self.send_streams.keys() | self.recv_streams.keys()))
 
     def send_room(self) -> int:
         """Bytes `send` accepts now."""
-        return self.config.send_buffer - self.queued_bytes
+        return self.config.send_buffer - self.tx.queued_bytes
 
     def read(self, stream_id: int, limit: int = -1) -> bytes:
         """In-order bytes received on a stream (b"" when none yet or at the end)."""
@@ -223,7 +159,7 @@ class Connection:
 
     def all_sent(self) -> bool:
         """Nothing queued, nothing lost awaiting resend, nothing unacked."""
-        return not self.queued_bytes and not self.lost and not self.sent
+        return self.tx.all_sent()
 
     def state_sizes(self) -> dict[str, int]:
         """Every bounded per-connection structure's current size."""
@@ -232,6 +168,7 @@ class Connection:
             "send_queued_bytes": self.queued_bytes,
             "sent_unacked": len(self.sent),
             "lost_pending": len(self.lost),
+            "overtaken": len(self.overtaken),
             "ack_ranges": len(self.received),
             "recv_buffered_bytes": sum(s.buffered + len(s.readable) for s in self.recv_streams.values()),
             "recv_chunks": sum(len(s.chunks) for s in self.recv_streams.values()),
@@ -254,7 +191,7 @@ class Connection:
                 if self.state is State.ESTABLISHED:
                     self._on_data(packet, now_ns)
             elif isinstance(packet, Ack) and self.state is State.ESTABLISHED:
-                self._on_ack(packet, now_ns)
+                self.tx.on_ack(packet, now_ns)
         except StreamProtocolError as e:
             self._emit(Rst(self.local_id, self.peer_id))
             self._finish(e)
@@ -308,73 +245,19 @@ class Connection:
         elif self._ack_deadline is None:
             self._ack_deadline = now_ns + self.config.ack_delay_ns
 
-    def _send_ack(self) -> None:
+    def _send_ack(self, now_ns: int, repeat: bool = False) -> None:
+        """ACK everything received; a first ACK arms one repeat `ack_repeat_ns` later.
+
+        The repeat answers a lost ACK: the sender sends nothing new until some ACK frees its window,
+        so without it a lost last ACK of a flight stalls the connection until the tail-loss timer,
+        which resends everything in flight and halves the window.
+        """
         largest, entries = self.received.ack_entries(MAX_ACK_ENTRIES)
         self._emit(Ack(self.local_id, self.peer_id, largest, entries))
         self._ack_pending = 0
         self._ack_deadline = None
         self._ack_now = False
-
-    def _on_ack(self, ack: Ack, now_ns: int) -> None:
-        newest: SentPacket | None = None
-        sent = self.sent
-        if sent:
-            smallest = next(iter(sent))  # packet numbers enter `sent` in ascending order
-            for low, high in ack.acked():
-                if high < smallest:
-                    break  # ranges come highest first: the rest is already settled
-                low = max(low, smallest)
-                if high - low > len(sent):
-                    pns = [pn for pn in sent if low <= pn <= high]
-                else:
-                    pns = [pn for pn in range(low, high + 1) if pn in sent]
-                for pn in pns:
-                    sp = sent.pop(pn)
-                    ss = self.send_streams.get(sp.stream_id)
-                    if ss is not None:
-                        ss.acked.add(sp.offset)
-                    size = len(sp.data) or 1
-                    self.in_flight -= size
-                    if pn < self.largest_acked:
-                        self.hole_bytes -= size  # a hole filled late (reordering)
-                    self.cc.on_acked(len(sp.data), sp.sent_ns)
-                    if pn == ack.largest:
-                        newest = sp
-        if newest is not None and ack.largest > self.largest_acked:
-            for pn in range(self.largest_acked + 1, ack.largest):  # packets this ACK skipped become holes
-                hole = sent.get(pn)
-                if hole is not None:
-                    self.hole_bytes += len(hole.data) or 1
-            self.largest_acked = ack.largest
-            self.cc.on_rtt(now_ns - newest.sent_ns)
-            cutoff = newest.sent_ns - self.config.loss_delay_ns
-            lost = []
-            for pn, sp in sent.items():  # ascending packet numbers, so ascending send times: stop early
-                if sp.sent_ns > cutoff or pn >= ack.largest:
-                    break
-                lost.append(pn)
-            for pn in lost:
-                self._mark_lost(pn, now_ns)
-        self._tlp_deadline = now_ns + self._tlp_ns() if self.sent else None
-
-    def _mark_lost(self, pn: int, now_ns: int) -> None:
-        sp = self.sent[pn]
-        self._forget(pn)
-        self.stats["lost"] += 1
-        self.cc.on_congestion(sp.sent_ns, now_ns)
-        heapq.heappush(self.lost, (sp.offset, sp.stream_id, sp.data, sp.fin))
-
-    def _pipe(self) -> int:
-        """Bytes in flight for the congestion window: unacked packets not below the largest acked.
-
-        A packet sent before one the peer acked has left the wire (dropped, or overtaken); it stays
-        unacked until acked late or declared lost by the 50 ms rule, but it no longer holds the
-        window, so new data keeps flowing (and keeps producing the later ACKs the rule needs).
-        """
-        return self.in_flight - self.hole_bytes
-
-    def _tlp_ns(self) -> int:
-        return max(self.config.min_tlp_ns, 3 * self.cc.srtt_ns + self.config.ack_delay_ns)
+        self._ack_repeat_at = None if repeat or not self.config.ack_repeat_ns else now_ns + self.config.ack_repeat_ns
 
     def next_timer(self) -> int | None:
         """The earliest time `on_timer` has work (None: only new packets or sends matter)."""
@@ -385,24 +268,17 @@ class Connection:
             times.append(self._hs_deadline)
         if self._ack_deadline is not None:
             times.append(self._ack_deadline)
+        if self._ack_repeat_at is not None:
+            times.append(self._ack_repeat_at)
         if self._ack_now:
             times.append(self._last_recv_ns)
-        if self._tlp_deadline is not None:
-            times.append(self._tlp_deadline)
+        if self.tx.tlp_deadline is not None:
+            times.append(self.tx.tlp_deadline)
         return min(times)
 
     def next_send_ns(self, now_ns: int) -> int | None:
         """When `poll` can next send data (None: nothing to send or the window is full)."""
-        if self.state is not State.ESTABLISHED or not (self.lost or self._send_order):
-            return None
-        if self._pipe() + self.config.max_payload > self.cc.cwnd:
-            return None
-        if not self.lost and not self._rotate_to_open_stream(self.config.recv_window):
-            probe = self._window_probe()  # every stream waits for the peer's window
-            if probe is None:
-                return None
-            return max(self._probe_due(probe[1]), self.cc.next_send_ns(now_ns))
-        return self.cc.next_send_ns(now_ns)
+        return self.tx.next_send_ns(now_ns) if self.state is State.ESTABLISHED else None
 
     def on_timer(self, now_ns: int) -> None:
         """Run whatever timers are due at `now_ns`."""
@@ -422,111 +298,25 @@ class Connection:
             else:
                 self._emit(DialConf(self.local_id, self.peer_id, self.dialconf_payload))
         if self._ack_deadline is not None and now_ns >= self._ack_deadline:
-            self._send_ack()
-        if self._tlp_deadline is not None and now_ns >= self._tlp_deadline:
-            self._tlp_deadline = None
-            if self.sent:
-                self.stats["tlp"] += 1
-                for pn in sorted(self.sent):
-                    self._mark_lost(pn, now_ns)
+            self._send_ack(now_ns)
+        elif self._ack_repeat_at is not None and now_ns >= self._ack_repeat_at:
+            self._send_ack(now_ns, repeat=True)
+        if self.tx.tlp_deadline is not None and now_ns >= self.tx.tlp_deadline:
+            self.tx.on_tail_loss(now_ns)
 
     def poll(self, now_ns: int) -> list[bytes]:
         """Datagrams to send now: control packets, then lost data, then new data, paced."""
         if self.state is State.ESTABLISHED:
             if self._ack_now:
-                self._send_ack()
-            self._fill(now_ns)
+                self._send_ack(now_ns)
+            self.tx.fill(now_ns)
         out, self._out = self._out, []
         return out
 
-    def _rotate_to_open_stream(self, window: int) -> bool:
-        """Rotate `_send_order` until its first stream has window left; False if none has."""
-        mss = self.config.max_payload
-        for _ in range(len(self._send_order)):
-            s = self.send_streams[self._send_order[0]]
-            if s.next_offset + mss <= s.floor() + window:
-                return True
-            self._send_order.rotate(-1)
-        return False
-
-    def _fill(self, now_ns: int) -> None:
-        mss = self.config.max_payload
-        window = self.config.recv_window
-        sent_any = False
-        while (self.lost or self._send_order) and self._pipe() + mss <= self.cc.cwnd and self.cc.may_send(now_ns):
-            if self.lost:
-                offset, sid, data, fin = heapq.heappop(self.lost)
-                self.stats["retransmitted"] += 1
-            else:
-                sid = self._send_order[0]
-                s = self.send_streams[sid]
-                if s.next_offset + mss > s.floor() + window and not self._rotate_to_open_stream(window):
-                    # the peer's window (assumed the size of ours) would refuse new data: probe its floor
-                    probe = self._window_probe()
-                    if probe is None or now_ns < self._probe_due(probe[1]):
-                        break
-                    old, sp = probe
-                    self._forget(old)
-                    sid, offset, data, fin = sp.stream_id, sp.offset, sp.data, sp.fin
-                    self.stats["probes"] += 1
-                    self._send_packet(sid, offset, data, fin, now_ns)
-                    continue
-                sid = self._send_order[0]
-                s = self.send_streams[sid]
-                heapq.heappush(s.unacked, s.next_offset)
-                data = bytes(s.queued[:mss])
-                del s.queued[:mss]
-                offset = s.next_offset
-                s.next_offset += len(data)
-                self.queued_bytes -= len(data)
-                fin = s.fin_queued and not s.queued
-                s.fin_sent = fin
-                self._send_order.popleft()
-                if s.queued:
-                    self._send_order.append(sid)
-                sent_any = True
-            self._send_packet(sid, offset, data, fin, now_ns)
-        if sent_any:
-            self.events.append(Writable())
-
-    def _send_packet(self, sid: int, offset: int, data: bytes, fin: bool, now_ns: int) -> None:
-        pn = self.next_pn
-        self.next_pn += 1
-        self.sent[pn] = SentPacket(sid, offset, data, fin, now_ns)
-        self.in_flight += len(data) or 1
-        self.cc.on_sent(len(data))
-        self.stats["sent_packets"] += 1
-        self._emit(Data(self.local_id, self.peer_id, sid, pn, offset, data, fin))
-        if self._tlp_deadline is None:
-            self._tlp_deadline = now_ns + self._tlp_ns()
-
-    def _window_probe(self) -> tuple[int, SentPacket] | None:
-        """The unacked packet at the window floor of the first blocked stream (None: it is not in `sent`).
-
-        When every stream is blocked by the peer's window, nothing new is sent, so no later packet can
-        be acked and the 50 ms rule can never declare the floor's packet lost: only the tail-loss timer
-        would. Instead that one packet is sent again (a window probe) `_probe_due` after its last send,
-        without declaring a loss (no congestion event): the peer's window, not the path, is the limit.
-        """
-        sid = self._send_order[0]
-        floor = self.send_streams[sid].floor()
-        for pn, sp in self.sent.items():
-            if sp.stream_id == sid and sp.offset == floor:
-                return pn, sp
-        return None
-
-    def _probe_due(self, sp: SentPacket) -> int:
-        return sp.sent_ns + max(2 * self.cc.srtt_ns, PROBE_MIN_NS)
-
-    def _forget(self, pn: int) -> None:
-        """Drop an unacked packet from `sent` (it is being sent again under a new number)."""
-        sp = self.sent.pop(pn)
-        size = len(sp.data) or 1
-        self.in_flight -= size
-        if pn < self.largest_acked:
-            self.hole_bytes -= size
-
     # ------------------------------------------------------------------ internals
+    def _send_data(self, sid: int, pn: int, offset: int, data: bytes, fin: bool) -> None:
+        self._emit(Data(self.local_id, self.peer_id, sid, pn, offset, data, fin))
+
     def _emit(self, packet: Packet) -> None:
         self._out.append(encode(packet, self.profile))
 
@@ -537,10 +327,5 @@ class Connection:
     def _finish(self, error: StreamError | None) -> None:
         self.state = State.CLOSED
         self.error = error
-        self.sent.clear()
-        self.in_flight = self.hole_bytes = 0
-        self.lost.clear()
-        self.send_streams.clear()
-        self._send_order.clear()
-        self.queued_bytes = 0
+        self.tx.clear()
         self.events.append(Closed(error))

@@ -26,14 +26,18 @@ class StreamConfig:
     send_buffer: int = 8 << 20  # per connection: bytes queued by the application, not yet sent
     max_ack_ranges: int = 128  # received-packet ranges remembered (oldest forgotten)
     ack_delay_ns: int = 10 * MS  # periodic ACK
+    ack_repeat_ns: int = 2 * MS  # the last ACK again after this long without another (0: never)
     ack_every: int = 2  # ACK at once after this many in-order packets
     loss_delay_ns: int = 50 * MS  # lost = sent this long before the largest acked
+    reorder_threshold: int = 3  # data of a packet this many below the largest acked is resent at once
     min_tlp_ns: int = 25 * MS  # tail-loss timer floor (above ack_delay_ns: a delayed ACK is not a tail loss)
     handshake_retry_ns: int = 200 * MS  # first DIAL/DIALCONF retransmission, doubling (6 tries: 12.6 s)
     handshake_tries: int = 6
     idle_timeout_ns: int = 15_000 * MS
     initial_cwnd_packets: int = 32
+    max_queue_delay_ns: int = 10 * MS  # the window stops growing while srtt is this far above the least RTT
     max_cwnd: int = 4 << 20  # congestion window ceiling in bytes (one stream's receive window: more is refused)
     min_cwnd_packets: int = 4
+    avoidance_growth_packets: int = 4  # congestion avoidance: packets added per window acked (Reno: 1)
     pacing_burst_packets: int = 16
     initial_rtt_ns: int = 50 * MS

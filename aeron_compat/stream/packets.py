@@ -71,11 +71,17 @@ class Ack:
     largest: int
     entries: tuple[int, ...]
 
-    def acked(self) -> list[tuple[int, int]]:
-        """The acked packet numbers as inclusive (low, high) pairs, highest first."""
+    def acked(self, floor: int = 0) -> list[tuple[int, int]]:
+        """The acked packet numbers as inclusive (low, high) pairs, highest first, down to `floor`.
+
+        Ranges wholly below `floor` are left out (a sender asks only down to its oldest unacked
+        packet: an ACK repeats up to 65 ranges, most of them settled long ago).
+        """
         out: list[tuple[int, int]] = []
         high = self.largest
         for i, n in enumerate(self.entries):
+            if high < floor:
+                break
             if n > high + 1:
                 raise StreamWireError("ACK ranges run below packet number 0")
             if i % 2 == 0 and n:
@@ -199,7 +205,8 @@ def decode(datagram: bytes, profile: Profile = "seed") -> Packet:
             raise StreamWireError(f"ACK says {n} entries but carries {rest - 10} bytes")
         entries = struct.unpack_from(f"{_ENDIAN[p]}{n}Q", datagram, ACK_HEADER_SIZE)
         ack = Ack(src, dst, largest, entries)
-        ack.acked()  # validates that the ranges stay at or above 0
+        if sum(entries) > largest + 1:
+            raise StreamWireError("ACK ranges run below packet number 0")
         return ack
     if kind in (PacketType.DIAL, PacketType.DIALCONF):
         payload = bytes(datagram[HEADER_SIZE:])

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import cbor2
 import msgspec
 
-from ..errors import AqueductError, Lagged
+from ..errors import AqueductError, ConnectionLost, Lagged
 from . import validation
 from .halves import Half, LagNotice, Receiver, Sender
 
@@ -135,3 +135,17 @@ class RawCodec:
 
 
 DEFAULT_CODEC = CborCodec()
+
+
+def codec_refusal(ours: Codec, theirs: bytes | None, side: str) -> str | None:
+    """Why the peer's announced codec (its CODEC_HEADER) is refused by `side` ("client"/"server"), or None.
+
+    A peer that names none is served. The reason is worded for both ends: the peer may be the one that reads
+    it (as the close reason)."""
+    if theirs is None or theirs == ours.name.encode():
+        return None
+    return f"codec mismatch: the {side} uses {ours.name!r}, its peer announced {theirs!r}"
+
+
+class CodecMismatch(ConnectionLost):
+    """The peer announced a different codec than ours."""

@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from ..core import app
+from ..quic.mtls import PeerIdentity, handshake_identity
 from ..wire.headers import Headers
-from .codec import Codec
-from .link import CodecMismatch, ConnectionLink
+from .auth import identity_of
+from .codec import Codec, CodecMismatch
+from .link import ConnectionLink
 from .stats import Stats
 
 __all__ = ["CodecMismatch", "Connection", "Stats", "link_of"]
@@ -51,7 +53,18 @@ class Connection(Generic[E]):
     @property
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's (host, port) on the current network path, if known."""
-        return self._link.peer_address
+        return self._link.protocol.peer_address
+
+    @property
+    def peer_identity(self) -> PeerIdentity | None:
+        """The peer's verified certificate: subject, SANs, SHA-256 fingerprint. On a server that verifies client
+        certificates (`serve(client_ca=...)`) the client's; on a client the server's; None without one."""
+        return handshake_identity(self._link.protocol)
+
+    @property
+    def identity(self) -> Any:
+        """Server: what the `serve(authenticate=...)` callback returned for this client (None without one)."""
+        return identity_of(self._link)
 
     @property
     def codec(self) -> Codec:
@@ -66,12 +79,12 @@ class Connection(Generic[E]):
     @property
     def rtt(self) -> float:
         """The smoothed round-trip time estimate, in seconds."""
-        return self._link.rtt
+        return self._link.protocol.rtt_smoothed
 
     @property
     def rtt_min(self) -> float:
         """The smallest round-trip time sample seen, in seconds (inf before the first)."""
-        return self._link.rtt_min
+        return self._link.protocol.rtt_min
 
     @property
     def is_closed(self) -> bool:
@@ -98,7 +111,7 @@ class Connection(Generic[E]):
 
     def __repr__(self) -> str:
         state = "closed" if self._link.is_closed else "open"
-        return f"<aqueduct.Connection {state} rtt={self._link.rtt * 1000:.2f} ms>"
+        return f"<aqueduct.Connection {state} rtt={self.rtt * 1000:.2f} ms>"
 
 
 def link_of(conn: Connection[Any]) -> ConnectionLink:

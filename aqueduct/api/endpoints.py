@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Generator, Iterable
+from collections.abc import AsyncIterator, Generator, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
 from urllib.parse import urlsplit
@@ -24,10 +25,12 @@ from urllib.parse import urlsplit
 from ..core.config import EngineConfig
 from ..errors import ConnectError, ConnectionLost
 from ..quic.endpoint import open_client, open_server
+from ..quic.mtls import ClientAuth
 from ..quic.protocol import AqueductProtocol
 from ..quic.settings import TransportSettings
 from ..quic.tickets import ClientTicketStore, ServerTicketStore
 from ..wire.errors import CloseCode
+from .auth import Admission, Authenticate, refusal
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from .connection import Connection, link_of
 from .halves import Receiver, Sender
@@ -47,9 +50,9 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 
 
 def _headers(
-    headers: HeaderItems | dict[str, bytes | str] | None, codec: Codec, schema: bytes | None = None
+    headers: HeaderItems | Mapping[str, bytes | str] | None, codec: Codec, schema: bytes | None = None
 ) -> list[tuple[str, bytes]]:
-    items = headers.items() if isinstance(headers, dict) else (headers or ())
+    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
     out = [(k, v.encode() if isinstance(v, str) else bytes(v)) for k, v in items]
     out.append((CODEC_HEADER, codec.name.encode()))
     if schema is not None:
@@ -89,7 +92,9 @@ class ConnectOptions(TypedDict, total=False):
 
     ca: str | Path | None
     fingerprint: str | None
-    headers: HeaderItems | dict[str, bytes | str] | None
+    cert: str | Path | None
+    key: str | Path | None
+    headers: HeaderItems | Mapping[str, bytes | str] | None
     codec: Codec | None
     session_ticket_store: ClientTicketStore | None
     early_data: bool
@@ -111,7 +116,9 @@ def connect(
     entrypoint: Any = None,
     ca: str | Path | None = None,
     fingerprint: str | None = None,
-    headers: HeaderItems | dict[str, bytes | str] | None = None,
+    cert: str | Path | None = None,
+    key: str | Path | None = None,
+    headers: HeaderItems | Mapping[str, bytes | str] | None = None,
     codec: Codec | None = None,
     session_ticket_store: ClientTicketStore | None = None,
     early_data: bool = True,
@@ -125,16 +132,21 @@ def connect(
     """Connect to an Aqueduct server; verify it against `ca` (PEM file), a pinned `fingerprint`, or system CAs.
 
     `record`: a directory (or `aqueduct.recording.Recorder`) to record this connection's traffic into.
-    Fails with `ConfigError` for an unusable CA file (before anything is sent), and with `ConnectError` when
-    nothing listens (at once, on ICMP port unreachable), when the handshake and the server's headers do not
-    complete within `connect_timeout` seconds, or when TLS verification fails.
+    `cert`, `key`: a client certificate chain and key (PEM) for servers that verify clients (mutual TLS);
+    `headers`: sent to the server (e.g. `{"authorization": token}` for its `authenticate` callback).
+    A server that refuses this client fails the connect with `AuthenticationFailed` (after it returned, with
+    0-RTT: the connection then ends with that close code).
+    Fails with `ConfigError` for an unusable CA, certificate or key file (before anything is sent), and with
+    `ConnectError` when nothing listens (at once, on ICMP port unreachable), when the handshake and the
+    server's headers do not complete within `connect_timeout` seconds, or when TLS verification fails.
     `entrypoint=T`: `conn.entrypoint` is a `Sender[T]`, checked as every typed Sender is; T's schema is
     announced, and a server announcing a different one fails the connect with `SchemaMismatch`
     (`schema_check="compatible"` accepts one that differs only by optional fields).
     """
     return _Connecting(
         _connect(url, ca, fingerprint, headers, codec or DEFAULT_CODEC, session_ticket_store, early_data,
-                 server_name, settings, engine_config, record, connect_timeout, entrypoint, schema_check)
+                 server_name, settings, engine_config, record, connect_timeout, entrypoint, schema_check,
+                 cert, key)
     )
 
 
@@ -142,7 +154,7 @@ async def _connect(
     url: str,
     ca: str | Path | None,
     fingerprint: str | None,
-    headers: HeaderItems | dict[str, bytes | str] | None,
+    headers: HeaderItems | Mapping[str, bytes | str] | None,
     codec: Codec,
     tickets: ClientTicketStore | None,
     early_data: bool,
@@ -153,13 +165,15 @@ async def _connect(
     connect_timeout: float = 0.0,
     entrypoint: Any = None,
     schema_check: SchemaCheck = "exact",
+    cert: str | Path | None = None,
+    key: str | Path | None = None,
 ) -> Connection[Any]:
     settings = settings or TransportSettings()
     schema = canonical(entrypoint) if entrypoint is not None else None
     host, port = parse_url(url)
     protocol = await open_client(
         host, port, headers=_headers(headers, codec, schema), settings=settings, engine_config=engine_config, ca=ca,
-        fingerprint=fingerprint, server_name=server_name, tickets=tickets,
+        fingerprint=fingerprint, server_name=server_name, tickets=tickets, cert=cert, key=key,
     )
     link = ConnectionLink(protocol, codec, entrypoint, schema, schema_check)
     conn: Connection[Any] = Connection(link)
@@ -176,6 +190,11 @@ async def _connect(
     except TimeoutError:
         protocol.close_connection(0, "connect timeout")
         raise ConnectError(f"no answer from {host}:{port} within {connect_timeout} s") from None
+    except ConnectionLost as exc:
+        by_peer = not protocol.quic.closed_locally  # (our own TLS stack refusing the server is no refusal of us)
+        protocol.close_connection(0, "connect failed")
+        refused = refusal(exc.code, str(exc), by_peer=by_peer) if exc.code is not None else None
+        raise (refused or exc) from None
     except BaseException:
         protocol.close_connection(0, "connect failed")
         raise
@@ -187,8 +206,10 @@ class Server(Generic[C]):
 
     Its connections are `Connection[Receiver[T]]` when served with `entrypoint=T`."""
 
-    def __init__(self, codec: Codec, entrypoint_type: Any = None, schema_check: SchemaCheck = "exact") -> None:
+    def __init__(self, codec: Codec, entrypoint_type: Any = None, schema_check: SchemaCheck = "exact",
+                 authenticate: Authenticate | None = None) -> None:
         self.codec = codec
+        self.authenticate = authenticate
         self.entrypoint_type = entrypoint_type
         self.schema = canonical(entrypoint_type) if entrypoint_type is not None else None
         """The entrypoint type's canonical schema, announced in the `schema` header (api/schema.py)."""
@@ -209,6 +230,8 @@ class Server(Generic[C]):
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
         conn: Connection[C] = Connection(link)
+        if self.authenticate is not None:
+            Admission(link, self.authenticate)
         if self.recorder is not None:
             from ..recording.hook import ConnectionRecording
 
@@ -279,7 +302,7 @@ def _idle(conn: Connection[Any]) -> bool:
 class ServeOptions(TypedDict, total=False):
     """The keywords of `serve` besides `cert`, `key` and `entrypoint` (see `serve`)."""
 
-    headers: HeaderItems | dict[str, bytes | str] | None
+    headers: HeaderItems | Mapping[str, bytes | str] | None
     codec: Codec | None
     single_use_tickets: bool
     settings: TransportSettings | None
@@ -287,6 +310,9 @@ class ServeOptions(TypedDict, total=False):
     record: Any
     metrics: Any
     schema_check: SchemaCheck
+    client_ca: str | Path | None
+    require_client_cert: bool
+    authenticate: Authenticate | None
     workers: int
     worker: int
 
@@ -316,6 +342,13 @@ def serve(
 
     With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
     impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
+
+    `client_ca`: request a client certificate in every handshake and verify it against this CA file (mutual TLS;
+    `require_client_cert=False` also admits clients without one); `conn.peer_identity` names the client. No
+    session tickets are issued then (a resumed session shows no certificate), so there is no 0-RTT.
+    `authenticate`: `async def cb(headers, peer_identity) -> identity` runs once each client's headers arrive,
+    before anything else of it is processed; it returns what `conn.identity` becomes, or raises to refuse the
+    client (close code AUTHENTICATION_FAILED; see api/auth.py).
     """
     return _serve(host, port, cert=cert, key=key, entrypoint=entrypoint, **options)
 
@@ -328,7 +361,7 @@ async def _serve(
     entrypoint: Any,
     cert: str | Path,
     key: str | Path,
-    headers: HeaderItems | dict[str, bytes | str] | None = None,
+    headers: HeaderItems | Mapping[str, bytes | str] | None = None,
     codec: Codec | None = None,
     single_use_tickets: bool = False,
     settings: TransportSettings | None = None,
@@ -336,14 +369,21 @@ async def _serve(
     record: Any = None,
     metrics: Any = None,
     schema_check: SchemaCheck = "exact",
+    client_ca: str | Path | None = None,
+    require_client_cert: bool = True,
+    authenticate: Authenticate | None = None,
     workers: int = 1,
     worker: int = 0,
 ) -> AsyncIterator[Server[Any]]:
-    server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check)
+    server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check, authenticate)
+    client_auth = ClientAuth.load(client_ca, required=require_client_cert) if client_ca is not None else None
+    if authenticate is not None:
+        engine_config = replace(engine_config or EngineConfig(), hold_until_accepted=True)
     transport, quic_server = await open_server(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
         headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
-        tickets=ServerTicketStore(single_use=single_use_tickets), workers=workers, worker=worker,
+        tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
+        worker=worker,
     )
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])

@@ -7,4 +7,6 @@ workload, varint length-prefixed frames, plus datagrams) and asyncio TCP
 each transport in alternating rounds (runner.py), so every figure comes
 with its same-run ratio against raw aioquic; engine.py adds the
 engine-only costs (no sockets). report.py prints the table, JSON and plot.
+loss.py (`aqueduct bench --loss-curves`) measures goodput through impair.py's seeded UDP
+impairment proxy, which tests/reliability and benchmarks/soak.py run through too.
 """

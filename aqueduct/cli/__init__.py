@@ -28,11 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_files(args: argparse.Namespace) -> None:
-    """Every command's `--ca`, `--cert` and `--key` files are checked before the command starts (ConfigError)."""
+    """Every command's `--ca`, `--client-ca`, `--cert` and `--key` files are checked before it starts (ConfigError)."""
     from ..quic.credentials import check_ca_file, check_cert_and_key
 
-    if getattr(args, "ca", None) is not None:
-        check_ca_file(args.ca)
+    for ca in (getattr(args, "ca", None), getattr(args, "client_ca", None)):
+        if ca is not None:
+            check_ca_file(ca)
     if getattr(args, "cert", None) is not None and getattr(args, "key", None) is not None:
         check_cert_and_key(args.cert, args.key)
 

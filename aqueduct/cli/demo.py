@@ -6,7 +6,7 @@ channel handed over in a message (ended by a finish); an unreliable
 telemetry lane; and an upload the client cancels halfway. A status line
 shows progress live; a summary (messages, bytes, RTT) follows. Then the
 server meets peers that misbehave (demo_guards.py: a reader that stops
-early, a greedy client, one connection too many), and the demo scrapes the
+early, a greedy client, one connection too many, a wrong token), and the demo scrapes the
 server's Prometheus endpoint, where every family has counted something.
 """
 
@@ -28,7 +28,7 @@ from ..errors import AqueductError, ChannelCancelled
 from ..metrics import FAMILIES, scrape_totals
 from ..quic.certs import make_dev_certs
 from ._record import add_record_arguments, recorder
-from .demo_guards import SERVER_LIMITS, SERVER_SETTINGS, feed, run_scenes
+from .demo_guards import AUTH, SERVER_LIMITS, SERVER_SETTINGS, check_token, feed, run_scenes
 
 UPDATES = 300
 SAMPLES = 400
@@ -189,7 +189,7 @@ async def _main(record: Any = None, metrics_port: int = 0) -> int:
         print("aqueduct demo: a server and a client on loopback over QUIC + TLS (generated dev CA)")
         async with serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, record=record,
                          metrics=("127.0.0.1", metrics_port), engine_config=SERVER_LIMITS,
-                         settings=SERVER_SETTINGS) as server:
+                         settings=SERVER_SETTINGS, authenticate=check_token) as server:
             host, port = server.address
             print(f"  server listening on {host}:{port}")
             served: list[asyncio.Future[None]] = []
@@ -200,7 +200,7 @@ async def _main(record: Any = None, metrics_port: int = 0) -> int:
 
             acceptor = asyncio.ensure_future(accept())
             started = time.perf_counter()
-            async with connect(f"aqueduct://{host}:{port}", ca=certs.ca, record=record) as conn:
+            async with connect(f"aqueduct://{host}:{port}", ca=certs.ca, record=record, headers=AUTH) as conn:
                 handshake_ms = (time.perf_counter() - started) * 1000
                 print(f"  connected in {handshake_ms:.1f} ms (handshake + headers), codec {conn.codec.name}")
                 progress = Progress()

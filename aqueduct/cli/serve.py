@@ -5,7 +5,9 @@ picks a free port) and one line per connection when it ends. SIGTERM drains
 it (`Server.drain`: no new connections, open channels get `--grace` seconds
 to finish, then each connection closes with SHUTTING_DOWN) and it exits 0;
 Ctrl-C closes at once. Either way the server closes, so a `--record`
-recording is sealed.
+recording is sealed. `--limit NAME=VALUE` sets any field of EngineConfig or
+TransportSettings (the limits SECURITY.md lists); `--client-ca FILE` serves
+only clients with a certificate from that CA (mutual TLS).
 
 `--workers N` serves the port from N processes (quic/workers.py): this
 process is worker 0; it binds the port, then starts workers 1..N-1 (the same
@@ -21,15 +23,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
 from ..api.endpoints import Server, serve
+from ..core.config import EngineConfig
+from ..errors import ConfigError
 from ..metrics import Metrics
 from ..quic.settings import TransportSettings
 from ..quic.workers import MAX_WORKERS
@@ -48,6 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--port", type=int, default=4433, help="UDP port (default: 4433; 0: pick a free one)")
     p.add_argument("--cert", required=True, help="server certificate chain (PEM)")
     p.add_argument("--key", required=True, help="server private key (PEM)")
+    p.add_argument("--client-ca", metavar="FILE",
+                   help="require a client certificate signed by this CA (PEM; mTLS, see `aqueduct cert --client`)")
     p.add_argument("--single-use-tickets", action="store_true",
                    help="single-use session tickets: 0-RTT data is processed before the handshake ends (replay-safe)")
     add_record_arguments(p, "every connection's traffic")
@@ -59,21 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "(the otel extra)")
     p.add_argument("--otlp-interval", type=float, default=10.0, metavar="S",
                    help="seconds between OTLP exports (default: 10)")
+    p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a limit or timing of EngineConfig or TransportSettings (repeatable; see SECURITY.md), "
+                        "e.g. --limit max_channels=1000")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
-    p.add_argument("--max-connections-per-address", type=int, metavar="N",
-                   help="connections one client address may hold (default: the transport settings', 32)")
     p.add_argument("--workers", type=int, default=1,
                    help="processes serving the port (SO_REUSEPORT; default 1; Linux)")
     p.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)  # set for the processes it starts
     p.set_defaults(func=run)
-
-
-def _settings(args: argparse.Namespace) -> TransportSettings:
-    settings = TransportSettings()
-    if args.max_connections_per_address is not None:
-        settings = replace(settings, max_connections_per_address=args.max_connections_per_address)
-    return settings
 
 
 async def _start_workers(args: argparse.Namespace, port: int) -> list[asyncio.subprocess.Process]:
@@ -83,8 +83,8 @@ async def _start_workers(args: argparse.Namespace, port: int) -> list[asyncio.su
         cmd = [sys.executable, "-m", "aqueduct", "serve", "--echo", "--host", args.host, "--port", str(port),
                "--cert", args.cert, "--key", args.key, "--grace", str(args.grace), "--workers", str(args.workers),
                "--worker", str(i), *(["--single-use-tickets"] if args.single_use_tickets else []),
-               *([] if args.max_connections_per_address is None
-                 else ["--max-connections-per-address", str(args.max_connections_per_address)])]
+               *(["--client-ca", args.client_ca] if args.client_ca else []),
+               *(arg for item in args.limit for arg in ("--limit", item))]
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
         procs.append(proc)
         assert proc.stdout is not None
@@ -113,7 +113,33 @@ async def _stop_workers(procs: list[asyncio.subprocess.Process], relays: list[as
     await asyncio.gather(*relays, return_exceptions=True)
 
 
+def limits(assignments: list[str]) -> tuple[EngineConfig, TransportSettings]:
+    """EngineConfig and TransportSettings with `NAME=VALUE` overrides (ConfigError for an unknown name or value)."""
+    engine: dict[str, Any] = {}
+    transport: dict[str, Any] = {}
+    for item in assignments:
+        name, sep, text = item.partition("=")
+        target = engine if name in _ENGINE_FIELDS else transport if name in _TRANSPORT_FIELDS else None
+        if target is None or not sep:
+            raise ConfigError(f"--limit {item}: not NAME=VALUE with NAME a field of EngineConfig or TransportSettings")
+        kind = (_ENGINE_FIELDS | _TRANSPORT_FIELDS)[name]
+        try:
+            target[name] = None if text == "none" else (text in ("1", "true", "yes")) if kind is bool else kind(text)
+        except ValueError:
+            raise ConfigError(f"--limit {item}: {text!r} is not a {kind.__name__}") from None
+    return EngineConfig(**engine), TransportSettings(**transport)
+
+
+def _field_types(cls: type) -> dict[str, type]:
+    return {f.name: type(getattr(cls(), f.name)) for f in dataclasses.fields(cls)}
+
+
+_ENGINE_FIELDS = _field_types(EngineConfig)
+_TRANSPORT_FIELDS = _field_types(TransportSettings)
+
+
 async def _main(args: argparse.Namespace, record: object) -> None:
+    engine_config, settings = limits(args.limit)
     metrics: Any = None if args.metrics_port is None else (args.metrics_host, args.metrics_port)
     if args.otlp_endpoint is not None:
         import opentelemetry.sdk  # noqa: F401  (before the server starts: a missing extra says so at once)
@@ -122,7 +148,8 @@ async def _main(args: argparse.Namespace, record: object) -> None:
             metrics = Metrics()
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
                      single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
-                     workers=args.workers, worker=args.worker, settings=_settings(args)) as server:
+                     engine_config=engine_config, settings=settings, client_ca=args.client_ca,
+                     workers=args.workers, worker=args.worker) as server:
         export: OtlpExport | None = None
         if args.otlp_endpoint is not None:
             from ..metrics_otel import export_otlp
@@ -175,6 +202,8 @@ async def _serve_connections(server: Server[Any], args: argparse.Namespace,
         assert isinstance(conn, Connection)
         peer = conn.peer_address
         where = f"{peer[0]}:{peer[1]}" if peer is not None else "an unknown address"
+        if conn.peer_identity is not None:
+            where += f" ({conn.peer_identity.subject})"
         n = await echo_connection(conn)
         ev = await conn.wait_closed()
         print(f"connection from {where} ended: {n} entrypoint messages, "

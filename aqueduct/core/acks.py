@@ -19,10 +19,13 @@ dropped, so a nacked message is never delivered.
 
 Every set here is a RangeSet (rangeset.py): memory follows the holes, not
 the history. The peer chooses the holes, so the number of ranges one
-receiver holds is what a per-channel cap bounds (`ranges_held`), and
-`check_caps` is the one place such a cap is enforced (none yet: the bounds
-belong to the security work, SECURITY.md). ReceiveAcks only computes;
-receiving.py decides when its frames are written.
+receiver holds is what a per-channel cap bounds (`ranges_held`):
+`check_caps` refuses reliable holes past `max_ack_ranges` (LIMIT_EXCEEDED:
+they are messages that must still arrive) and says when unreliable ones
+are past it, and `nack_oldest` then lets the oldest unreliable holes be
+nacked at once (every number below one received was sent). The
+per-connection sum is kept by receiving.py (`Receivers.note_ranges`).
+ReceiveAcks only computes; receiving.py decides when its frames are written.
 
 The sender's side (SendAcks): reliable acks arrive as AckReliable ranges
 from the receiver's contiguous ack prefix (a number acked twice, or one
@@ -30,7 +33,7 @@ never sent, is a protocol error); unreliable acks/nacks arrive strictly in
 order from where the previous AckNackUnreliable stopped; CloseReceiver
 settles every reliable number, implicit nacks included. Each call returns
 the runs newly decided, which sending.py reports exactly once. Its holes
-are the peer's choice too: `ranges_held` / `check_caps` again.
+are the peer's choice too: `check_caps` closes past `max_ack_ranges`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..wire.errors import ProtocolError
+from ..wire.errors import CloseCode, ProtocolError
 from ..wire.ranges import ranges_to_runs, runs_to_ranges
 from .rangeset import RangeSet
 
@@ -82,8 +85,21 @@ class ReceiveAcks:
         """Ranges this ledger holds: the figure a per-channel (and, summed, a per-connection) cap bounds."""
         return len(self.rel_acked) + len(self.rel_pending) + len(self.rel_done) + len(self.unrel_received)
 
-    def check_caps(self) -> None:
-        """Where per-channel range caps are enforced (raising ProtocolError LIMIT_EXCEEDED); none yet."""
+    def check_caps(self, cap: int, channel: int) -> bool:
+        """Enforce the per-channel cap: ProtocolError LIMIT_EXCEEDED if the reliable holes alone pass it;
+        whether the unreliable ones must be trimmed (`nack_oldest`) to get back under it."""
+        reliable = len(self.rel_acked) + len(self.rel_pending) + len(self.rel_done)
+        if reliable > cap:
+            raise ProtocolError(f"more than max_ack_ranges={cap} ranges of reliable message numbers on channel "
+                                f"{channel} (the peer leaves gaps)", CloseCode.LIMIT_EXCEEDED)
+        return reliable + len(self.unrel_received) > cap
+
+    def nack_oldest(self, keep: int) -> None:
+        """Let the oldest unreliable holes be nacked now, so that at most `keep` received ranges are left once
+        the decided prefix is taken (`take_acknack(decided_end())`). Every number below one received was sent."""
+        starts = [a for a, _ in self.unrel_received]
+        if len(starts) > keep:
+            self.nack_upto = max(self.nack_upto, starts[len(starts) - max(keep, 1)])
 
     # ---- reliable ----
     def has_reliable(self, n: int) -> bool:
@@ -233,8 +249,11 @@ class SendAcks:
         """Ranges this ledger holds (see ReceiveAcks.ranges_held)."""
         return len(self.rel_acked)
 
-    def check_caps(self) -> None:
-        """Where per-channel range caps are enforced (raising ProtocolError LIMIT_EXCEEDED); none yet."""
+    def check_caps(self, cap: int, channel: int) -> None:
+        """ProtocolError LIMIT_EXCEEDED if the peer's acks left more than `cap` ranges (it acks 0, 2, 4, ...)."""
+        if len(self.rel_acked) > cap:
+            raise ProtocolError(f"more than max_ack_ranges={cap} ranges of acked message numbers on channel "
+                                f"{channel} (the peer acks with gaps)", CloseCode.LIMIT_EXCEEDED)
 
     def ack_reliable(self, ranges: tuple[int, ...], next_rel: int, channel: int) -> list[tuple[int, int]]:
         """Apply an AckReliable; return the newly acked runs. Raises ProtocolError on a double or bogus ack."""

@@ -97,6 +97,14 @@ class HeadersReceived:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerAwaitingAcceptance:
+    """Server with `EngineConfig.hold_until_accepted`: the client's headers arrived; nothing else of it is
+    processed (and no reply is sent) until `Engine.accept_peer()`, or the application closes the connection."""
+
+    headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
 class MessageAvailable:
     """A receiver's queue went from empty to non-empty."""
 
@@ -157,6 +165,7 @@ class ConnectionClosed:
 
 AppEvent = (
     HeadersReceived
+    | PeerAwaitingAcceptance
     | MessageAvailable
     | ReceiverEnded
     | SenderEnded

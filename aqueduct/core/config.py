@@ -30,6 +30,17 @@ class EngineConfig:
     """Payload bytes queued in one receiver, not yet taken by the application."""
     max_buffered_bytes: int = 64 * 1024 * 1024
     """Bytes held across the connection: partial frames, early frames held before headers or handshake."""
+    max_ack_ranges: int = 4096
+    """Ranges of message numbers one receiver may hold for its acks (gaps left by the peer); past it a reliable
+    channel closes the connection (LIMIT_EXCEEDED), an unreliable one nacks its oldest gaps."""
+    max_ack_ranges_per_connection: int = 65_536
+    """The same summed over every receiver of the connection (past it: LIMIT_EXCEEDED)."""
+    partial_frame_timeout: float = 30.0
+    """A peer's stream must complete each frame within this many seconds of the frame's first byte (a new
+    stream: of its opening), else the connection closes with LIMIT_EXCEEDED (a frame dripped byte by byte)."""
+    held_item_overhead: int = 64
+    """Bytes counted for every buffered item on top of its payload wherever a byte limit applies (held events,
+    queued messages), so empty datagrams or messages cannot be held for free."""
     max_datagram_payload: int = 1100
     """Largest encoded datagram the transport can carry; bigger unreliable sends are refused."""
     sent_unreliable_delay: float = 0.1
@@ -42,5 +53,8 @@ class EngineConfig:
     """Remembered recently-discarded receiver channel IDs (drop late messages, no ghosts)."""
     initial_rtt: float = 0.1
     """RTT estimate before the transport reports one."""
+    hold_until_accepted: bool = False
+    """Server only: after the client's headers, hold everything else of it (bounded by max_buffered_bytes) and
+    send nothing until `Engine.accept_peer()`: an authentication callback decides meanwhile (api/auth.py)."""
     replay_safe_0rtt: bool = False
     """Server only: 0-RTT data may be processed before the handshake completes (replay proven impossible)."""

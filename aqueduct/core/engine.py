@@ -109,7 +109,7 @@ class Engine:
         self._senders: dict[int, Sender] = halves.senders
         self._receivers: dict[int, Receiver] = halves.receivers
         self._links = LinkTable()
-        self._flow = Flow(ctx, streams)
+        self._flow = Flow(ctx, streams, halves.receivers)
         self._tx = Senders(ctx, streams, halves, self._links)
         self._rx = Receivers(ctx, streams, halves, self._tx, self._flow)
         self._intake = Intake(ctx, halves, self._rx, self._tx)
@@ -184,6 +184,19 @@ class Engine:
             self._fail(err)
         self._admitted = not self._ctx.closed and self._startup.passing  # once true, only the teardown ends it
 
+    def accept_peer(self, now: float | None = None) -> None:
+        """Server with `hold_until_accepted`: the application accepted the client (its headers came): reply,
+        create the entrypoint receiver and process what was held. No-op if already accepted or closed."""
+        self._tick(now)
+        if self._ctx.closed:
+            return
+        try:
+            self._startup.accept()
+            self._resume_stalled()
+        except ProtocolError as err:
+            self._fail(err)
+        self._admitted = not self._ctx.closed and self._startup.passing
+
     def handle_timer(self, now: float) -> None:
         """Run whatever is due at `now` (acks, SentUnreliable, nacks)."""
         self._ctx.now = max(self._ctx.now, now)
@@ -195,6 +208,8 @@ class Engine:
                 kind, handle = key
                 if kind == "su":
                     self._tx.sent_unreliable_due(handle)
+                elif kind == "pf":
+                    self._flow.partial_due(handle)
                 else:
                     self._rx.due(handle)
                 if self._ctx.closed:
@@ -352,6 +367,9 @@ class Engine:
             "held_bytes": self._startup.held_bytes + self._flow.partial_bytes,
             "channel_map": len(self._halves.tx_of) + len(self._halves.rx_of),
             "stalled_streams": self._flow.stalled_streams(),
+            "ack_ranges": sum(r.acks.ranges_held() for r in self._receivers.values() if r.acks is not None)
+            + sum(s.acks.ranges_held() for s in self._senders.values() if s.acks is not None),
+            "partial_frames": len(self._flow.partial_since),
         }
 
     # ---- internals ----

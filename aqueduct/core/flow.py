@@ -13,32 +13,42 @@ Stalls: a stream whose next frame found its receiver's queue full is
 recorded under that receiver (`stall`); whenever the receiver makes room
 or ends, `room` marks it to resume, and incoming.py runs its streams on.
 `partial_bytes` counts bytes held in readers and stalled streams, bounded
-by max_buffered_bytes.
+by max_buffered_bytes; `partial_since` says since when each stream has
+held part of a frame (bounded in time by partial_frame_timeout).
 
 This object owns the three tables; incoming.py and receiving.py call it.
 """
 
 from __future__ import annotations
 
+from ..wire.errors import CloseCode, ProtocolError
 from .context import Context
-from .streams import StreamRec, StreamTable
+from .receiver import Receiver
+from .streams import Role, StreamRec, StreamTable
+
+_NEW = (Role.NEW_UNI, Role.NEW_BIDI)
 
 
 class Flow:
     """Credit returns, the partial-byte count and the stalled streams of one connection."""
 
-    __slots__ = ("_ctx", "_out", "_streams", "partial_bytes", "resume", "stalls")
+    __slots__ = ("_ctx", "_out", "_receivers", "_streams", "_timeout", "partial_bytes", "partial_since", "resume",
+                 "stalls")
 
-    def __init__(self, ctx: Context, streams: StreamTable) -> None:
+    def __init__(self, ctx: Context, streams: StreamTable, receivers: dict[int, Receiver]) -> None:
         self._ctx = ctx
         self._out = ctx.out
         self._streams = streams
+        self._receivers = receivers
+        self._timeout = ctx.config.partial_frame_timeout
         self.partial_bytes = 0
         """Bytes held in stream readers and stalled streams."""
         self.stalls: dict[int, set[int]] = {}
         """Receiver handle -> streams stalled on its full queue."""
         self.resume: set[int] = set()
         """Receivers whose stalled streams may run on."""
+        self.partial_since: dict[int, float] = {}
+        """Stream -> when its current partial frame began (incoming.py's partial-frame deadline)."""
 
     def credit(self, stream_id: int | None, nbytes: int) -> None:
         """Return `nbytes` of credit on a stream (none once the connection is over)."""
@@ -72,6 +82,45 @@ class Flow:
         if receiver in self.stalls:
             self.resume.add(receiver)
 
+    # ---- the partial-frame deadline (SECURITY.md) ----
+    def track_partial(self, rec: StreamRec, before: int, nbytes: int) -> None:
+        """After a stream's chunk (`before` bytes held, `nbytes` arrived): a stream holding part of a frame, or
+        opened without one yet, must complete it within partial_frame_timeout of its first byte; bytes leaving
+        the reader (a frame completed) restart the clock. The timer is armed once; `partial_due` re-arms it."""
+        sid, since, held = rec.stream_id, self.partial_since, rec.reader.buffered
+        if not rec.in_done and rec.stalled is None and (held or rec.role in _NEW):
+            if sid not in since:
+                since[sid] = self._ctx.now
+                self._ctx.timers.set(("pf", sid), self._ctx.now + self._timeout)
+            elif before + nbytes > held:
+                since[sid] = self._ctx.now
+        elif sid in since:
+            self.forget_partial(sid)
+
+    def forget_partial(self, sid: int) -> None:
+        """The stream ended or was reset: no deadline."""
+        if self.partial_since.pop(sid, None) is not None:
+            self._ctx.timers.cancel(("pf", sid))
+
+    def partial_due(self, sid: int) -> None:
+        """The partial-frame timer of a stream ran out: close (LIMIT_EXCEEDED) unless a frame completed since.
+
+        While a receiver the application holds has messages it has not taken, our own windows may be what keeps
+        the frame from completing (backpressure is no attack): the clock stops; the stream's next bytes restart it."""
+        since = self.partial_since.get(sid)
+        rec = self._streams.get(sid)
+        if since is None or rec is None or rec.in_done:
+            self.partial_since.pop(sid, None)
+            return
+        deadline = since + self._timeout
+        if deadline > self._ctx.now:
+            self._ctx.timers.set(("pf", sid), deadline)
+        elif any(r.queue and r.exposed and not r.app_dropped for r in self._receivers.values()):
+            del self.partial_since[sid]
+        else:
+            raise ProtocolError(f"stream {sid}: no complete frame within partial_frame_timeout={self._timeout} s "
+                                "of its first byte", CloseCode.LIMIT_EXCEEDED)
+
     def stalled_streams(self) -> int:
         """Streams waiting for room (for state_sizes)."""
         return sum(len(v) for v in self.stalls.values())
@@ -81,3 +130,4 @@ class Flow:
         self.partial_bytes = 0
         self.stalls.clear()
         self.resume.clear()
+        self.partial_since.clear()

@@ -126,6 +126,11 @@ class Incoming:
             rec = self._incoming_rec(sid)
         if rec.in_done:
             return
+        before = rec.reader.buffered
+        self._feed(rec, ev)
+        self._flow.track_partial(rec, before, len(ev.data))
+
+    def _feed(self, rec: StreamRec, ev: StreamDataReceived) -> None:
         reader = rec.reader
         data = ev.data
         if not ev.end_stream:
@@ -373,6 +378,7 @@ class Incoming:
         if rec.in_done:
             return
         rec.in_done = True
+        self._flow.forget_partial(ev.stream_id)
         dropped = rec.reader.buffered + rec.stalled_bytes
         self._flow.partial_bytes -= dropped
         self._credit(rec.stream_id, dropped - rec.pre)

@@ -32,6 +32,7 @@ from itertools import repeat
 from ..wire.channel_id import ENTRYPOINT, ChannelId
 from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import Message
+from ..wire.ranges import MAX_RANGE_END
 from .app import Attachment, Delivered, Delivery, MessageAvailable
 from .context import Context
 from .halves import Halves
@@ -68,6 +69,7 @@ class Intake:
         self._tx = tx
         self._queue_max = ctx.config.max_receiver_queue_messages
         self._queue_max_bytes = ctx.config.max_receiver_queue_bytes
+        self._overhead = ctx.config.held_item_overhead
         self._ack_delay = ctx.config.ack_delay
 
     def on_message(self, m: Message, reliable: bool, credit_sid: int | None, size: int) -> bool:
@@ -79,6 +81,9 @@ class Intake:
                     return False
             elif self.queue_reliable(channel, m.number, m.payload, credit_sid, size):
                 return credit_sid is not None
+        if m.number >= MAX_RANGE_END:
+            raise ProtocolError(f"message number {m.number} on channel {ChannelId(channel)}: its ack would end at "
+                                "2^64, past the var len int")
         found = self._rx_of.get(channel)
         if m.number != 0 and ChannelId(channel).oneshot:
             raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
@@ -109,7 +114,7 @@ class Intake:
             raise ProtocolError(f"second message on oneshot channel {channel}")
         queue = r.queue
         if queue is None:
-            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
         if not queue.has_room(1, len(m.payload)):
             if not reliable:
                 return False  # dropped: it will be nacked like a lost datagram
@@ -124,7 +129,7 @@ class Intake:
             acks.mark_reliable(n)
         else:
             acks.unrel_received.add(n, n + 1)
-        acks.check_caps()
+        self._rx.check_ranges(r)
         if acks.ack_due is None:
             acks.ack_due = self._ctx.now + self._ack_delay
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
@@ -159,7 +164,7 @@ class Intake:
             return False
         queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
-            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
         if not queue.offer((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size), len(payload)):
             return False
         # The timer always holds what Receivers.schedule would set; if acks were owed already (with their time
@@ -189,11 +194,12 @@ class Intake:
             return False
         start = acks.unrel_start
         received = acks.unrel_received
-        if n < start or n < received.max_stop():
+        top = received.max_stop()
+        if n < start or n < top or n >= MAX_RANGE_END:
             return False
         queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
-            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
         if not queue.offer((Delivered(payload, (), r.channel, n, _UNRELIABLE), None, 0), len(payload)):
             return False
         # The timer always holds what Receivers.schedule would set; if acks were owed already (with their time
@@ -204,6 +210,8 @@ class Intake:
             acks.ack_due = self._ctx.now + self._ack_delay
         r.messages_seen += 1
         received.add_one(n)
+        if n != top and len(received) > 1:  # (a gap: the peer picks the holes, so they are capped)
+            self._rx.check_ranges(r)
         if len(queue) == 1 and r.exposed and not r.app_dropped:
             self._out.event(MessageAvailable(r.handle))
         if not owed:
@@ -219,7 +227,7 @@ class Intake:
             return 0
         queue = r.queue
         if queue is None:
-            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes)
+            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
         k = len(sizes)
         nbytes = len(payloads[0]) if k == 1 else sum(map(len, payloads))
         if not queue.has_room(k, nbytes):
@@ -250,6 +258,7 @@ class Intake:
                     sizes,
                 ),
                 nbytes,
+                k,
             )
             rec.outstanding += sum(sizes)
         rec.frames_seen += k

@@ -42,6 +42,7 @@ from ..wire.frames import (
     SentUnreliable,
     encode_frame,
 )
+from ..wire.ranges import MAX_RANGE_END
 from .app import Attachment, Delivered, MessageAvailable, ReceiverEnded
 from .context import Context
 from .flow import Flow
@@ -66,6 +67,10 @@ class Receivers:
         self._receivers = halves.receivers
         self._tx = tx
         self._flow = flow
+        self._gapped: dict[int, int] = {}
+        """Receiver handle -> ranges its ledger held when last noted, for those holding more than one."""
+        self.ranges_total = 0
+        """Ranges held by the ledgers in `_gapped` (the per-connection cap's figure; see note_ranges)."""
 
     # ---- creation ----
     def create(self, channel: ChannelId, claimed: bool) -> Receiver:
@@ -116,7 +121,11 @@ class Receivers:
             if not frame.count:
                 return
             ctx, config = self._ctx, self._config
-            r.ledger().declare(frame.count, ctx.now + max(config.nack_timeout, 2 * ctx.rtt), config.ack_delay)
+            ledger = r.ledger()
+            if ledger.declared + frame.count > MAX_RANGE_END:
+                raise ProtocolError(f"SentUnreliable counts on channel {r.channel} pass 2^64 - 1: no ack could "
+                                    "name those numbers")
+            ledger.declare(frame.count, ctx.now + max(config.nack_timeout, 2 * ctx.rtt), config.ack_delay)
             self.schedule(r)
         elif isinstance(frame, FinishSender):
             r.ledger().finish(frame.reliable_count)
@@ -133,6 +142,42 @@ class Receivers:
             self.close(r, EndReason.CANCELLED)
         else:
             self.lose(r)
+
+    # ---- the ack range caps (SECURITY.md) ----
+    def check_ranges(self, r: Receiver) -> None:
+        """After a message that may have left a gap: the per-channel cap (reliable holes past it close; the
+        oldest unreliable ones are nacked now), then the per-connection sum."""
+        acks = r.acks
+        assert acks is not None
+        cap = self._config.max_ack_ranges
+        if acks.check_caps(cap, r.channel):
+            if r.ctrl is None or not r.ctrl_open:
+                raise ProtocolError(f"more than max_ack_ranges={cap} ranges of unreliable message numbers on "
+                                    f"channel {r.channel} before its control stream", CloseCode.LIMIT_EXCEEDED)
+            reliable = acks.ranges_held() - len(acks.unrel_received)
+            acks.nack_oldest((cap - reliable) // 2)
+            self._flush_acks(r)
+            self.schedule(r)
+        self.note_ranges(r)
+
+    def note_ranges(self, r: Receiver) -> None:
+        """Keep `ranges_total` (the ranges of every ledger holding more than one) current for `r`; past
+        max_ack_ranges_per_connection the connection closes. Ledgers with at most one range (every in-order
+        channel) are never looked at on the hot paths."""
+        acks = r.acks
+        held = acks.ranges_held() if acks is not None and r.state is not _GONE else 0
+        old = self._gapped.get(r.handle, 0)
+        if held <= 1 and not old:
+            return
+        self.ranges_total += held - old
+        if held > 1:
+            self._gapped[r.handle] = held
+        else:
+            del self._gapped[r.handle]
+        cap = self._config.max_ack_ranges_per_connection
+        if self.ranges_total > cap:
+            raise ProtocolError(f"more than max_ack_ranges_per_connection={cap} ranges of message numbers held "
+                                "for acks (the peer leaves gaps)", CloseCode.LIMIT_EXCEEDED)
 
     # ---- timers and acks ----
     def schedule(self, r: Receiver) -> None:
@@ -181,6 +226,8 @@ class Receivers:
         acks.ack_due = None
         if frames:
             self._streams.write(r.ctrl, b"".join(frames))
+        if r.handle in self._gapped:
+            self.note_ranges(r)
 
     def check_finished(self, r: Receiver) -> None:
         """Finishing: once every message is accounted for, close with FINISHED."""
@@ -224,6 +271,8 @@ class Receivers:
 
     def _end(self, r: Receiver, reason: EndReason) -> None:
         r.move(_GONE)
+        if r.handle in self._gapped:
+            self.ranges_total -= self._gapped.pop(r.handle)
         self._flow.room(r.handle)
         r.end_reason = reason
         self._halves.receiver_ended(r)
@@ -361,6 +410,8 @@ class Receivers:
 
     def teardown(self) -> None:
         """The connection is over: every receiver ends with CONNECTION_LOST; those nobody holds are forgotten."""
+        self._gapped.clear()
+        self.ranges_total = 0
         for r in list(self._receivers.values()):
             r.queue = None
             if not r.end_reported:

@@ -321,8 +321,10 @@ class Senders:
         if s.state is _GONE:
             return
         if isinstance(frame, AckReliable):
-            for a, b in s.ledger().ack_reliable(frame.ranges, s.next_rel, s.channel):
+            ledger = s.ledger()
+            for a, b in ledger.ack_reliable(frame.ranges, s.next_rel, s.channel):
                 self._report(s, True, True, a, b)
+            ledger.check_caps(self._config.max_ack_ranges, s.channel)
         elif isinstance(frame, AckNackUnreliable):
             if not frame.ranges:  # (the receiver's first frame: nothing to apply)
                 return

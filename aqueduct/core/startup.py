@@ -9,15 +9,21 @@ and prefixes every new stream and datagram with Version until the server's
 ConnectionControl arrives on stream 0 (streams.py keeps that flag).
 
 Server: admits transport events through two gates, holding what cannot pass
-yet in arrival order (bounded by max_buffered_bytes, else LIMIT_EXCEEDED):
+yet in arrival order (bounded by max_buffered_bytes, each event counted with
+held_item_overhead on top of its bytes, else LIMIT_EXCEEDED):
   1. the handshake gate: nothing (not even stream 0) is processed until
      HandshakeCompleted, unless config.replay_safe_0rtt;
   2. the headers gate: only stream 0 (the client's first bidi stream, the
      connection control stream) is processed until the client's Version +
      ConnectionControl have been; then the server replies on stream 0,
      creates the entrypoint receiver (opening its control stream) and
-     replays everything held.
-The server sends nothing before the client's headers.
+     replays everything held;
+  3. with config.hold_until_accepted, the acceptance gate: after the
+     client's headers Startup reports PeerAwaitingAcceptance and holds the
+     rest (0-RTT messages included) until `accept_peer()`; only then does
+     step 2's reply, entrypoint and replay happen.
+The server sends nothing before the client's headers (nor, with the
+acceptance gate, before it accepted them).
 
 Startup owns the gates, the held events, both sides' headers and the
 entrypoint handle; it passes events on through the `dispatch` callback the
@@ -33,7 +39,7 @@ from ..wire.channel_id import ENTRYPOINT, Side
 from ..wire.errors import CloseCode, ProtocolError
 from ..wire.frames import ConnectionControl, Version, encode_frames
 from ..wire.headers import Headers
-from .app import HeadersReceived
+from .app import HeadersReceived, PeerAwaitingAcceptance
 from .context import Context
 from .halves import Halves
 from .receiving import Receivers
@@ -53,12 +59,14 @@ class Startup:
         self._out = ctx.out
         self._side = ctx.side
         self._max_held = ctx.config.max_buffered_bytes
+        self._overhead = ctx.config.held_item_overhead
         self._streams = streams
         self._rx = rx
         self.headers = headers
         self.peer_headers: Headers | None = None
         self.entrypoint: int | None = None
         self.gate_open = ctx.side is Side.CLIENT or ctx.config.replay_safe_0rtt
+        self.accepted = ctx.side is Side.CLIENT or not ctx.config.hold_until_accepted
         self._held: deque[TransportEvent] = deque()
         self.held_bytes = 0
         self._releasing = False
@@ -74,7 +82,8 @@ class Startup:
     @property
     def passing(self) -> bool:
         """Whether every event passes straight through now (gates open, nothing held, headers in)."""
-        return self.gate_open and not self._held and (self._side is Side.CLIENT or self.peer_headers is not None)
+        return self.gate_open and not self._held and (
+            self._side is Side.CLIENT or (self.peer_headers is not None and self.accepted))
 
     def admit(self, event: TransportEvent) -> None:
         """An event from the transport: dispatch it, or hold it until the gates let it through."""
@@ -92,16 +101,18 @@ class Startup:
         if not self.gate_open:
             return False
         if self.peer_headers is not None:
-            return True
+            return self.accepted
         return getattr(event, "stream_id", None) == 0
 
     def _hold(self, event: TransportEvent) -> None:
+        # every held event costs a fixed overhead on top of its bytes: empty datagrams are not free
+        self.held_bytes += self._overhead
         if isinstance(event, StreamDataReceived | DatagramReceived):
             self.held_bytes += len(event.data)
-            if self.held_bytes > self._max_held:
-                raise ProtocolError(
-                    f"more than {self._max_held} bytes held before the client's headers", CloseCode.LIMIT_EXCEEDED
-                )
+        if self.held_bytes > self._max_held:
+            raise ProtocolError(
+                f"more than {self._max_held} bytes held before the client's headers", CloseCode.LIMIT_EXCEEDED
+            )
         self._held.append(event)
 
     def _release_held(self) -> None:
@@ -143,6 +154,20 @@ class Startup:
         if self._side is Side.CLIENT:
             self._out.event(HeadersReceived(headers))
             return
+        if not self.accepted:
+            self._out.event(PeerAwaitingAcceptance(headers))
+            return
+        self._start_serving(headers)
+
+    def accept(self) -> None:
+        """Server: the application accepted the client whose headers came (acceptance gate): serve it now."""
+        if self.accepted or self.peer_headers is None or self._ctx.closed:
+            return
+        self.accepted = True
+        self._start_serving(self.peer_headers)
+
+    def _start_serving(self, headers: Headers) -> None:
+        """Server: reply with our headers, create the entrypoint receiver, replay what was held."""
         self._out.command(SendStreamData(0, encode_frames([Version(), ConnectionControl(self.headers)])))
         r = self._rx.create_entrypoint(ENTRYPOINT)
         self.entrypoint = r.handle

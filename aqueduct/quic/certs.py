@@ -3,6 +3,8 @@
 `make_dev_certs(dir)` writes ca.pem, ca.key, cert.pem and key.pem. The leaf
 is signed by the CA and names 127.0.0.1, ::1 and localhost; it is never a CA
 itself (some TLS stacks refuse a self-signed CA used as a server cert).
+`make_client_cert(dir, name)` signs a client certificate (clientAuth, the name
+as subject CN and DNS SAN) with that CA, for mutual TLS (quic/mtls.py).
 `fingerprint(pem)` gives the SHA-256 of a certificate's DER, for pinning.
 """
 
@@ -99,6 +101,35 @@ def make_dev_certs(directory: str | Path, names: tuple[str, ...] = DEV_NAMES, da
     for secret in (paths.ca_key, paths.key):
         secret.chmod(0o600)
     return paths
+
+
+def make_client_cert(directory: str | Path, name: str, days: int = 365) -> tuple[Path, Path]:
+    """Sign a client certificate for `name` with the dev CA in `directory`; write NAME.pem and NAME.key there."""
+    out = Path(directory)
+    ca_cert = x509.load_pem_x509_certificate((out / "ca.pem").read_bytes())
+    ca_key = serialization.load_pem_private_key((out / "ca.key").read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    now = datetime.datetime.now(datetime.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(name))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_path, key_path = out / f"{name}.pem", out / f"{name}.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(_pem_key(key))
+    key_path.chmod(0o600)
+    return cert_path, key_path
 
 
 def fingerprint(cert: bytes | x509.Certificate) -> str:

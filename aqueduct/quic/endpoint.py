@@ -25,6 +25,7 @@ from ..wire.channel_id import Side
 from .certs import normalize_fingerprint
 from .drain import MAX_DATAGRAM, drainable_socket
 from .limits import LimitedQuicServer
+from .mtls import ClientAuth
 from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
 from .settings import TransportSettings, client_configuration, server_configuration
@@ -60,6 +61,8 @@ async def open_client(
     fingerprint: str | None = None,
     server_name: str | None = None,
     tickets: ClientTicketStore | None = None,
+    cert: str | Path | None = None,
+    key: str | Path | None = None,
 ) -> AqueductProtocol:
     """Start a client connection; the returned protocol's engine may send at once (0-RTT if resuming)."""
     settings = settings or TransportSettings()
@@ -67,7 +70,8 @@ async def open_client(
     name = server_name or host
     ticket = tickets.take(name) if tickets is not None else None
     pinned = normalize_fingerprint(fingerprint) if fingerprint is not None else None
-    config = client_configuration(settings, server_name=name, ca=ca, pinned=pinned is not None, session_ticket=ticket)
+    config = client_configuration(settings, server_name=name, ca=ca, pinned=pinned is not None, session_ticket=ticket,
+                                  cert=cert, key=key)
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
     family, _, _, _, addr = infos[0]
     sock = socket.socket(family, socket.SOCK_DGRAM)
@@ -138,10 +142,14 @@ async def open_server(
     settings: TransportSettings | None = None,
     engine_config: EngineConfig | None = None,
     tickets: ServerTicketStore | None = None,
+    client_auth: ClientAuth | None = None,
     workers: int = 1,
     worker: int = 0,
 ) -> tuple[asyncio.DatagramTransport, LimitedQuicServer]:
     """Listen on host:port; `on_connection` gets each new protocol (before its handshake completes).
+
+    With `client_auth` every client is asked for a certificate verified under it (quic/mtls.py), and no
+    session ticket is issued: a resumed session would skip the certificate, so each connection proves it anew.
 
     `workers` > 1: this is worker `worker` of that many processes sharing the port (workers.py): the socket
     is bound with SO_REUSEPORT, connection IDs carry the worker, and packets of this worker's connections
@@ -155,6 +163,8 @@ async def open_server(
     loop = asyncio.get_running_loop()
 
     def create_protocol(quic: Any, stream_handler: Any = None) -> AqueductProtocol:
+        if client_auth is not None:  # before the first packet: its TLS context is built then (paced.py)
+            PacedQuicConnection.adopt(quic).client_auth = client_auth
         protocol = AqueductProtocol(
             quic, stream_handler, side=Side.SERVER, headers=header_list, engine_config=engine_config,
             settings=settings,
@@ -175,8 +185,8 @@ async def open_server(
             settings=settings,
             configuration=config,
             create_protocol=create_protocol,
-            session_ticket_fetcher=tickets.fetch,
-            session_ticket_handler=tickets.add,
+            session_ticket_fetcher=tickets.fetch if client_auth is None else None,
+            session_ticket_handler=tickets.add if client_auth is None else None,
             workers=group,
         ),
         sock=sock,

@@ -8,7 +8,7 @@ the server holds `max_connections`, or the server is draining (`accepting`
 false); the client's handshake then times out (a reply would be an
 amplification tool). Every accepted connection must
 complete its TLS handshake *and* deliver the client's Aqueduct headers
-within `handshake_timeout`, else it is closed with LIMIT_EXCEEDED: a
+(and pass `authenticate`, when the server has one) within `handshake_timeout`, else it is closed with LIMIT_EXCEEDED: a
 slow-loris client cannot hold a slot longer than that. A connection's slot
 is freed when it terminates.
 """
@@ -26,8 +26,9 @@ from aioquic.quic.configuration import SMALLEST_MAX_DATAGRAM_SIZE
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
 
 from ..wire.errors import CloseCode
+from .burst import Burst
 from .drain import drain, drainable_socket
-from .protocol import AqueductProtocol, Burst
+from .protocol import AqueductProtocol
 from .settings import TransportSettings
 from .workers import WorkerGroup
 
@@ -145,7 +146,7 @@ class LimitedQuicServer(QuicServer):
         if protocol.terminated.done():
             return
         engine = protocol.engine
-        if engine is None or engine.peer_headers is None:
+        if engine is None or engine.entrypoint is None:  # (a server's entrypoint: headers came and were accepted)
             self.start_timeouts += 1
             protocol.close_connection(
                 CloseCode.LIMIT_EXCEEDED, f"handshake and headers not done within {self._settings.handshake_timeout} s"

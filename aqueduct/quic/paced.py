@@ -45,6 +45,8 @@ from aioquic._buffer import Buffer
 from aioquic.quic.connection import QuicConnection, QuicConnectionId
 from aioquic.quic.packet_builder import QuicDeliveryState
 
+from .mtls import ClientAuth, require_client_certificates
+
 UPDATE_FRACTION = 4
 """A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
 
@@ -70,6 +72,8 @@ class PacedQuicConnection(QuicConnection):
     _limits_due: set[int]
     """Streams whose window may differ from what the peer was last told (see the module comment)."""
     _full_packet: object = None
+    client_auth: ClientAuth | None = None
+    """Server: request and verify client certificates under this policy (quic/mtls.py; set before the first packet)."""
     """The packet being built once no stream frame fits it any more."""
     closed_locally: bool = False
     """This end began the close (aioquic's own TLS or protocol checks included), not the peer."""
@@ -87,6 +91,12 @@ class PacedQuicConnection(QuicConnection):
         assert isinstance(quic, cls)
         quic._limits_due = set()
         return quic
+
+    def _initialize(self, peer_cid: bytes) -> None:
+        """aioquic builds the TLS context here (a server: at the first Initial); mTLS replaces its class."""
+        super()._initialize(peer_cid)
+        if self.client_auth is not None:
+            require_client_certificates(self.tls, self.client_auth)
 
     def grant(self, stream_id: int, nbytes: int) -> None:
         """The application consumed `nbytes` of `stream_id`: extend the stream and connection windows."""

@@ -22,7 +22,6 @@ import logging
 import socket
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
@@ -38,10 +37,12 @@ from ..errors import ConnectError, ConnectionLost
 from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from . import introspect
+from .burst import Burst
 from .certs import fingerprint
 from .drain import drain, drainable_socket
 from .paced import PacedQuicConnection
-from .settings import TransportSettings
+from .settings import TransportSettings, paced_engine_config
+from .writes import StreamWrites
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
@@ -52,8 +53,6 @@ log = logging.getLogger("aqueduct.quic")
 # an application that configures logging still sees these records through the root logger.
 logging.getLogger("quic").addHandler(logging.NullHandler())
 
-DATAGRAM_QUEUE_LIMIT = 64
-"""Datagrams queued inside aioquic before an unreliable send waits (aioquic's queue is unbounded)."""
 TRANSMIT_EARLY = 64 * 1024
 """Bytes the application writes in one loop turn after which they leave at once, not at the turn's end.
 
@@ -64,46 +63,6 @@ instead of overlapping. Measured with 16 KiB packets: 64 B one way ~160k -> ~210
 BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate as a QUIC transport error
 
 AppListener = Callable[[list[AppEvent]], None]
-
-
-SMALLEST_MESSAGE_FRAME = 5
-"""Bytes of a Message frame with an empty payload and small channel and number."""
-
-
-def paced_engine_config(config: EngineConfig, settings: TransportSettings, datagram_payload: int) -> EngineConfig:
-    """The engine config for a paced connection: queue caps never trip before the receive window does.
-
-    With receiver-paced credit the window already bounds what a peer can make us queue; a lower
-    per-receiver message cap would turn a fast sender of small messages into a LIMIT_EXCEEDED close
-    instead of backpressure.
-    """
-    return replace(
-        config,
-        max_datagram_payload=datagram_payload,
-        max_receiver_queue_messages=max(
-            config.max_receiver_queue_messages, settings.connection_window // SMALLEST_MESSAGE_FRAME + 1
-        ),
-        max_receiver_queue_bytes=max(config.max_receiver_queue_bytes, settings.connection_window),
-    )
-
-
-class Burst:
-    """The datagrams one server socket read in one readiness event: while `open`, a connection given one only
-    feeds it to aioquic and joins; when the burst ends each joined connection handles its events and
-    transmits once (as a client does for its own socket's bursts, drain.py)."""
-
-    __slots__ = ("joined", "open")
-
-    def __init__(self) -> None:
-        self.open = False
-        self.joined: dict[AqueductProtocol, None] = {}
-
-    def close(self) -> None:
-        """The burst ended: each connection that got datagrams in it handles their events now, in order."""
-        self.open = False
-        joined, self.joined = self.joined, {}
-        for protocol in joined:
-            protocol.end_burst()
 
 
 def _is_tls_alert(code: int) -> bool:
@@ -151,8 +110,15 @@ class AqueductProtocol(QuicConnectionProtocol):
         self.terminated: asyncio.Future[tp.ConnectionTerminated] = self._loop.create_future()
         self.early_data_attempted = False
         self.datagram_payload_limit = self.settings.datagram_payload_limit(self.settings.max_datagram_frame_size)
-        self.datagrams_queued: deque[bytes] = quic._datagrams_pending
-        """aioquic's queue of datagrams not yet in a packet (unbounded: senders wait at DATAGRAM_QUEUE_LIMIT)."""
+        self.writes = StreamWrites(quic, self.settings)
+        """Our writes to aioquic and the unacked-bytes figures (writes.py)."""
+        writes = self.writes
+        self.datagrams_queued: deque[bytes] = writes.datagrams_queued
+        self.send_blocked = writes.send_blocked
+        self.new_stream_blocked = writes.new_stream_blocked
+        self.connection_blocked = writes.connection_blocked
+        self.unacked = writes.unacked
+        self.unacked_total = writes.unacked_total
         self._closing_locally = False
         self._handshake_ok = False
         self._engine_timer: asyncio.TimerHandle | None = None
@@ -160,18 +126,9 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._engine_timer_at: float | None = None
         self._keepalive: asyncio.TimerHandle | None = None
         self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
-        self._unacked_upper = 0  # at least the connection's unacknowledged bytes; see connection_blocked
         self._rtt_told = 0.0  # the smoothed RTT last given to the engine
-        self._held_sid: int | None = None  # writes to one stream held back to coalesce; see _execute
-        self._held: list[bytes] = []
-        self._held_bytes = 0
         self._wrote = False  # the application wrote since the last transmit: its packet carries any pending ACK
-        self._unsent = 0  # bytes written since the last transmit (TRANSMIT_EARLY)
-        self.burst: Burst | None = None
-        """A server connection's: the server's record of the datagram burst it is handing over (limits.py)."""
-        self.stream_writes = 0
-        """Stream writes handed over so far: while it stands still no stream's unacked bytes can grow, so a
-        `send_blocked` that was false stays false (acks only shrink them); see Connection.send."""
+        self.burst: Burst | None = None  # a server connection's: the burst its server is handing over
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -341,7 +298,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         for cmd in engine.commands():
             self._execute(cmd)
         self._wrote = True
-        if self._unsent >= TRANSMIT_EARLY:
+        if self.writes.unsent >= TRANSMIT_EARLY:
             self._transmit_now()
         else:
             self._transmit_soon()
@@ -359,23 +316,18 @@ class AqueductProtocol(QuicConnectionProtocol):
             self._transmit_soon()
 
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
-        """A packet: process it now, transmit once this loop turn ends.
-
-        The deferred transmit runs after the application tasks the packet woke, so their answers leave in
-        the same packets as aioquic's ACKs instead of one packet (and one wake-up of the peer) each.
-        """
+        """A packet: process it now (in a server's burst: when it ends, burst.py), transmit at the end of the turn,
+        after the tasks it woke, so their answers share packets with aioquic's ACKs (no extra packet or wake-up)."""
         self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
-        burst = self.burst
-        if burst is not None and burst.open:  # a server's burst: events once, after its last datagram
+        if (burst := self.burst) is not None and burst.open:
             burst.joined[self] = None
             return
         if self._drain_sock is not None:  # a client reads the rest of a burst now too (drain.py)
             drain(self._drain_sock, self._receive_more, self.error_received)
-        self._process_events()
-        self._transmit_soon()
+        self.end_burst()
 
     def end_burst(self) -> None:
-        """The server handed over the last datagram of a burst that had some for this connection."""
+        """Handle the events of the datagrams received (a burst's, or one) and transmit at the end of the turn."""
         self._process_events()
         self._transmit_soon()
 
@@ -393,9 +345,9 @@ class AqueductProtocol(QuicConnectionProtocol):
         When the application wrote, the first packet carries any ACK aioquic holds back (its delay is 1 ms):
         in a request/response exchange the answer then acknowledges the request, and no ACK-only packet, nor
         the timer wake-up that sends it, follows a millisecond later."""
-        self._unsent = 0
+        self.writes.unsent = 0
         self.pump()
-        self._write_held()
+        self.writes.write_held()
         if self._wrote:
             self._wrote = False
             space = self._quic._spaces.get(Epoch.ONE_RTT)
@@ -406,36 +358,15 @@ class AqueductProtocol(QuicConnectionProtocol):
             self._wake_writers()
 
     def _execute(self, cmd: tp.TransportCommand) -> None:
-        """Run one engine command on aioquic. Consecutive writes to one stream are held back and handed over
-        joined (a FIN ends the run and rides on it) before any other command and before each transmit:
-        aioquic's per-write cost (~1-2 us) is paid once per stream per loop turn instead of once per message,
-        and a channel's last message and its finish are one write. A write that opens and ends a stream at
-        once (an unordered message) goes straight to aioquic. Held bytes count as unacked (backpressure
-        sees them at once)."""
-        if type(cmd) is tp.SendDatagram:  # (one per unreliable message)
-            self._unsent += len(cmd.data)
-            if self._held_sid is not None:
-                self._write_held()
-            self._quic.send_datagram_frame(cmd.data)
-            return
+        """Run one engine command on aioquic; writes join per stream (writes.py), held until any other command
+        and each transmit."""
         if type(cmd) is tp.SendStreamData:
-            data, sid = cmd.data, cmd.stream_id
-            n = len(data)
-            self._unacked_upper += n
-            self._unsent += n
-            self.stream_writes += 1
-            if self._held_sid != sid:
-                self._write_held()
-                if cmd.end_stream:
-                    self._send_stream_data(sid, data, True)
-                    return
-                self._held_sid = sid
-            self._held.append(data)
-            self._held_bytes += n
-            if cmd.end_stream:
-                self._write_held(end_stream=True)
+            self.writes.stream(cmd.stream_id, cmd.data, cmd.end_stream)
             return
-        self._write_held()
+        if type(cmd) is tp.SendDatagram:  # (one per unreliable message)
+            self.writes.datagram(cmd.data)
+            return
+        self.writes.write_held()
         quic = self.quic
         try:
             if type(cmd) is tp.GrantCredit:
@@ -450,26 +381,9 @@ class AqueductProtocol(QuicConnectionProtocol):
             # The stream is already gone at the QUIC level (e.g. the peer reset it): nothing to write to.
             log.debug("dropped %s: %s", type(cmd).__name__, exc)
 
-    def _write_held(self, *, end_stream: bool = False) -> None:
-        """Hand the held-back writes of one stream to aioquic as one write (with a FIN if `end_stream`)."""
-        sid = self._held_sid
-        if sid is None:
-            return
-        held = self._held
-        data = held[0] if len(held) == 1 else b"".join(held)
-        self._held_sid, self._held, self._held_bytes = None, [], 0
-        self._send_stream_data(sid, data, end_stream)
-
-    def _send_stream_data(self, sid: int, data: bytes, end_stream: bool) -> None:
-        try:
-            self._quic.send_stream_data(sid, data, end_stream)
-        except (ValueError, AssertionError) as exc:
-            # The stream is already gone at the QUIC level (e.g. the peer reset it): nothing to write to.
-            log.debug("dropped a write to stream %d: %s", sid, exc)
-
     def close_connection(self, error_code: int, reason: str) -> None:
         """Close the QUIC connection with an application error code."""
-        self._write_held()
+        self.writes.write_held()
         self._closing_locally = True
         self._quic.close(error_code=error_code, reason_phrase=reason)
         self._transmit_soon()
@@ -506,49 +420,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self.transmit()
         self._arm_keepalive()
 
-    # ---- backpressure ----
-    def unacked(self, stream_id: int) -> int:
-        """Bytes written to a stream and not yet acknowledged."""
-        stream = self._quic._streams.get(stream_id)
-        held = self._held_bytes if stream_id == self._held_sid else 0
-        return held + len(stream.sender._buffer) if stream is not None else held
-
-    def unacked_total(self) -> int:
-        """Bytes written and not yet acknowledged, over all streams (sums every stream)."""
-        total = sum(len(s.sender._buffer) for s in self._quic._streams.values()) + self._held_bytes
-        self._unacked_upper = total
-        return total
-
-    def connection_blocked(self) -> bool:
-        """Whether the connection's unacknowledged bytes are over `connection_send_buffer`.
-
-        Summing every stream (one per open channel and more) on each send would make a send cost grow with
-        the number of open channels, so the check keeps an upper bound instead: our writes grow it, acks
-        (which only shrink buffers) leave it, and only a bound at or over the limit is replaced by the sum."""
-        limit = self.settings.connection_send_buffer
-        return self._unacked_upper >= limit and self.unacked_total() >= limit
-
-    def new_stream_blocked(self) -> bool:
-        """Whether a send that opens a stream must wait: the connection bound, or aioquic already holds a new
-        stream the peer's MAX_STREAMS does not allow yet (unbounded, they would pile up, and aioquic walks
-        every stream it holds on every packet: sends that open streams got slower the more were waiting)."""
-        return bool(self._quic._streams_blocked_uni) or self.connection_blocked()
-
-    def send_blocked(self, stream_id: int | None) -> bool:
-        """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
-        if stream_id is None:
-            return len(self.datagrams_queued) >= DATAGRAM_QUEUE_LIMIT
-        # (`unacked(stream_id) >= send_buffer or connection_blocked()`, inline: two checks per message send)
-        stream = self._quic._streams.get(stream_id)
-        unacked = self._held_bytes if stream_id == self._held_sid else 0
-        if stream is not None:
-            unacked += len(stream.sender._buffer)
-        settings = self.settings
-        if unacked >= settings.send_buffer:
-            return True
-        limit = settings.connection_send_buffer
-        return self._unacked_upper >= limit and self.unacked_total() >= limit
-
+    # ---- backpressure (the figures are writes.py's) ----
     async def wait_writable(self, stream_id: int | None) -> None:
         """Wait until `send_blocked(stream_id)` is false; ConnectionLost if the connection ends first."""
         await self.wait_while(lambda: self.send_blocked(stream_id))

@@ -6,18 +6,23 @@ and `server_configuration` turn it into aioquic `QuicConfiguration`s with
 ALPN "aqueduct" and RFC 9221 datagrams on. TLS is always on: a client
 verifies the server against `ca` (a PEM file) or a pinned SHA-256
 fingerprint; with neither it uses the system trust store. There is no
-switch that turns verification off.
+switch that turns verification off. A client may present a certificate
+(`cert`, `key`) to a server that verifies clients (quic/mtls.py).
+`paced_engine_config` is the engine configuration those settings imply
+(queue caps the receive window bounds).
 """
 
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.tls import SessionTicket
 
+from ..core.config import EngineConfig
+from ..errors import ConfigError
 from .credentials import check_ca_file, check_cert_and_key
 
 ALPN = "aqueduct"
@@ -85,9 +90,18 @@ def client_configuration(
     ca: str | Path | None = None,
     pinned: bool = False,
     session_ticket: SessionTicket | None = None,
+    cert: str | Path | None = None,
+    key: str | Path | None = None,
 ) -> QuicConfiguration:
-    """A client configuration: verify against `ca`, or (if `pinned`) defer to a fingerprint check after TLS."""
+    """A client configuration: verify against `ca`, or (if `pinned`) defer to a fingerprint check after TLS.
+
+    `cert` and `key`: the client certificate chain and key presented when a server asks (mutual TLS)."""
     config = _base(settings, is_client=True)
+    if (cert is None) != (key is None):
+        raise ConfigError("a client certificate needs both cert= and key=")
+    if cert is not None and key is not None:
+        check_cert_and_key(cert, key)
+        config.load_cert_chain(str(cert), str(key))
     config.server_name = server_name
     config.session_ticket = session_ticket
     if pinned:
@@ -108,3 +122,24 @@ def server_configuration(settings: TransportSettings, *, cert: str | Path, key: 
     config = _base(settings, is_client=False)
     config.load_cert_chain(str(cert), str(key))
     return config
+
+
+SMALLEST_MESSAGE_FRAME = 5
+"""Bytes of a Message frame with an empty payload and small channel and number."""
+
+
+def paced_engine_config(config: EngineConfig, settings: TransportSettings, datagram_payload: int) -> EngineConfig:
+    """The engine config for a paced connection: queue caps never trip before the receive window does.
+
+    With receiver-paced credit the window already bounds what a peer can make us queue; a lower
+    per-receiver message cap would turn a fast sender of small messages into a LIMIT_EXCEEDED close
+    instead of backpressure.
+    """
+    return replace(
+        config,
+        max_datagram_payload=datagram_payload,
+        max_receiver_queue_messages=max(
+            config.max_receiver_queue_messages, settings.connection_window // SMALLEST_MESSAGE_FRAME + 1
+        ),
+        max_receiver_queue_bytes=max(config.max_receiver_queue_bytes, settings.connection_window),
+    )

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def _peer(conn: ConnectionLink) -> str:
-    addr = conn.peer_address
+    addr = conn.protocol.peer_address
     return f"{addr[0]}:{addr[1]}" if addr is not None else ""
 
 

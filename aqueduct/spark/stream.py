@@ -276,8 +276,8 @@ class _Rows(WriterCommitMessage):
     rows: list[dict[str, Any]]
 
 
-class Ledger:
-    """Batch ids already delivered, one per line, appended with fsync."""
+class DeliveredBatches:
+    """The `ledger` option's file: batch ids already delivered, one per line, appended with fsync."""
 
     def __init__(self, path: str) -> None:
         self.path = Path(path)
@@ -314,7 +314,7 @@ class AqueductStreamWriter(DataSourceStreamWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """On the driver: send the batch unless its id was delivered before."""
-        ledger = Ledger(self.ledger_path)
+        ledger = DeliveredBatches(self.ledger_path)
         if batchId in ledger.delivered():
             return
         rows = [r for m in messages if isinstance(m, _Rows) for r in m.rows]

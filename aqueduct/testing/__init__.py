@@ -64,7 +64,8 @@ reasons have causes), liveness (every handle ends) and leaks (state_sizes() afte
 adds late calls on ended handles and over-credit checks. benchmarks/sim_soak.py runs many seeds.
 """
 
+from .endpoint import Endpoint, EngineLike
 from .netconfig import NetConfig
-from .sim import DatagramRule, Endpoint, EngineLike, Simulation, SimulationError
+from .sim import DatagramRule, Simulation, SimulationError
 
 __all__ = ["DatagramRule", "Endpoint", "EngineLike", "NetConfig", "Simulation", "SimulationError"]

@@ -8,7 +8,9 @@ liveness (every handle ended, every message resolved and delivered or
 excused by the app's own cancel/close/drop) and the ledger's safety rules;
 drops every handle and checks that neither engine keeps channel, link or
 timer state. Any exception escaping an engine is a violation. `shrink`
-deletes actions while the same kind of violation persists.
+deletes actions while the same kind of violation persists. What each
+action does, and what each application holds, is actions.py's; the run
+here owns the simulation, the ledger, the event handling and the checks.
 """
 
 from __future__ import annotations
@@ -17,15 +19,13 @@ import dataclasses
 import random
 import re
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol, cast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
 
 from ..core.app import (
     AppEvent,
-    AttachKind,
     ConnectionClosed,
-    Delivered,
     Delivery,
     HeadersReceived,
     MessageAvailable,
@@ -33,44 +33,20 @@ from ..core.app import (
     MessagesNacked,
     ReceiverEnded,
     SenderEnded,
-    SendResult,
     WritableAgain,
 )
 from ..core.config import EngineConfig
-from ..errors import ERROR_FOR_REASON, ChannelClosed, ChannelError, EndReason, LimitExceeded, WouldBlock
+from ..errors import EndReason
 from ..wire.channel_id import Side
-from .ledger import Ledger, encode_payload
+from .actions import Actions, App
+from .endpoint import DrivenEngine
+from .ledger import Ledger
 from .netconfig import NetConfig
-from .script import Action, ActionKind, random_script
-from .sim import EngineLike, Simulation, SimulationError
+from .script import Action, random_script
+from .sim import Simulation, SimulationError
 
 LEAK_KEYS = ("senders", "receivers", "links", "timers", "pending_receivers", "held_bytes", "channel_map")
 """state_sizes() keys that must be zero once every handle is gone; `streams` may keep the connection control stream."""
-
-
-class DrivenEngine(EngineLike, Protocol):
-    """The application surface of the engine the driver uses (aqueduct.core.engine.Engine)."""
-
-    @property
-    def entrypoint(self) -> int | None: ...
-    def send(
-        self,
-        sender: int,
-        payload: bytes,
-        attach: Sequence[AttachKind] = (),
-        delivery: Delivery = Delivery.ORDERED,
-        now: float | None = None,
-    ) -> SendResult: ...
-    def finish(self, sender: int, now: float | None = None) -> None: ...
-    def cancel(self, sender: int, now: float | None = None) -> None: ...
-    def close_receiver(self, receiver: int, now: float | None = None) -> None: ...
-    def take_message(self, receiver: int, now: float | None = None) -> Delivered | None: ...
-    def drop_sender(self, sender: int, now: float | None = None) -> None: ...
-    def drop_receiver(self, receiver: int, now: float | None = None) -> None: ...
-    def close(self, error_code: int = 0, reason: str = "", now: float | None = None) -> None: ...
-    def state_sizes(self) -> dict[str, int]: ...
-    def sender_status(self, handle: int) -> EndReason | None: ...
-    def receiver_status(self, handle: int) -> EndReason | None: ...
 
 
 EngineFactory = Callable[[Side], DrivenEngine]
@@ -84,22 +60,6 @@ def default_factory(config: EngineConfig | None = None) -> EngineFactory:
         return cast(DrivenEngine, Engine(side, headers=[("driver", side.name.encode())], config=config))
 
     return make
-
-
-@dataclass
-class _App:
-    """What one side's application holds."""
-
-    side: Side
-    senders: list[int] = field(default_factory=list)
-    receivers: list[int] = field(default_factory=list)
-    sender_state: dict[int, str] = field(default_factory=dict)
-    """open | finishing | cancelled | ended"""
-    receiver_closed: set[int] = field(default_factory=set)
-    available: set[int] = field(default_factory=set)
-    blocked: set[int] = field(default_factory=set)
-    seen_sender_end: dict[int, EndReason] = field(default_factory=dict)
-    seen_receiver_end: dict[int, EndReason] = field(default_factory=dict)
 
 
 @dataclass
@@ -142,13 +102,14 @@ class Run:
         make = factory or default_factory(config)
         self.sim: Simulation[DrivenEngine] = Simulation(make(Side.CLIENT), make(Side.SERVER), net, seed=seed)
         self.ledger = Ledger()
-        self.apps = {Side.CLIENT: _App(Side.CLIENT), Side.SERVER: _App(Side.SERVER)}
+        self.apps = {Side.CLIENT: App(Side.CLIENT), Side.SERVER: App(Side.SERVER)}
         self.connection_lost = False
         self.closed_by_driver = False
-        self._tags = 0
         self._misuse_seen = 0
         self._overcredit_seen = 0
         self.stats: dict[str, int] = {"sent": 0, "delivered": 0, "acked": 0, "nacked": 0, "skipped": 0}
+        self.actions = Actions(self)
+        """What the two applications do (actions.py)."""
 
     @property
     def violations(self) -> list[str]:
@@ -163,11 +124,11 @@ class Run:
                 self.violations.append("client has no entrypoint sender")
             else:
                 self.ledger.new_channel("E", Side.CLIENT, False)
-                self._adopt_sender(Side.CLIENT, ep, "E")
+                self.actions.adopt_sender(Side.CLIENT, ep, "E")
             self._absorb()
             for action in self.script:
                 self._advance(action.dt)
-                self._act(action)
+                self.actions.act(action)
                 self._absorb()
             self._finale()
         except (SimulationError, AssertionError) as exc:
@@ -218,7 +179,7 @@ class Run:
                 if ev.entrypoint is None:
                     self.violations.append("server HeadersReceived without an entrypoint receiver")
                 else:
-                    self._adopt_receiver(side, ev.entrypoint, "E")
+                    self.actions.adopt_receiver(side, ev.entrypoint, "E")
         elif isinstance(ev, MessageAvailable):
             app.available.add(ev.receiver)
         elif isinstance(ev, ReceiverEnded):
@@ -248,277 +209,7 @@ class Run:
             if not self.closed_by_driver:
                 self.violations.append(f"{side.name}: connection closed: code {ev.error_code} {ev.reason!r}")
 
-    # ---- handles ----
-    def _adopt_sender(self, side: Side, handle: int, tag: str) -> None:
-        app = self.apps[side]
-        self.ledger.bind_sender(side, handle, tag)
-        app.senders.append(handle)
-        app.sender_state[handle] = "ended" if handle in app.seen_sender_end else "open"
 
-    def _adopt_receiver(self, side: Side, handle: int, tag: str) -> None:
-        app = self.apps[side]
-        self.ledger.bind_receiver(side, handle, tag)
-        app.receivers.append(handle)
-        if handle in app.seen_receiver_end:
-            self.ledger.channels[tag].receiver_end = app.seen_receiver_end[handle]
-
-    def _new_tag(self) -> str:
-        self._tags += 1
-        return f"c{self._tags}"
-
-    @staticmethod
-    def _pick(handles: list[int], pick: int) -> int | None:
-        return handles[-1 - pick % len(handles)] if handles else None
-
-    # ---- actions ----
-    def _act(self, a: Action) -> None:
-        if self.connection_lost and a.kind is not ActionKind.DRAIN:
-            self.stats["skipped"] += 1
-            return
-        do = getattr(self, f"_do_{a.kind.value}")
-        if not do(self.apps[a.side], a) and not do(self.apps[a.side.other], a):
-            self.stats["skipped"] += 1  # neither app had a handle to do it with
-
-    def _engine(self, side: Side) -> DrivenEngine:
-        return self.sim.endpoint(side).engine
-
-    def _do_send(self, app: _App, a: Action) -> bool:
-        live = [h for h in app.senders if app.sender_state[h] == "open" and h not in app.blocked]
-        h = self._pick(live, a.pick)
-        if h is None:
-            return False
-        tag = self.ledger.sender_tag(app.side, h)
-        assert tag is not None
-        rec = self.ledger.channels[tag]
-        if rec.oneshot and rec.sends:
-            return False
-        return self._send(app, h, tag, a.delivery, a.attach, a.pad)
-
-    def _send(self, app: _App, h: int, tag: str, delivery: Delivery, attach: Sequence[AttachKind], pad: int) -> bool:
-        rec = self.ledger.channels[tag]
-        tags = [self._new_tag() for _ in attach]
-        if self.net.stream_window is not None:  # a frame bigger than the window could never arrive
-            pad = min(pad, self.net.stream_window - 100)
-        if self.config is not None:  # nor one bigger than a receiver queue (the peer closes the connection)
-            pad = min(pad, self.config.max_receiver_queue_bytes - 100)
-        payload = encode_payload(tag, rec.sends, tags, pad)
-        try:
-            res = self._engine(app.side).send(h, payload, attach, delivery, now=self.sim.now)
-        except WouldBlock:
-            app.blocked.add(h)
-            self.stats["would_block"] = self.stats.get("would_block", 0) + 1
-            return False
-        except LimitExceeded:
-            limit = self.config.max_datagram_payload if self.config else EngineConfig.max_datagram_payload
-            if delivery is not Delivery.UNRELIABLE or len(payload) + 64 < limit:
-                raise  # only a datagram at the limit may be refused
-            self.stats["too_big"] = self.stats.get("too_big", 0) + 1
-            return False
-        if len(res.created) != len(attach):
-            self.violations.append(f"send created {len(res.created)} halves for {len(attach)} attachments")
-        self.ledger.on_send(app.side, h, tag, rec.sends, delivery, res.number, self.sim.now)
-        self.stats["sent"] += 1
-        peer = app.side.other
-        for kind, t, created in zip(attach, tags, res.created, strict=False):
-            self.ledger.new_channel(t, peer if kind.gives_sender else app.side, kind.oneshot, (tag, rec.sends - 1))
-            if kind.gives_sender:
-                self._adopt_receiver(app.side, created, t)
-            else:
-                self._adopt_sender(app.side, created, t)
-        if rec.oneshot:
-            rec.finish_called = True
-            app.sender_state[h] = "ended" if app.sender_state[h] == "ended" else "finishing"
-        return True
-
-    def _spare_entrypoint(self, app: _App, handles: list[int], a: Action, sender: bool) -> list[int]:
-        """Ending the entrypoint ends most of a script's activity: only large picks may do it."""
-        if a.pick >= 4:
-            return handles
-        tag = self.ledger.sender_tag if sender else self.ledger.receiver_tag
-        return [h for h in handles if tag(app.side, h) != "E"]
-
-    def _do_finish(self, app: _App, a: Action) -> bool:
-        live = [h for h in app.senders if app.sender_state[h] == "open"]
-        h = self._pick(self._spare_entrypoint(app, live, a, True), a.pick)
-        if h is None:
-            return False
-        self._finish(app, h)
-        return True
-
-    def _finish(self, app: _App, h: int) -> None:
-        self._engine(app.side).finish(h, now=self.sim.now)
-        app.sender_state[h] = "ended" if app.sender_state[h] == "ended" else "finishing"
-        tag = self.ledger.sender_tag(app.side, h)
-        assert tag is not None
-        self.ledger.channels[tag].finish_called = True
-
-    def _do_cancel(self, app: _App, a: Action) -> bool:
-        live = [h for h in app.senders if app.sender_state[h] == "open"]
-        h = self._pick(self._spare_entrypoint(app, live, a, True), a.pick)
-        if h is None:
-            return False
-        self._engine(app.side).cancel(h, now=self.sim.now)
-        app.sender_state[h] = "cancelled"
-        self._abandon_sender(app, h)
-        return True
-
-    def _abandon_sender(self, app: _App, h: int) -> None:
-        tag = self.ledger.sender_tag(app.side, h)
-        assert tag is not None
-        rec = self.ledger.channels[tag]
-        if not rec.finish_called:
-            rec.sender_abandoned = True
-
-    def _do_drop_sender(self, app: _App, a: Action) -> bool:
-        h = self._pick(self._spare_entrypoint(app, app.senders, a, True), a.pick)
-        if h is None:
-            return False
-        self._drop_sender(app, h)
-        return True
-
-    def _drop_sender(self, app: _App, h: int) -> None:
-        self._engine(app.side).drop_sender(h, now=self.sim.now)
-        app.senders.remove(h)
-        self._abandon_sender(app, h)
-        if h not in app.seen_sender_end:
-            self.ledger.channels[self._tag(app, h, True)].dropped_early = True
-
-    def _do_close_receiver(self, app: _App, a: Action) -> bool:
-        live = [h for h in app.receivers if h not in app.seen_receiver_end and h not in app.receiver_closed]
-        h = self._pick(self._spare_entrypoint(app, live, a, False), a.pick)
-        if h is None:
-            return False
-        self._engine(app.side).close_receiver(h, now=self.sim.now)
-        app.receiver_closed.add(h)
-        self._discard_receiver(app, h)
-        return True
-
-    def _discard_receiver(self, app: _App, h: int) -> None:
-        tag = self.ledger.receiver_tag(app.side, h)
-        assert tag is not None
-        drained = app.seen_receiver_end.get(h) is EndReason.FINISHED and h not in app.available
-        if not drained:
-            self.ledger.channels[tag].receiver_discarded = True
-
-    def _do_drop_receiver(self, app: _App, a: Action) -> bool:
-        h = self._pick(self._spare_entrypoint(app, app.receivers, a, False), a.pick)
-        if h is None:
-            return False
-        self._drop_receiver(app, h)
-        return True
-
-    def _drop_receiver(self, app: _App, h: int) -> None:
-        self._discard_receiver(app, h)
-        self._engine(app.side).drop_receiver(h, now=self.sim.now)
-        app.receivers.remove(h)
-        if h not in app.seen_receiver_end:
-            self.ledger.channels[self._tag(app, h, False)].dropped_early = True
-
-    def _tag(self, app: _App, h: int, sender: bool) -> str:
-        tag = (self.ledger.sender_tag if sender else self.ledger.receiver_tag)(app.side, h)
-        assert tag is not None
-        return tag
-
-    def _do_take(self, app: _App, a: Action) -> bool:
-        h = self._pick([h for h in app.receivers if h in app.available], a.pick)
-        if h is None:
-            return False
-        self._take(app, h, a.discard)
-        return True
-
-    def _do_drain(self, app: _App, a: Action) -> bool:
-        h = self._pick([h for h in app.receivers if h in app.available], a.pick)
-        if h is None:
-            return False
-        while self._take(app, h, a.discard):
-            pass
-        return True
-
-    def _take(self, app: _App, h: int, discard: bool) -> bool:
-        """Take one message from receiver `h`; False if there was none."""
-        announced = h in app.available
-        d = self._engine(app.side).take_message(h, now=self.sim.now)
-        if d is None:
-            app.available.discard(h)
-            return False
-        if not announced:
-            self.violations.append(f"{app.side.name} receiver {h}: a message was queued without MessageAvailable")
-        ended = app.seen_receiver_end.get(h)
-        if ended is not None and ended is not EndReason.FINISHED:
-            self.violations.append(f"{app.side.name} receiver {h}: message taken after it ended {ended.value}")
-        self.stats["delivered"] += 1
-        tags = self.ledger.on_deliver(app.side, h, d)
-        for att in d.attachments:
-            if not 0 <= att.index < len(tags):
-                self.violations.append(f"attachment index {att.index} out of range")
-                continue
-            if att.is_sender:
-                self._adopt_sender(app.side, att.handle, tags[att.index])
-                if discard:
-                    self._drop_sender(app, att.handle)
-            else:
-                self._adopt_receiver(app.side, att.handle, tags[att.index])
-                if discard:
-                    self._drop_receiver(app, att.handle)
-        self._absorb()
-        return True
-
-    def _do_poke(self, app: _App, a: Action) -> bool:
-        """Call into a handle that is past its prime; only documented outcomes are allowed (strict runs only)."""
-        if not self.strict:
-            return False
-        senders = [h for h in app.senders if app.sender_state[h] != "open"]
-        receivers = [h for h in app.receivers if h in app.seen_receiver_end or h in app.receiver_closed]
-        h = self._pick(senders + receivers, a.pick)
-        if h is None:
-            return False
-        eng = self._engine(app.side)
-        if h in senders:
-            ended = app.seen_sender_end.get(h)
-            want = ChannelClosed if ended in (None, EndReason.FINISHED) else ERROR_FOR_REASON[ended]
-            what = f"{app.side.name} sender {h} ({app.sender_state[h]}, ended {ended})"
-            self._expect(what, "send", want, lambda: eng.send(h, b"late", (), a.delivery, now=self.sim.now))
-            if ended is None and app.sender_state[h] == "finishing":
-                self._expect(what, "cancel", ChannelClosed, lambda: eng.cancel(h, now=self.sim.now))
-            else:  # ended: a no-op (after a completed finish, ChannelClosed is as good)
-                err = ChannelClosed if ended is EndReason.FINISHED else None
-                self._expect(what, "cancel", err, lambda: eng.cancel(h, now=self.sim.now), none_ok=True)
-        else:
-            ended_r = app.seen_receiver_end.get(h)
-            what = f"{app.side.name} receiver {h} (ended {ended_r}, closed {h in app.receiver_closed})"
-            if ended_r is not EndReason.FINISHED:
-                self._expect(what, "take_message", None, lambda: eng.take_message(h, now=self.sim.now))
-            self._expect(what, "close_receiver", None, lambda: eng.close_receiver(h, now=self.sim.now))
-        self._absorb()
-        return True
-
-    def _expect(
-        self,
-        what: str,
-        call: str,
-        error: type[ChannelError] | None,
-        fn: Callable[[], object],
-        *,
-        none_ok: bool = False,
-    ) -> None:
-        """`fn` must raise `error` (or a subclass), or return None when `error` is None or `none_ok`."""
-        try:
-            out = fn()
-        except ChannelError as exc:
-            if error is None or not isinstance(exc, error):
-                self.violations.append(f"{what}: {call} raised {type(exc).__name__}, expected {_name(error)}")
-            return
-        if out is not None or (error is not None and not none_ok):
-            self.violations.append(f"{what}: {call} returned {out!r:.80}, expected {_name(error)}")
-
-    def _do_close_connection(self, app: _App, a: Action) -> bool:
-        """Odd picks: the transport dies under both (idle timeout); even: the app closes the connection."""
-        self.closed_by_driver = True
-        if a.pick % 2:
-            self.sim.terminate(0, "idle timeout")
-        else:
-            self._engine(app.side).close(0, "driver", now=self.sim.now)
-        return True
 
     # ---- the finale and the end checks ----
     def _finale(self) -> None:
@@ -530,11 +221,11 @@ class Run:
             moved = False
             for app in self.apps.values():
                 for h in list(app.receivers):
-                    while h in app.receivers and self._take(app, h, False):
+                    while h in app.receivers and self.actions.take(app, h, False):
                         moved = True
                 for h in list(app.senders):
                     if app.sender_state[h] == "open":
-                        self._finish(app, h)
+                        self.actions.finish(app, h)
                         moved = True
                 self._absorb()
             if not moved:
@@ -547,9 +238,9 @@ class Run:
         self.ledger.final_check(self.connection_lost)
         for app in self.apps.values():
             for h in list(app.senders):
-                self._drop_sender(app, h)
+                self.actions.drop_sender(app, h)
             for h in list(app.receivers):
-                self._drop_receiver(app, h)
+                self.actions.drop_receiver(app, h)
         self._absorb()
         self.sim.run_until_idle(max_time=600)
         self._absorb()
@@ -558,7 +249,7 @@ class Run:
     def _check_ends(self) -> None:
         for app in self.apps.values():
             who = app.side.name
-            eng = self._engine(app.side)
+            eng = self.sim.endpoint(app.side).engine
             for h in app.senders:
                 if eng.sender_status(h) != app.seen_sender_end.get(h):
                     self.violations.append(
@@ -594,7 +285,7 @@ class Run:
 
     def _check_leaks(self) -> None:
         for side in (Side.CLIENT, Side.SERVER):
-            eng = self._engine(side)
+            eng = self.sim.endpoint(side).engine
             sizes = eng.state_sizes()
             leaks = {k: sizes.get(k, 0) for k in LEAK_KEYS if sizes.get(k, 0)}
             if sizes.get("streams", 0) > (0 if self.connection_lost else 1):
@@ -603,10 +294,6 @@ class Run:
                 self.violations.append(f"leak: {side.name} state_sizes {leaks} after every handle was dropped")
             if eng.next_deadline() is not None:
                 self.violations.append(f"leak: {side.name} still has a deadline at {eng.next_deadline()}")
-
-
-def _name(error: type[ChannelError] | None) -> str:
-    return error.__name__ if error else "no error and None"
 
 
 def draw(

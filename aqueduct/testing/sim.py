@@ -15,6 +15,10 @@ resends rejected early stream data itself), so it reaches the server once,
 in order, after the server's HandshakeCompleted. Early client datagrams are
 held (no 0-RTT) or dropped (0-RTT rejected). Server data never arrives
 before the client completes.
+
+The streams' model (windows, limits, resets, StopSending, credit) is
+quicstreams.py's; an endpoint's state and the engine surface driven are
+endpoint.py's; datagrams, the handshake, closing and the clock are here.
 """
 
 from __future__ import annotations
@@ -23,10 +27,9 @@ import heapq
 import random
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Generic
 
-from ..core.app import AppEvent
 from ..core.transport import (
     CloseConnection,
     ConnectionTerminated,
@@ -37,31 +40,14 @@ from ..core.transport import (
     SendDatagram,
     SendStreamData,
     StopSending,
-    StopSendingReceived,
-    StreamDataReceived,
-    StreamReset,
     TransportCommand,
     TransportEvent,
-    is_bidi,
-    is_client_initiated,
 )
 from ..wire.channel_id import Side
+from .endpoint import E, Endpoint
 from .netconfig import NetConfig
-from .pipe import StreamPipe
+from .quicstreams import SimStreams
 
-
-class EngineLike(Protocol):
-    """The surface of `aqueduct.core.engine.Engine` the simulator drives."""
-
-    def handle_event(self, event: TransportEvent, now: float) -> None: ...
-    def handle_timer(self, now: float) -> None: ...
-    def next_deadline(self) -> float | None: ...
-    def update_rtt(self, rtt: float) -> None: ...
-    def commands(self) -> list[TransportCommand]: ...
-    def events(self) -> list[AppEvent]: ...
-
-
-E = TypeVar("E", bound=EngineLike)
 DatagramPredicate = Callable[[bytes], bool]
 
 
@@ -76,32 +62,6 @@ class DatagramRule:
     predicate: DatagramPredicate
     delay: float | None
     """None: drop it; otherwise deliver it this much later than normal."""
-
-
-@dataclass
-class Endpoint(Generic[E]):
-    """One side: its engine, its app event log and its transport state."""
-
-    side: Side
-    engine: E
-    log: list[tuple[float, AppEvent]] = field(default_factory=list)
-    """Every app event the engine emitted, with the virtual time it was drained."""
-    handshake_done: bool = False
-    terminated: bool = False
-    received: int = 0
-    """Transport events handed to this engine."""
-    _cursor: int = 0
-
-    @property
-    def events(self) -> list[AppEvent]:
-        """All app events so far, in order."""
-        return [ev for _, ev in self.log]
-
-    def take_events(self) -> list[AppEvent]:
-        """App events since the previous call."""
-        new = [ev for _, ev in self.log[self._cursor :]]
-        self._cursor = len(self.log)
-        return new
 
 
 _Action = Callable[[], None]
@@ -129,14 +89,8 @@ class Simulation(Generic[E]):
         self.closing = False
         self._heap: list[tuple[float, int, _Action]] = []
         self._seq = 0
-        self._pipes: dict[tuple[Side, int], StreamPipe] = {}
         self._rules: dict[Side, list[DatagramRule]] = {Side.CLIENT: [], Side.SERVER: []}
-        limit = self.net.max_streams
-        self._stream_limit: dict[tuple[Side, bool], int | None] = {
-            (side, bidi): limit for side in (Side.CLIENT, Side.SERVER) for bidi in (True, False)
-        }
-        self._closed_streams: set[int] = set()
-        self._granted: Counter[tuple[Side, int]] = Counter()
+        self._streams = SimStreams(self)
         self._stalled_timers = 0
         d = self.net.one_way
         self.client_handshake_at = 2 * d
@@ -226,13 +180,13 @@ class Simulation(Generic[E]):
     # ---- scripting hooks ----
     def hold_stream(self, sender: Side, stream_id: int) -> None:
         """Stop delivering what `sender` writes on `stream_id` until `release_stream`."""
-        self._pipe(sender, stream_id).held = True
+        self._streams.pipe(sender, stream_id).held = True
 
     def release_stream(self, sender: Side, stream_id: int) -> None:
         """Let a held stream flow again."""
-        pipe = self._pipe(sender, stream_id)
+        pipe = self._streams.pipe(sender, stream_id)
         pipe.held = False
-        self._flush_at(sender, pipe, self.now)
+        self._streams.flush_at(sender, pipe, self.now)
 
     def drop_next_datagram(self, sender: Side, predicate: DatagramPredicate | None = None) -> None:
         """Drop the next datagram `sender` sends (that matches `predicate`)."""
@@ -265,15 +219,17 @@ class Simulation(Generic[E]):
 
     def held_bytes(self, sender: Side, stream_id: int | None = None) -> int:
         """Bytes `sender` wrote that the receive window holds back (on one stream, or all)."""
-        return sum(p.window_blocked for (s, sid), p in self._pipes.items() if s is sender and stream_id in (None, sid))
+        pipes = self._streams.pipes.items()
+        return sum(p.window_blocked for (s, sid), p in pipes if s is sender and stream_id in (None, sid))
 
     def undelivered_bytes(self, sender: Side, stream_id: int | None = None) -> int:
         """Bytes `sender` wrote that the peer has not received yet (on one stream, or all)."""
-        return sum(p.undelivered for (s, sid), p in self._pipes.items() if s is sender and stream_id in (None, sid))
+        pipes = self._streams.pipes.items()
+        return sum(p.undelivered for (s, sid), p in pipes if s is sender and stream_id in (None, sid))
 
     def streams(self, sender: Side) -> list[int]:
         """Stream IDs `sender` has written on or reset, in order of first use."""
-        return [sid for (s, sid) in self._pipes if s is sender]
+        return [sid for (s, sid) in self._streams.pipes if s is sender]
 
     # ---- internals: scheduling ----
     def _at(self, t: float, action: _Action) -> None:
@@ -347,117 +303,19 @@ class Simulation(Generic[E]):
         self.stats["commands"] += 1
         self._log(f"{ep.side.name[0]} {cmd!r:.200}")
         if isinstance(cmd, SendStreamData):
-            self._send_stream(ep, cmd)
+            self._streams.send(ep, cmd)
         elif isinstance(cmd, ResetStream):
-            self._reset_stream(ep, cmd)
+            self._streams.reset(ep, cmd)
         elif isinstance(cmd, StopSending):
-            self._stop_sending(ep, cmd)
+            self._streams.stop_sending(ep, cmd)
         elif isinstance(cmd, SendDatagram):
             self._send_datagram(ep, cmd)
         elif isinstance(cmd, GrantCredit):
-            self._grant_credit(ep, cmd)
+            self._streams.grant_credit(ep, cmd)
         elif isinstance(cmd, CloseConnection):
             self._close(ep, cmd)
         else:  # pragma: no cover - the union is exhaustive
             self.misuse.append(f"{ep.side.name}: unknown command {cmd!r}")
-
-    def _may_send_on(self, ep: Endpoint[E], stream_id: int, what: str) -> bool:
-        mine = is_client_initiated(stream_id) == (ep.side is Side.CLIENT)
-        if not mine and not is_bidi(stream_id):
-            self.misuse.append(f"{ep.side.name}: {what} on receive-only stream {stream_id}")
-            return False
-        if not mine and (self._peer(ep).side, stream_id) not in self._pipes:
-            self.misuse.append(f"{ep.side.name}: {what} on peer stream {stream_id} the peer never opened")
-            return False
-        return True
-
-    def _pipe(self, side: Side, stream_id: int) -> StreamPipe:
-        key = (side, stream_id)
-        pipe = self._pipes.get(key)
-        if pipe is None:
-            pipe = self._pipes[key] = StreamPipe(stream_id, self.net.stream_window)
-            limit = self._stream_limit[(side, is_bidi(stream_id))]
-            pipe.blocked = self._opener(stream_id) is side and limit is not None and stream_id >> 2 >= limit
-            self.stats["streams_blocked"] += pipe.blocked
-        return pipe
-
-    @staticmethod
-    def _opener(stream_id: int) -> Side:
-        return Side.CLIENT if is_client_initiated(stream_id) else Side.SERVER
-
-    def _maybe_closed(self, stream_id: int) -> None:
-        """Once both directions of a stream ended, the peer lets its opener open one more (after a one-way delay)."""
-        opener = self._opener(stream_id)
-        mine = self._pipes.get((opener, stream_id))
-        theirs = self._pipes.get((opener.other, stream_id))
-        if stream_id in self._closed_streams or mine is None or not mine.done:
-            return
-        if is_bidi(stream_id) and (theirs is None or not theirs.done):
-            return
-        self._closed_streams.add(stream_id)
-        key = (opener, is_bidi(stream_id))
-        if self._stream_limit[key] is None:
-            return
-
-        def raise_limit() -> None:
-            new = self._stream_limit[key] = (self._stream_limit[key] or 0) + 1
-            for (side, sid), pipe in self._pipes.items():
-                if side is opener and is_bidi(sid) == key[1] and pipe.blocked and sid >> 2 < new:
-                    pipe.blocked = False
-                    self._flush_at(side, pipe, self.now)
-
-        self._at(self.now + self._delay(), raise_limit)
-
-    def _send_stream(self, ep: Endpoint[E], cmd: SendStreamData) -> None:
-        if not self._may_send_on(ep, cmd.stream_id, "write"):
-            return
-        pipe = self._pipe(ep.side, cmd.stream_id)
-        if pipe.closed_for_writing:
-            self.misuse.append(f"{ep.side.name}: write on stream {cmd.stream_id} after FIN or reset")
-            return
-        if not cmd.data and not cmd.end_stream:
-            return
-        ready = max(self._departure(ep.side) + self._delay(), self._arrival_floor(ep.side))
-        ready = pipe.write(cmd.data, ready, cmd.end_stream)
-        self.stats["stream_bytes_sent"] += len(cmd.data)
-        self._flush_at(ep.side, pipe, ready)
-
-    def _reset_stream(self, ep: Endpoint[E], cmd: ResetStream) -> None:
-        if not self._may_send_on(ep, cmd.stream_id, "reset"):
-            return
-        pipe = self._pipe(ep.side, cmd.stream_id)
-        if pipe.reset_code is not None or pipe.fin_delivered:
-            return  # QUIC ignores a second reset, and a reset after the peer has everything
-        self._reset_pipe(ep.side, pipe, cmd.error_code)
-
-    def _reset_pipe(self, side: Side, pipe: StreamPipe, code: int) -> None:
-        undelivered = pipe.undelivered
-        keep = undelivered if self.rng.random() < self.net.reset_keep else self.rng.randint(0, undelivered)
-        if keep == undelivered and pipe.fin_written and self.rng.random() < 0.5:
-            return  # the FIN won the race: the peer sees a clean end and never the reset
-        ready = max(self._departure(side) + self._delay(), self._arrival_floor(side))
-        ready = pipe.reset(code, ready, keep)
-        self.stats["resets"] += 1
-        self.stats[f"resets_code_{code}"] += 1
-        self._flush_at(side, pipe, ready)
-
-    def _stop_sending(self, ep: Endpoint[E], cmd: StopSending) -> None:
-        peer = self._peer(ep)
-        ours = is_client_initiated(cmd.stream_id) == (ep.side is Side.CLIENT)
-        if ours and not is_bidi(cmd.stream_id):
-            self.misuse.append(f"{ep.side.name}: stop sending on send-only stream {cmd.stream_id}")
-            return
-        ready = max(self._departure(ep.side) + self._delay(), self._arrival_floor(ep.side))
-
-        def arrive() -> None:
-            pipe = self._pipe(peer.side, cmd.stream_id)
-            if pipe.done:
-                return
-            if not pipe.closed_for_writing:  # like aioquic: the peer's stack resets the stream with the same code
-                self._reset_pipe(peer.side, pipe, cmd.error_code)
-            self._deliver(peer, StopSendingReceived(cmd.stream_id, cmd.error_code))
-
-        self._at(ready, arrive)
 
     def _send_datagram(self, ep: Endpoint[E], cmd: SendDatagram) -> None:
         data = cmd.data
@@ -497,30 +355,6 @@ class Simulation(Generic[E]):
         self.stats["datagrams_delivered"] += 1
         self._deliver(ep, DatagramReceived(data))
 
-    def _grant_credit(self, ep: Endpoint[E], cmd: GrantCredit) -> None:
-        if cmd.nbytes <= 0:
-            self.misuse.append(f"{ep.side.name}: GrantCredit of {cmd.nbytes} on stream {cmd.stream_id}")
-            return
-        sender = self._peer(ep).side
-        key = (sender, cmd.stream_id)
-        self._granted[key] += cmd.nbytes
-        received = self._pipes[key].delivered if key in self._pipes else 0
-        if self._granted[key] > received:  # credit is for consumed bytes: more than arrived overruns the window
-            self.overcredit.append(
-                f"{ep.side.name}: GrantCredit total {self._granted[key]} on stream {cmd.stream_id}, "
-                f"only {received} bytes received"
-            )
-        if self.net.stream_window is None:
-            return
-        pipe = self._pipe(sender, cmd.stream_id)
-
-        def arrive() -> None:
-            assert pipe.limit is not None
-            pipe.limit += cmd.nbytes
-            self._flush_at(sender, pipe, self.now)
-
-        self._at(self.now + self._delay(), arrive)
-
     def _start_close(self) -> None:
         self.closing = True
         self._heap.clear()
@@ -534,32 +368,3 @@ class Simulation(Generic[E]):
         self._at(t, lambda: self._deliver(ep, event))
 
     # ---- internals: stream delivery ----
-    def _flush_at(self, sender: Side, pipe: StreamPipe, t: float) -> None:
-        self._at(max(t, self.now), lambda: self._flush(sender, pipe))
-
-    def _flush(self, sender: Side, pipe: StreamPipe) -> None:
-        receiver = self.server if sender is Side.CLIENT else self.client
-        n = pipe.deliverable(self.now)
-        if n:
-            if self.net.split_chunks and self.rng.random() < 0.6:
-                n = self.rng.randint(1, n)
-            data = pipe.take(n)
-            fin = pipe.reset_code is None and pipe.end_due(self.now)
-            if fin:
-                pipe.fin_delivered = True
-            self.stats["stream_chunks"] += 1
-            self.stats["stream_bytes_delivered"] += n
-            self._deliver(receiver, StreamDataReceived(pipe.stream_id, data, end_stream=fin))
-        elif pipe.end_due(self.now):
-            if pipe.reset_code is not None:
-                pipe.reset_delivered = True
-                self._deliver(receiver, StreamReset(pipe.stream_id, pipe.reset_code))
-            else:
-                pipe.fin_delivered = True
-                self._deliver(receiver, StreamDataReceived(pipe.stream_id, b"", end_stream=True))
-        else:
-            return  # nothing due: a later write, credit, release or stream limit schedules the next flush
-        if pipe.done:
-            self._maybe_closed(pipe.stream_id)
-        if not pipe.done and (pipe.deliverable(self.now) or pipe.end_due(self.now)):
-            self._flush_at(sender, pipe, self.now + self.rng.uniform(0.0, self.net.chunk_gap))

@@ -24,8 +24,10 @@ class CloseCode(IntEnum):
     INTERNAL_ERROR = 7
     SHUTTING_DOWN = 8
     """The server is draining (Server.drain): reconnect later or elsewhere."""
+    AUTHENTICATION_FAILED = 9
+    """The server refused the client: its `authenticate` callback raised (api/auth.py)."""
     SCHEMA_MISMATCH = 10
-    """The peers' entrypoint schemas differ (api/schema.py); 9 is kept for authentication."""
+    """The peers' entrypoint schemas differ (api/schema.py)."""
 
 
 class AqueductError(Exception):

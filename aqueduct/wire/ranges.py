@@ -12,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from .errors import ProtocolError, encoding_error
-from .varint import encode_int_array, read_int_array
+from .varint import MAX_VARINT, encode_int_array, read_int_array
+
+MAX_RANGE_END = MAX_VARINT
+"""The largest end (one past the last number) an ack range can name: a message number must be below it, and
+the unreliable messages a sender declares may total at most this, or no ack could name them (2^64 - 1)."""
 
 
 def validate_ranges(ranges: Sequence[int]) -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aeron_compat.batch import BatchError, decode_batch, encode_batch
-from aeron_compat.logbuffer import TermAppender
+from aeron_compat.client.logbuffer import TermAppender
+from aeron_compat.media.batch import BatchError, decode_batch, encode_batch
 
 TERM = 65536
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aeron_compat import Aeron, Context
-from aeron_compat.cli import main
+from aeron_compat.tools.cli import main
 
 
 def test_counters_count_resources_bytes_and_back_pressure(aeron: Aeron) -> None:

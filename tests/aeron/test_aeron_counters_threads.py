@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from aeron_compat import Aeron, Context
-from aeron_compat.counters import Counters
+from aeron_compat.client.counters import Counters
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aeron_compat.idle import BackoffIdleStrategy, NoOpIdleStrategy, SleepingIdleStrategy, YieldingIdleStrategy
+from aeron_compat.client.idle import BackoffIdleStrategy, NoOpIdleStrategy, SleepingIdleStrategy, YieldingIdleStrategy
 
 
 def test_backoff_spins_then_yields_then_parks_doubling() -> None:

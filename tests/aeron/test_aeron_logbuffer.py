@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aeron_compat.codes import BEGIN_FLAG, END_FLAG, HDR_TYPE_DATA, HDR_TYPE_PAD, align
-from aeron_compat.logbuffer import (
+from aeron_compat.client.codes import BEGIN_FLAG, END_FLAG, HDR_TYPE_DATA, HDR_TYPE_PAD, align
+from aeron_compat.client.logbuffer import (
     TermAppender,
     compute_position,
     frames_length,

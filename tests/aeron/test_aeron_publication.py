@@ -17,7 +17,7 @@ from aeron_compat import (
     PublicationClosedError,
     PublicationResult,
 )
-from aeron_compat.codes import HDR_TYPE_PAD
+from aeron_compat.client.codes import HDR_TYPE_PAD
 
 IPC = "aeron:ipc?term-length=64k"
 

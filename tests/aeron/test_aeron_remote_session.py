@@ -7,9 +7,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aeron_compat import Aeron, Context
-from aeron_compat.batch import encode_batch
-from aeron_compat.logbuffer import TermAppender
-from aeron_compat.remote import RemoteSession
+from aeron_compat.client.logbuffer import TermAppender
+from aeron_compat.media.batch import encode_batch
+from aeron_compat.media.remote import RemoteSession
 from aqueduct.api import channel
 
 TERM = 65536

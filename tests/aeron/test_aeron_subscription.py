@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aeron_compat import Action, Aeron, ControlledFragmentAssembler, FragmentAssembler, Header, Image
-from aeron_compat.codes import BEGIN_FLAG, END_FLAG, UNFRAGMENTED
+from aeron_compat.client.codes import BEGIN_FLAG, END_FLAG, UNFRAGMENTED
 
 IPC = "aeron:ipc?term-length=64k|mtu=1408"
 MAX_PAYLOAD = 1408 - 32

@@ -272,7 +272,7 @@ def test_lost_connection_makes_images_unavailable_without_end_of_stream(quic: Ca
 def test_hostile_control_messages_are_counted_and_ignored(quic: Callable[[], Aeron]) -> None:
     import asyncio
 
-    from aeron_compat.link import dev_certs
+    from aeron_compat.media.link import dev_certs
     from aqueduct.api import channel, connect
 
     server = quic()
@@ -319,7 +319,7 @@ def test_caller_loop_without_a_running_loop_is_refused() -> None:
 
 
 def test_big_messages_are_split_across_batches_and_reassembled(quic: Callable[[], Aeron]) -> None:
-    from aeron_compat.remote import BATCH_BYTES
+    from aeron_compat.media.remote import BATCH_BYTES
 
     server, client = quic(), quic()
     sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25260)}", STREAM)
@@ -332,7 +332,7 @@ def test_big_messages_are_split_across_batches_and_reassembled(quic: Callable[[]
 
 
 def test_stat_shows_the_drivers_connections(quic: Callable[[], Aeron]) -> None:
-    from aeron_compat.cli import format_snapshot
+    from aeron_compat.tools.cli import format_snapshot
 
     server, client = quic(), quic()
     server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25270)}", STREAM)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aeron_compat import ChannelUri, ChannelUriStringBuilder, InvalidChannelError
-from aeron_compat.uri import parse_size
+from aeron_compat.client.uri import parse_size
 
 
 def test_parse_udp_with_parameters() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aeron_compat import Aeron, Context
-from aeron_compat.counters import sweep_stale_driver_dirs
+from aeron_compat.client.counters import sweep_stale_driver_dirs
 
 
 def _dead_pid() -> int:

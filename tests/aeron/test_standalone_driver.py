@@ -18,8 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aeron_compat import NOT_CONNECTED, Aeron, BackoffIdleStrategy, Context, RegistrationError
-from aeron_compat.cli import main as cli_main
-from aeron_compat.driver_wire import MessageReader, WireError, encode_json
+from aeron_compat.driver.wire import MessageReader, WireError, encode_json
+from aeron_compat.tools.cli import main as cli_main
 
 PEER = str(Path(__file__).with_name("standalone_peer.py"))
 WAIT = 20.0

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aeron_compat.native.codec import decode_datagram, decode_frame, encode_datagram, encode_frame
 from aeron_compat.native.frames import (
     AeronWireError,
     DataFrame,
@@ -25,10 +26,6 @@ from aeron_compat.native.frames import (
     Setup,
     StatusMessage,
     UnknownFrame,
-    decode_datagram,
-    decode_frame,
-    encode_datagram,
-    encode_frame,
 )
 
 i32 = st.integers(-(2**31), 2**31 - 1)

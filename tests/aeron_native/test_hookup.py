@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Header, MessageTooLongError, Subscription
+from aeron_compat.client.uri import ChannelUri, InvalidChannelError
 from aeron_compat.native.publication import NativePublication
 from aeron_compat.native.subscription import NativeSubscription
-from aeron_compat.uri import ChannelUri, InvalidChannelError
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Publication, Subscription
+from aeron_compat.native.codec import decode_datagram
 from aeron_compat.native.driver import NativeDriver
-from aeron_compat.native.frames import Nak, decode_datagram
+from aeron_compat.native.frames import Nak
 from aeron_compat.native.interop import InteropUnavailable, RealPeer, ensure_venv
 from aeron_compat.native.proxy import ImpairmentProxy
 from aeron_compat.native.publication import NativePublication

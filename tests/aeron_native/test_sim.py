@@ -8,20 +8,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeron_compat.codes import Action
-from aeron_compat.native.frames import (
-    ErrorFrame,
-    Flags,
-    FrameType,
-    Heartbeat,
-    Nak,
-    Setup,
-    StatusMessage,
-    decode_datagram,
-    encode_frame,
-)
+from aeron_compat.client.codes import Action
+from aeron_compat.native.codec import decode_datagram, encode_frame
+from aeron_compat.native.frames import ErrorFrame, Flags, FrameType, Heartbeat, Nak, Setup, StatusMessage
 from aeron_compat.native.image import Header, ImageConfig
-from aeron_compat.native.publisher import DestinationMode, OfferCode, Publisher, PublisherConfig
+from aeron_compat.native.publisher import OfferCode, Publisher
+from aeron_compat.native.publisher_config import DestinationMode, PublisherConfig
 from aeron_compat.native.receiver import Receiver, ReceiverConfig
 from aeron_native.simnet import PUB, SUB, SUB2, Collector, SimNet, message
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aeron_compat.native.frames import decode_datagram, encode_datagram
+from aeron_compat.native.codec import decode_datagram, encode_datagram
 from aeron_compat.native.vectors import frame_from_json, frame_to_json
 
 VECTORS = json.loads((Path(__file__).parents[2] / "specs" / "vectors" / "aeron-wire.json").read_text())["vectors"]

@@ -20,7 +20,7 @@ from .conftest import guard, running
 
 def _true_unacked(p: AqueductProtocol) -> int:
     """aioquic's send buffers plus the writes the adapter holds back to coalesce them."""
-    return sum(len(s.sender._buffer) for s in p.quic._streams.values()) + p._held_bytes
+    return sum(len(s.sender._buffer) for s in p.quic._streams.values()) + p.writes.held_bytes
 
 
 async def test_a_reply_is_sent_after_the_task_its_request_woke(certs: DevCerts) -> None:
@@ -90,13 +90,13 @@ async def test_the_connection_bound_is_exact_though_its_count_is_only_an_upper_b
             while True:  # one loop turn: no packet is processed, only our writes move the count
                 conn.entrypoint.try_send(b"x" * 500)
                 sent += 1
-                assert p._unacked_upper >= _true_unacked(p)
+                assert p.writes.unacked_upper >= _true_unacked(p)
                 assert p.connection_blocked() == (_true_unacked(p) >= limit)
         assert p.connection_blocked() and _true_unacked(p) >= limit
         await guard(p.wait_while(lambda: _true_unacked(p) > 0))  # acks arrive: buffers shrink, the bound stays
-        assert p._unacked_upper >= limit
+        assert p.writes.unacked_upper >= limit
         assert not p.connection_blocked()
-        assert p.unacked_total() == p._unacked_upper == 0  # (the check replaced the bound by the sum)
+        assert p.unacked_total() == p.writes.unacked_upper == 0  # (the check replaced the bound by the sum)
         reply_tx, _reply_rx = aqueduct.channel()
         await conn.entrypoint.send({"ping": reply_tx})
     assert got == sent + 1

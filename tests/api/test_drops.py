@@ -72,7 +72,7 @@ async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_
         handles = [tx._handle for tx in senders]
         told: list[int | None] = []
         batches = 0
-        engine_drop, run_drops = link_of(conn).engine.drop_sender, link_of(conn)._run_drops
+        engine_drop, run_drops = link_of(conn).engine.drop_sender, link_of(conn).drops.run
 
         def drop_sender(handle: int, now: float | None = None) -> None:
             told.append(handle)
@@ -86,7 +86,7 @@ async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_
         loop = asyncio.get_running_loop()
         threadsafe: list[Any] = []
         monkeypatch.setattr(link_of(conn).engine, "drop_sender", drop_sender)
-        monkeypatch.setattr(link_of(conn), "_run_drops", counted)
+        monkeypatch.setattr(link_of(conn).drops, "run", counted)
         original = loop.call_soon_threadsafe
         def recording(*args: Any) -> Any:
             threadsafe.append(args)
@@ -145,7 +145,7 @@ async def test_a_half_moved_into_a_message_drops_nothing(certs: DevCerts) -> Non
             await rx.recv()
         del rx
         gc.collect()
-        assert not link_of(conn)._drops and not link_of(conn)._drop_scheduled
+        assert not link_of(conn).drops.queue and not link_of(conn).drops.scheduled
         await tx.send("still open")
         assert await guard(got.get()) == "still open"
 

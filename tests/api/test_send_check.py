@@ -1,5 +1,5 @@
 """A send skips its before-write blocked check only while no stream write happened since the last send found its
-stream not blocked (AqueductProtocol.stream_writes): a write on another channel in between is seen."""
+stream not blocked (StreamWrites.stream_writes, quic/writes.py): a write on another channel in between is seen."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from .conftest import guard, running
 
 
 def _true_unacked(p: AqueductProtocol) -> int:
-    return sum(len(s.sender._buffer) for s in p.quic._streams.values()) + p._held_bytes
+    return sum(len(s.sender._buffer) for s in p.quic._streams.values()) + p.writes.held_bytes
 
 
 async def test_a_send_waits_before_writing_when_another_channel_filled_the_connection_since(certs: DevCerts) -> None:

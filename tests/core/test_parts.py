@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -9,6 +10,7 @@ from aqueduct.core.acks import ReceiveAcks, SendAcks, settle_fresh
 from aqueduct.core.links import LinkTable
 from aqueduct.core.rangeset import RangeSet
 from aqueduct.core.timers import Timers
+from aqueduct.wire.errors import CloseCode, ProtocolError
 
 
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 8)), max_size=30), st.integers(0, 70))
@@ -75,7 +77,22 @@ def test_the_ledgers_count_the_ranges_a_cap_would_bound() -> None:
         acks.mark_reliable(n)
     acks.unrel_received.add(1, 2)
     assert acks.ranges_held() == 4 + 3 + 1  # pending 0,2,4,6; done 2,4,6 above the prefix; one unreliable
-    acks.check_caps()  # (no cap yet: the security work adds them here)
+    assert acks.check_caps(8, 0) is False and acks.check_caps(7, 0) is True  # the unreliable range trims
+    with pytest.raises(ProtocolError) as err:
+        acks.check_caps(6, 0)  # the reliable ones alone pass it
+    assert err.value.code == CloseCode.LIMIT_EXCEEDED
     tx = SendAcks()
     tx.ack_reliable((1, 1, 1), 10, 0)  # acks 0 and 2: one range above the prefix
     assert tx.ranges_held() == 1
+    tx.check_caps(1, 0)
+    with pytest.raises(ProtocolError):
+        tx.check_caps(0, 0)
+
+
+def test_nack_oldest_lets_the_oldest_unreliable_holes_be_decided() -> None:
+    acks = ReceiveAcks()
+    for n in range(0, 20, 2):
+        acks.unrel_received.add_one(n)
+    acks.nack_oldest(3)
+    acks.take_acknack(acks.decided_end())
+    assert len(acks.unrel_received) == 2 and acks.unrel_start == 15  # the boundary range is acked too

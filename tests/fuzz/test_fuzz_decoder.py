@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
+from harness.fuzzing import run_decoder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aqueduct.reliability.fuzzing import run_decoder
 from aqueduct.wire.frames import Message, encode_frame
 
 VALID = encode_frame(Message(4, 1, (), b"payload"))

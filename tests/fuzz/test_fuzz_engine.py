@@ -1,17 +1,17 @@
-"""CI-sized fuzzing of the engine as a malicious peer (the long run: benchmarks/fuzz_long.py, fuzz/)."""
+"""CI-sized fuzzing of the engine as a malicious peer (long runs: benchmarks/fuzz_long.py, tests/fuzz/atheris_*.py)."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from harness import fuzzing
+from harness.fuzzing import FUZZ_CONFIG, FuzzFinding, run_engine
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aqueduct.core.engine import Engine
 from aqueduct.core.incoming import Incoming
-from aqueduct.reliability import fuzzing
-from aqueduct.reliability.fuzzing import FUZZ_CONFIG, FuzzFinding, run_engine
 from aqueduct.wire.errors import CloseCode
 
 SERVER, START = b"\x01", b"\x01"

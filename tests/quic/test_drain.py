@@ -86,9 +86,9 @@ async def test_a_client_drains_its_own_socket_and_a_server_connection_never_drai
 
 
 def test_a_server_burst_hands_each_connection_its_events_once_after_the_last_datagram() -> None:
-    """Burst (quic/protocol.py): while open, connections given datagrams only join; on close each joined
+    """Burst (quic/burst.py): while open, connections given datagrams only join; on close each joined
     connection handles its events once, in the order they first joined, and the burst is empty again."""
-    from aqueduct.quic.protocol import Burst
+    from aqueduct.quic.burst import Burst
 
     ended: list[str] = []
 

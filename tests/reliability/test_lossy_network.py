@@ -1,8 +1,8 @@
 """Real QUIC through the seeded impairment proxy: nothing promised is lost, nothing is delivered twice, no hangs.
 
-Client and server run in this process with aqueduct.reliability's ImpairProxy
+Client and server run in this process with the library's ImpairProxy (aqueduct.bench.impair)
 between them (loss, loss bursts, duplication, reordering, jitter). Every
-channel is recorded by a Ledger whose check (see traffic.py) covers:
+channel is recorded by a TrafficLog and checked by the one ledger (see tests/harness/traffic.py):
 reliable messages exactly once (in order when ordered), unreliable ones at
 most once, and the sender's acks/nacks equal to what the receiving
 application got. A blackout longer than the idle timeout must end every
@@ -17,15 +17,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from harness.traffic import TrafficLog, TrafficShape, TreeTraffic
 
 import aqueduct
 from aqueduct import ConnectionLost, Delivery
 from aqueduct.api.connection import link_of
+from aqueduct.bench.impair import Impairment, ImpairProxy
 from aqueduct.errors import EndReason
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
-from aqueduct.reliability.impair import Impairment, ImpairProxy
-from aqueduct.reliability.traffic import Ledger, TrafficShape, TreeTraffic
 
 from .hostile import GUARD, until
 
@@ -40,14 +40,14 @@ def impairment(loss: float) -> Impairment:
 
 @contextlib.asynccontextmanager
 async def lossy(certs: DevCerts, loss: float, seed: int) -> AsyncIterator[tuple[Any, ...]]:
-    """(client connection, server connection list, proxy, ledger, traffic) over an impaired path."""
-    ledger = Ledger()
-    traffic = TreeTraffic(ledger, seed, TrafficShape(max_messages=6, max_depth=2, guard=GUARD))
+    """(client connection, server connection list, proxy, log, traffic) over an impaired path."""
+    log = TrafficLog()
+    traffic = TreeTraffic(log, seed, TrafficShape(max_messages=6, max_depth=2, guard=GUARD))
     server_conns: list[aqueduct.Connection] = []
     async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, settings=SETTINGS) as server:
         async def accept() -> None:
             async for sconn in server:
-                ledger.tap(sconn)
+                log.tap(sconn)
                 server_conns.append(sconn)
                 entry_tasks.add(asyncio.ensure_future(traffic.serve_entry(sconn.entrypoint)))
 
@@ -57,9 +57,9 @@ async def lossy(certs: DevCerts, loss: float, seed: int) -> AsyncIterator[tuple[
         try:
             conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, settings=SETTINGS,
                                           connect_timeout=SETTINGS.handshake_timeout)
-            ledger.tap(conn)
+            log.tap(conn)
             try:
-                yield conn, server_conns, proxy, ledger, traffic
+                yield conn, server_conns, proxy, log, traffic
             finally:
                 await conn.close(timeout=1.0)
         finally:
@@ -71,29 +71,29 @@ async def lossy(certs: DevCerts, loss: float, seed: int) -> AsyncIterator[tuple[
 
 @pytest.mark.parametrize(("loss", "seed"), [(0.05, 11), (0.20, 12)])
 async def test_random_trees_lose_nothing_under_loss(certs: DevCerts, loss: float, seed: int) -> None:
-    async with lossy(certs, loss, seed) as (conn, _, proxy, ledger, traffic):
+    async with lossy(certs, loss, seed) as (conn, _, proxy, log, traffic):
         for _ in range(4):  # waves, so the traffic spans many packets (and so many loss decisions)
             for _ in range(25):
                 await traffic.root(conn.entrypoint)
             await until(lambda: not traffic.tasks, "every channel end finished")
         orphans = traffic.finalize_orphans()
-    print(f"\nFIGURES lossy {loss:.0%}: sent={ledger.messages_sent} received={ledger.messages_received} "
-          f"channels={ledger.checked} acks_checked={ledger.acks_checked} orphans={orphans} ends={ledger.ends} "
+    print(f"\nFIGURES lossy {loss:.0%}: sent={log.messages_sent} received={log.messages_received} "
+          f"channels={log.checked} acks_checked={log.acks_checked} orphans={orphans} ends={log.ends} "
           f"dropped_up={proxy.stats.up.dropped}/{proxy.stats.up.received} "
           f"dropped_down={proxy.stats.down.dropped}/{proxy.stats.down.received} "
           f"duplicated={proxy.stats.up.duplicated + proxy.stats.down.duplicated}")
-    assert ledger.violations == []
-    assert ledger.acks_checked >= 5 and proxy.stats.up.dropped + proxy.stats.down.dropped > 0
+    assert log.violations == []
+    assert log.acks_checked >= 5 and proxy.stats.up.dropped + proxy.stats.down.dropped > 0
 
 
 @pytest.mark.parametrize(("loss", "seed"), [(0.05, 21), (0.20, 22)])
 async def test_one_channel_every_mode_sender_view_matches_receiver(certs: DevCerts, loss: float, seed: int) -> None:
     """100 ordered, 40 unordered and 60 unreliable messages on one channel, then a finish."""
-    async with lossy(certs, loss, seed) as (conn, _, _proxy, ledger, traffic):
-        rec = ledger.new_channel()
+    async with lossy(certs, loss, seed) as (conn, _, _proxy, log, traffic):
+        rec = log.new_channel()
         traffic._pending[rec.cid] = 2
         tx, rx = aqueduct.channel()
-        await conn.entrypoint.send({"h": [[rec.cid, rx]]})  # the server drains it into the ledger
+        await conn.entrypoint.send({"h": [[rec.cid, rx]]})  # the server drains it into the log
         plan = [Delivery.ORDERED] * 100 + [Delivery.UNORDERED] * 40 + [Delivery.UNRELIABLE] * 60
         counts = {True: 0, False: 0}
         for seq, mode in enumerate(plan[i] for i in _interleave(len(plan))):
@@ -111,8 +111,8 @@ async def test_one_channel_every_mode_sender_view_matches_receiver(certs: DevCer
     got_reliable = len(rec.received) - got_unreliable
     print(f"\nFIGURES one channel {loss:.0%}: reliable {got_reliable}/{counts[True]} delivered, "
           f"unreliable {got_unreliable}/{counts[False]} delivered, ends {rec.sender_end}/{rec.receiver_end}")
-    assert ledger.violations == []
-    assert rec.receiver_end is EndReason.FINISHED and ledger.acks_checked == 1
+    assert log.violations == []
+    assert rec.receiver_end is EndReason.FINISHED and log.acks_checked == 1
 
 
 def _interleave(n: int) -> list[int]:

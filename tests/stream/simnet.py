@@ -3,6 +3,9 @@
 Each datagram gets a seeded delay (jitter reorders), a seeded chance of loss
 and of duplication, and an optional `drop` predicate for scripted losses. The
 virtual clock jumps to the next delivery or endpoint timer; no wall time.
+Optionally each sender's link has a rate (bytes per second) and a drop-tail
+queue, and endpoint timers fire no sooner than a granularity after they are
+armed (as asyncio's epoll rounds a wait up to whole milliseconds).
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ class SimNet:
     sent: list[tuple[bytes, Address, Address]] = field(default_factory=list)
     app: Callable[[], None] | None = None  # an application step, run every `app_period_ns`
     app_period_ns: int = 1_000_000
+    rate: float = 0.0  # bytes per second per sender (0: unlimited)
+    queue_bytes: int = 1 << 62  # a sender's link queue beyond which datagrams are dropped
+    timer_granularity_ns: int = 0
+    _link_free: dict[Address, int] = field(default_factory=dict)
     _next_app: int = 0
     _queue: list[tuple[int, int, bytes, Address, Address]] = field(default_factory=list)
     _seq: int = 0
@@ -53,8 +60,15 @@ class SimNet:
         if self.rng.random() < self.loss:
             return
         copies = 2 if self.rng.random() < self.dup else 1
+        start = self.now
+        if self.rate:
+            start = max(self._link_free.get(src, 0), self.now)
+            if (start - self.now) * self.rate / 1e9 > self.queue_bytes:
+                return
+            start += int(len(data) / self.rate * 1e9)
+            self._link_free[src] = start
         for _ in range(copies):
-            at = self.now + self.delay_ns + (self.rng.randrange(self.jitter_ns) if self.jitter_ns else 0)
+            at = start + self.delay_ns + (self.rng.randrange(self.jitter_ns) if self.jitter_ns else 0)
             self._seq += 1
             heapq.heappush(self._queue, (at, self._seq, data, src, dst))
 
@@ -72,6 +86,9 @@ class SimNet:
         for ep in self.nodes.values():
             t = ep.next_timer(self.now)
             if t is not None:
+                g = self.timer_granularity_ns
+                if g and t > self.now:
+                    t = self.now + -(-(t - self.now) // g) * g
                 times.append(t)
         if not times:
             return False

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from aeron_compat.stream.connection import State
 from aeron_compat.stream.endpoint import Endpoint
 from aeron_compat.stream.errors import StreamLimitExceeded, StreamProtocolError
-from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.stream.limits import MS, StreamConfig
 from aeron_compat.stream.packets import Ack, Data, Dial, Rst, decode, encode
 from aeron_compat.stream.recv import ReceivedPackets, RecvStream
 from tests.stream.helpers import Pair
@@ -166,3 +166,21 @@ def test_security_md_states_the_stream_defaults_of_the_code() -> None:
     defaults = StreamConfig()
     for name, number, unit in found:
         assert getattr(defaults, name) == int(number) * units[unit], name
+
+
+def test_overtaken_packets_are_capped_at_a_window() -> None:
+    cfg = StreamConfig(max_payload=10, max_cwnd=100, initial_cwnd_packets=10, pacing_burst_packets=64)
+    net = SimNet()
+    pair = Pair(net, cfg)
+    net.run_until(pair.established)
+    c, s = pair.client, pair.server
+    assert s is not None
+    sid = c.open_stream()
+    c.send(sid, b"x" * 1000)
+    now = net.now
+    for _ in range(5):  # a peer acking only the newest packet of each flight, all within 50 ms
+        pns = [p.packet_number for p in (decode(d) for d in c.poll(now)) if isinstance(p, Data)]
+        c.on_packet(Ack(s.local_id, c.local_id, pns[-1], (1,)), now)
+        assert c.state_sizes()["overtaken"] <= cfg.max_cwnd // cfg.max_payload
+        now += MS
+    assert c.stats["lost"] > 0  # the oldest went out as lost

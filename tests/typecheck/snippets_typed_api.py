@@ -93,6 +93,9 @@ async def endpoints() -> None:
     async with aqueduct.connect("aqueduct://h:1", ca="ca.pem") as untyped:
         assert_type(untyped.entrypoint, Sender[Any])
     aqueduct.connect("aqueduct://h:1", cafile="ca.pem")  # E: No overload variant of "connect" matches
+    token = {"authorization": "Bearer t"}  # a dict[str, str] of headers is accepted as it is
+    async with aqueduct.connect("aqueduct://h:1", ca="ca.pem", headers=token) as authed:
+        assert_type(authed.entrypoint, Sender[Any])
     async with aqueduct.serve("127.0.0.1", 0, cert="c", key="k", entrypoint=Request) as server:
         async for sconn in server:
             assert_type(sconn.entrypoint, Receiver[Request])

@@ -1,0 +1,274 @@
+# The two ends of a publication session that crosses an Aqueduct connection.
+#   RemoteSubscriber  (publication side) a subscription of another driver, known by its "reg"
+#                     message; the matcher links it to local logs like any subscription.
+#   RemoteSink        (publication side) one log -> one remote subscriber: a task batches the
+#                     log's frames onto a data Sender; a second task reads the subscriber's
+#                     positions from a status Receiver, which is the sink's position for flow
+#                     control.  Both halves' partners travel attached to the "setup" message.
+#   RemoteSession     (subscription side) reads the data Receiver, validates batches, feeds the
+#                     image, and reports the image's position on the status Sender each time it
+#                     advances by a quarter window (so the publisher is never starved).
+# Every method marked "loop" runs on the driver's event loop; the others may run on any thread.
+"""Publication sinks, remote subscribers and receiving sessions for the Aqueduct media."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aqueduct.api import Receiver, Sender, channel
+from aqueduct.errors import AqueductError, WouldBlock
+
+from ..client.image import Image
+from ..client.logbuffer import Frame
+from ..client.publication import PublicationLog
+from .batch import BatchError, decode_batch, encode_batch
+
+if TYPE_CHECKING:
+    from ..client.subscription import Subscription
+    from .link import Link
+
+BATCH_BYTES = 32 * 1024
+DATAGRAM_OVERHEAD = 16
+
+
+class SessionHost(Protocol):
+    """What sinks and sessions ask of the network that owns them (`AqueductNetwork`)."""
+
+    loop: asyncio.AbstractEventLoop
+    sessions: set[RemoteSession]
+
+    def call(self, fn: Callable[[], object]) -> None:
+        """Run `fn` on the network's loop."""
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """A task on the loop, cancelled when the network closes (loop)."""
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Bump a driver counter."""
+
+    def next_id(self) -> int:
+        """A fresh correlation id."""
+
+
+class RemoteSubscriber:
+    """A subscription of the driver at the other end of `link`."""
+
+    def __init__(self, net: SessionHost, link: Link, remote_id: int, stream_id: int,
+                 session_filter: int | None) -> None:
+        self.net, self.link, self.remote_id = net, link, remote_id
+        self.stream_id = stream_id
+        self.session_filter = session_filter
+        self.is_closed = False
+        self._images: tuple[Image, ...] = ()
+        self.sinks: list[RemoteSink] = []
+
+    def _sinks_from(self, log: PublicationLog) -> list[RemoteSink]:
+        return [s for s in self.sinks if s.log is log]
+
+    def _attach(self, log: PublicationLog) -> None:
+        with log.lock:
+            sink = RemoteSink(self, log, log.appender.tail)
+            log.add_sink(sink)
+        self.sinks.append(sink)
+        self.net.call(lambda: self.net.spawn(sink.run()))
+
+    def close(self) -> None:
+        """The remote subscription went away: drop every sink."""
+        self.is_closed = True
+        for sink in list(self.sinks):
+            sink.lost()
+
+
+class RemoteSink:
+    """Frames of one log to one remote subscriber; its position comes back as status messages."""
+
+    def __init__(self, subscriber: RemoteSubscriber, log: PublicationLog, join_position: int) -> None:
+        self.subscriber, self.log = subscriber, log
+        self.net = subscriber.net
+        self.position = join_position
+        self.join_position = join_position
+        self.queue: deque[list[Frame]] = deque()
+        self.idle = False
+        self.eos: int | None = None
+        self.dropped = False
+        self._wake = asyncio.Event()
+        self._tx: Sender[Any] | None = None
+        self._status: Receiver[Any] | None = None
+
+    # --- any thread ----------------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        """Still sending."""
+        return not self.dropped
+
+    def deliver(self, frames: list[Frame]) -> None:
+        """Queue frames for the sending task (bounded by the log's window)."""
+        self.queue.append(frames)
+        if self.idle:
+            self.idle = False
+            self.net.call(self._wake.set)
+
+    def end_of_stream(self, final_position: int) -> None:
+        """Send what is queued, then finish the data channel."""
+        self.eos = final_position
+        self.net.call(self._wake.set)
+
+    def lost(self) -> None:
+        """Stop at once: the remote image becomes unavailable without end of stream."""
+        self.dropped = True
+        self.net.call(self._wake.set)
+
+    # --- loop ----------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Send the setup, then pump frames until end of stream, loss or disconnection."""
+        log, link = self.log, self.subscriber.link
+        reliable = log.channel.get("reliable") != "false"
+        tx, rx = channel()
+        status_tx, self._status = channel()
+        self._tx = tx
+        link.send_ctl({"t": "setup", "sub": self.subscriber.remote_id, "stream": log.stream_id,
+                       "session": log.session_id, "itid": log.initial_term_id, "tl": log.term_length,
+                       "mtu": log.mtu, "join": self.join_position, "win": log.window, "rel": reliable,
+                       "rcid": log.response_correlation_id, "data": rx, "status": status_tx})
+        status_task = asyncio.create_task(self._read_status())
+        try:
+            await self._pump(tx, reliable, link)
+            if self.dropped:
+                tx.cancel()
+            else:
+                await tx.finish()
+                await status_task
+        except (AqueductError, ConnectionError):
+            self.net.count("connection_errors")
+        finally:
+            status_task.cancel()
+            self._detach()
+
+    async def _pump(self, tx: Sender[Any], reliable: bool, link: Link) -> None:
+        limit = BATCH_BYTES if reliable else max(link.datagram_limit - DATAGRAM_OVERHEAD, 64)
+        while not self.dropped:
+            if not self.queue:
+                if self.eos is not None:
+                    return
+                self._wake.clear()
+                self.idle = True
+                if not self.queue and self.eos is None and not self.dropped:
+                    await self._wake.wait()
+                self.idle = False
+                continue
+            frames: list[Frame] = []
+            size = 8
+            while self.queue and size < limit:
+                batch = self.queue.popleft()
+                for i, frame in enumerate(batch):
+                    cost = 13 + len(frame.payload)
+                    if frames and size + cost > limit:
+                        self.queue.appendleft(batch[i:])
+                        break
+                    frames.append(frame)
+                    size += cost
+                else:
+                    continue
+                break
+            data = encode_batch(frames)
+            await tx.send(data, "ordered" if reliable or len(data) > limit else "unreliable")
+
+    async def _read_status(self) -> None:
+        assert self._status is not None
+        with contextlib.suppress(AqueductError, ConnectionError, StopAsyncIteration):
+            async for position in self._status:
+                if isinstance(position, int) and position > self.position:
+                    self.position = position
+        self.dropped = True
+        self._wake.set()
+
+    def _detach(self) -> None:
+        self.dropped = True
+        with self.log.lock:
+            self.log.remove_sink(self)
+        if self in self.subscriber.sinks:
+            self.subscriber.sinks.remove(self)
+        if self._status is not None:
+            self._status.close()
+
+
+class RemoteSession:
+    """One remote publication session feeding one local subscription's image."""
+
+    def __init__(self, net: SessionHost, link: Link, sub: Subscription, msg: dict[str, Any]) -> None:
+        self.net, self.link, self.sub = net, link, sub
+        self.session_id = int(msg["session"])
+        self.stream_id = int(msg["stream"])
+        self.initial_term_id = int(msg["itid"])
+        self.term_length = int(msg["tl"])
+        self.window = int(msg["win"])
+        self.reliable = bool(msg["rel"])
+        self.data: Receiver[Any] = msg["data"]
+        self.status: Sender[Any] = msg["status"]
+        join = int(msg["join"])
+        self.received = join
+        self.reported = join
+        self.image = Image(sub, self.session_id, self.initial_term_id, self.term_length, join, link.peer,
+                           net.next_id(), self, int(msg.get("rcid") or 0))
+        self.image._consumed_hook = self._consumed
+        self.image._report_at = join + max(self.window // 4, 32)
+        self.closed = False
+
+    # --- any thread ----------------------------------------------------------------------------------
+    def _consumed(self) -> None:
+        self.image._report_at = self.image.position + max(self.window // 4, 32)
+        self.net.call(self.report)
+
+    def remove_sink(self, sink: object) -> None:
+        """The image closed (drained after end of stream, or its subscription closed)."""
+        self.net.call(self.shutdown)
+
+    # --- loop ----------------------------------------------------------------------------------------
+    def report(self) -> None:
+        """Send the image's position (retried shortly if the status channel is full)."""
+        position = self.image.position
+        if self.closed or position <= self.reported:
+            return
+        try:
+            self.status.try_send(position)
+            self.reported = position
+        except WouldBlock:
+            self.net.loop.call_later(0.001, self.report)
+        except AqueductError:
+            self.shutdown()
+
+    async def run(self) -> None:
+        """Feed the image until the data channel finishes (end of stream) or fails (lost)."""
+        try:
+            async for batch in self.data:
+                frames = decode_batch(batch, self.initial_term_id, self.term_length)
+                fresh = [f for f in frames if f.position >= self.received]
+                if not fresh:
+                    continue
+                if fresh[0].position > self.received:
+                    self.net.count("nacks")
+                self.received = fresh[-1].next_position
+                self.image.deliver(fresh)
+            self.image.end_of_stream(self.received)
+        except BatchError:
+            self.net.count("errors")
+            self.image.lost()
+        except (AqueductError, ConnectionError):
+            self.image.lost()
+        finally:
+            if self.image.is_closed:
+                self.shutdown()
+
+    def shutdown(self) -> None:
+        """Close both channels."""
+        if self.closed:
+            return
+        self.closed = True
+        self.data.close()
+        with contextlib.suppress(AqueductError):
+            self.status.cancel()
+        self.net.sessions.discard(self)

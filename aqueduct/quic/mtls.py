@@ -1,0 +1,161 @@
+"""Mutual TLS: a server asks for, verifies and reads the client's certificate (what aioquic lacks).
+
+aioquic's TLS code can send a CertificateRequest only behind a test-only flag
+(`Context._request_client_certificate`), checks only the signature of the
+client's CertificateVerify (key possession, not who issued the certificate),
+accepts an empty Certificate as "no client authentication", and offers no
+API to read the certificate. `require_client_certificates(tls, auth)` turns
+one connection's TLS context into a `ClientVerifyingContext`, which:
+
+- sends a CertificateRequest in every full handshake;
+- refuses an empty Certificate with the `certificate_required` alert when
+  `auth.required` (else the connection goes on without a client identity);
+- after aioquic checked the CertificateVerify signature, verifies the chain
+  against `auth`'s CA file with cryptography's client verifier (validity
+  dates, signatures up to a root in the file, clientAuth extended key usage);
+  failure is the `bad_certificate` alert;
+- refuses to finish a handshake that requires a certificate but has none
+  (a resumed session would skip the request: servers that authenticate
+  clients by certificate issue no session tickets, see endpoint.py).
+
+An alert closes the QUIC connection during the handshake (CRYPTO_ERROR +
+alert): the server never reports HandshakeCompleted, so the engine's
+handshake gate (core/startup.py) holds every byte of the client until it
+is discarded; nothing of it reaches the application. `PeerIdentity.of`
+reads a certificate as the application sees it (`conn.peer_identity`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aioquic import tls
+from aioquic._buffer import Buffer
+from aioquic.quic.packet import QuicErrorCode
+from cryptography import x509
+from cryptography.x509 import verification
+
+from .certs import fingerprint
+from .credentials import check_ca_file
+
+
+@dataclass(frozen=True)
+class PeerIdentity:
+    """Who the peer's certificate says it is (verified against the CA it was checked with)."""
+
+    subject: str
+    """The certificate's subject as an RFC 4514 string, e.g. `CN=alice`."""
+    sans: tuple[str, ...]
+    """Its subject alternative names (DNS names, IP addresses, URIs, e-mail addresses) as text."""
+    fingerprint: str
+    """SHA-256 of the certificate's DER, lowercase hex (as `aqueduct cert` prints it)."""
+
+    @classmethod
+    def of(cls, cert: x509.Certificate) -> PeerIdentity:
+        """The identity of a parsed certificate."""
+        try:
+            ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            sans = tuple(str(getattr(name, "value", name)) for name in ext)
+        except x509.ExtensionNotFound:
+            sans = ()
+        return cls(cert.subject.rfc4514_string(), sans, fingerprint(cert))
+
+
+class AlertCertificateRequired(tls.Alert):
+    """TLS alert 116: the server requires a client certificate and none was sent."""
+
+    description = tls.AlertDescription.certificate_required
+
+
+@dataclass(frozen=True)
+class ClientAuth:
+    """A server's client-certificate policy: the CA file clients are verified against, and whether one is required."""
+
+    ca_file: Path
+    roots: tuple[x509.Certificate, ...]
+    required: bool = True
+
+    @classmethod
+    def load(cls, ca_file: str | Path, *, required: bool = True) -> ClientAuth:
+        """Read the CA file now (ConfigError naming it if it is missing or holds no certificate)."""
+        check_ca_file(ca_file)
+        roots = tuple(x509.load_pem_x509_certificates(Path(ca_file).read_bytes()))
+        return cls(Path(ca_file), roots, required)
+
+    def verify(self, leaf: x509.Certificate, chain: list[x509.Certificate]) -> None:
+        """Raise the bad_certificate alert unless `leaf` (with `chain`) leads to one of the roots for clientAuth."""
+        verifier = (
+            verification.PolicyBuilder()
+            .store(verification.Store(list(self.roots)))
+            .time(datetime.datetime.now(datetime.UTC))
+            .build_client_verifier()
+        )
+        try:
+            verifier.verify(leaf, chain)
+        except verification.VerificationError as exc:
+            raise tls.AlertBadCertificate(f"client certificate not accepted: {exc}") from None
+
+
+class ClientVerifyingContext(tls.Context):
+    """aioquic's server TLS context that requests, verifies and requires client certificates (see module doc)."""
+
+    client_auth: ClientAuth
+
+    def _server_handle_certificate(self, input_buf: Buffer) -> None:
+        super()._server_handle_certificate(input_buf)
+        if self._peer_certificate is None and self.client_auth.required:
+            raise AlertCertificateRequired("a client certificate is required")
+
+    def _server_handle_certificate_verify(self, input_buf: Buffer) -> None:
+        super()._server_handle_certificate_verify(input_buf)  # the client holds the certificate's key
+        assert self._peer_certificate is not None
+        self.client_auth.verify(self._peer_certificate, self._peer_certificate_chain)
+
+    def _server_handle_finished(self, input_buf: Buffer, output_buf: Buffer) -> None:
+        if self._peer_certificate is None and self.client_auth.required:
+            raise AlertCertificateRequired("a client certificate is required")
+        super()._server_handle_finished(input_buf, output_buf)
+
+
+def require_client_certificates(context: tls.Context, auth: ClientAuth) -> None:
+    """Make a server's fresh TLS context request and verify client certificates under `auth`."""
+    context.__class__ = ClientVerifyingContext
+    assert isinstance(context, ClientVerifyingContext)
+    context.client_auth = auth
+    context._request_client_certificate = True
+
+
+CERTIFICATE_ALERTS = {
+    tls.AlertDescription.certificate_required: "the server requires a client certificate: pass cert= and key=",
+    tls.AlertDescription.bad_certificate: "the server did not accept our client certificate",
+    tls.AlertDescription.unknown_ca: "the server does not know our client certificate's CA",
+    tls.AlertDescription.certificate_expired: "the server found our client certificate expired",
+    tls.AlertDescription.unsupported_certificate: "the server cannot use our client certificate",
+}
+"""TLS alerts a server sends when it refuses a client certificate, as the client is told of them."""
+
+
+def certificate_refusal(error_code: int) -> str | None:
+    """What a QUIC close code says if it is one of those alerts (CRYPTO_ERROR + alert), else None."""
+    alert = error_code - QuicErrorCode.CRYPTO_ERROR
+    for description, why in CERTIFICATE_ALERTS.items():
+        if alert == description:
+            return f"{why}: TLS alert {description.name}"
+    return None
+
+
+def peer_identity(context: tls.Context | None) -> PeerIdentity | None:
+    """The identity of the certificate the peer presented in this handshake (None: none, or a resumed session)."""
+    cert = getattr(context, "_peer_certificate", None)
+    return PeerIdentity.of(cert) if cert is not None else None
+
+
+def handshake_identity(protocol: Any) -> PeerIdentity | None:
+    """The verified certificate of an AqueductProtocol's peer, once its handshake passed every check (else None)."""
+    done = protocol.handshake
+    if not done.done() or done.cancelled() or done.exception() is not None:
+        return None
+    return peer_identity(getattr(protocol.quic, "tls", None))

@@ -1,0 +1,190 @@
+"""A live `aqueduct serve --echo` process for the hostile-peer suite, watched through its metrics endpoint.
+
+`live_server(certs, limits)` starts the echo service as a subprocess with the
+suite's limits (`--limit NAME=VALUE`) and a metrics endpoint, and yields a
+`LiveServer`. `Watch` scrapes that endpoint every `SAMPLE` seconds while an
+attack runs and keeps the peaks: the process's resident memory
+(`process_resident_memory_bytes`) and every engine table summed over live
+connections (`aqueduct_state_size{table}`, i.e. `Engine.state_sizes()`).
+`GoodClient` keeps doing echo round trips on its own connection from
+127.0.0.1 while the attacker (hostile.RawPeer, raw aioquic from 127.0.0.2)
+works, so "other connections are served meanwhile" is measured, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+import aqueduct
+from aqueduct.api.codec import RawCodec, RawMessage
+from aqueduct.quic.certs import DevCerts
+
+GUARD = 30.0
+SAMPLE = 0.05
+MIB = 1024 * 1024
+
+
+@dataclass
+class Sample:
+    """One scrape: resident memory, engine tables, and the server's counters."""
+
+    rss: int
+    tables: dict[str, int]
+    counters: dict[str, float]
+
+
+@dataclass
+class LiveServer:
+    """The process, where it listens, and where its metrics are."""
+
+    proc: asyncio.subprocess.Process
+    port: int
+    metrics: tuple[str, int]
+    url: str = ""
+
+    async def scrape(self) -> Sample:
+        reader, writer = await asyncio.open_connection(*self.metrics)
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        raw = await asyncio.wait_for(reader.read(), GUARD)
+        writer.close()
+        body = raw.partition(b"\r\n\r\n")[2].decode()
+        rss, tables, counters = 0, {}, {}
+        for family in text_string_to_metric_families(body):
+            for s in family.samples:
+                if s.name == "process_resident_memory_bytes":
+                    rss = int(s.value)
+                elif s.name == "aqueduct_state_size":
+                    tables[s.labels["table"]] = int(s.value)
+                elif s.name.endswith("_total"):
+                    counters[s.name] = counters.get(s.name, 0.0) + s.value
+        return Sample(rss, tables, counters)
+
+    async def counter_reaches(self, name: str, value: float) -> None:
+        """Scrape until a counter reaches `value` (the server counts a connection once aioquic ended it)."""
+        async with asyncio.timeout(GUARD):
+            while (await self.scrape()).counters.get(name, 0.0) < value:
+                await asyncio.sleep(SAMPLE)
+
+
+@contextlib.asynccontextmanager
+async def live_server(certs: DevCerts, limits: dict[str, object], *extra: str) -> AsyncIterator[LiveServer]:
+    args = [f"{k}={v}" for k, v in limits.items()]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aqueduct", "serve", "--echo", "--port", "0", "--cert", str(certs.cert), "--key",
+        str(certs.key), "--metrics-port", "0", *[a for arg in args for a in ("--limit", arg)], *extra,
+        stdout=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        listening = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
+        metrics = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
+        port = int(listening.split()[-1].rpartition(":")[2])
+        mhost, _, mport = metrics.split()[-1].removeprefix("http://").removesuffix("/metrics").rpartition(":")
+        yield LiveServer(proc, port, (mhost, int(mport)), f"aqueduct://127.0.0.1:{port}")
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+@dataclass
+class Watch:
+    """Peaks of a live server's memory and tables while an attack runs (scraped every SAMPLE seconds)."""
+
+    server: LiveServer
+    before: Sample | None = None
+    peak_rss: int = 0
+    peak_tables: dict[str, int] = field(default_factory=dict)
+    after: Sample | None = None
+    _task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Watch:
+        self.before = await self.server.scrape()
+        self.peak_rss = self.before.rss
+        self._task = asyncio.ensure_future(self._run())
+        return self
+
+    async def _run(self) -> None:
+        while True:
+            await self._one()
+            await asyncio.sleep(SAMPLE)  # a sampling period, not a synchronisation
+
+    async def _one(self) -> Sample:
+        s = await self.server.scrape()
+        self.peak_rss = max(self.peak_rss, s.rss)
+        for k, v in s.tables.items():
+            self.peak_tables[k] = max(self.peak_tables.get(k, 0), v)
+        return s
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self.after = await self._one()
+
+    @property
+    def growth_mib(self) -> float:
+        """How far resident memory rose above where it was before the attack, at its peak."""
+        assert self.before is not None
+        return (self.peak_rss - self.before.rss) / MIB
+
+
+class GoodClient:
+    """A well-behaved client doing echo round trips on one connection until stopped; counts them."""
+
+    def __init__(self, url: str, certs: DevCerts, **options: Any) -> None:
+        self.url, self.certs, self.options = url, certs, options
+        self.round_trips = 0
+        self._stop = asyncio.Event()
+        self._progress = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> GoodClient:
+        conn = await asyncio.wait_for(aqueduct.connect(self.url, ca=self.certs.ca, codec=RawCodec(), **self.options),
+                                      GUARD)
+        self._task = asyncio.ensure_future(self._run(conn))
+        return self
+
+    async def _run(self, conn: aqueduct.Connection) -> None:
+        async with conn:
+            while not self._stop.is_set():
+                tx, rx = aqueduct.channel()
+                await conn.entrypoint.send(RawMessage(b"ping", [tx]))
+                reply = await asyncio.wait_for(rx.recv(), GUARD)
+                assert reply.data == b"ping"
+                self.round_trips += 1
+                self._progress.set()
+                self._progress = asyncio.Event()
+
+    async def served_during(self) -> int:
+        """Wait for one more completed round trip (proving the server still serves); the count so far."""
+        assert self._task is not None
+        progress = asyncio.ensure_future(self._progress.wait())
+        done, _ = await asyncio.wait({progress, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        progress.cancel()
+        if self._task in done:
+            self._task.result()  # the good client failed: raise why
+        return self.round_trips
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        assert self._task is not None
+        await asyncio.wait_for(self._task, GUARD)
+
+
+def figures(name: str, watch: Watch, **extra: object) -> str:
+    """One line for the closing note: memory before / peak / after and the tables' peaks."""
+    assert watch.before is not None and watch.after is not None
+    tables = ", ".join(f"{k}={v}" for k, v in sorted(watch.peak_tables.items()) if v)
+    more = "".join(f", {k}={v}" for k, v in extra.items())
+    line = (f"FIGURES {name}: rss_before={watch.before.rss / MIB:.1f}MiB peak={watch.peak_rss / MIB:.1f}MiB "
+            f"after={watch.after.rss / MIB:.1f}MiB growth={watch.growth_mib:.1f}MiB; peak tables: {tables}{more}")
+    print("\n" + line)
+    return line
