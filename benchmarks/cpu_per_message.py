@@ -6,7 +6,8 @@ message of this process (the sender) and of the peer (the receiver), read
 from /proc: a rate says how fast, CPU per message says which end limits it
 and by how much (compare runs, not machines).
 
-    .venv/bin/python benchmarks/cpu_per_message.py ordered|unordered|unreliable|channels|tuned|aioquic|datagrams
+    .venv/bin/python benchmarks/cpu_per_message.py \
+        ordered|unordered|unreliable|channels|tuned|rtt|aioquic|datagrams|per-message|aioquic-rtt
         [--size BYTES] [--seconds S] [--uvloop]
 """
 
@@ -22,13 +23,14 @@ import tempfile
 import time
 from typing import Any
 
-from aqueduct.bench.clients import AqueductClient
+from aqueduct.bench.clients import AqueductClient, Rate
 from aqueduct.bench.rawquic import RawQuicClient
 from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import make_dev_certs
 
 MODES = {"ordered": Delivery.ORDERED, "unordered": Delivery.UNORDERED, "unreliable": Delivery.UNRELIABLE,
-         "channels": Delivery.ORDERED, "tuned": Delivery.ORDERED}
+         "channels": Delivery.ORDERED, "tuned": Delivery.ORDERED, "rtt": Delivery.ORDERED}
+RAW = ("aioquic", "datagrams", "per-message", "aioquic-rtt")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -38,8 +40,9 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _client(workload: str, ports: dict[str, int], ca: Any) -> AqueductClient | RawQuicClient:
-    if workload in ("aioquic", "datagrams"):
-        return RawQuicClient(ports["aioquic"], ca, datagrams=workload == "datagrams")
+    if workload in RAW:
+        return RawQuicClient(ports["aioquic"], ca, datagrams=workload == "datagrams",
+                             per_message=workload == "per-message")
     if workload == "tuned":
         return AqueductClient(ports["aqueduct-tuned"], ca, "raw", Delivery.ORDERED, tuned=True)
     return AqueductClient(ports["aqueduct-raw"], ca, "raw", MODES[workload])
@@ -57,6 +60,10 @@ async def run(workload: str, size: int, seconds: float, uvloop: bool) -> str:
         await client.open()
 
         async def measure(window: float) -> Any:
+            if workload in ("rtt", "aioquic-rtt"):  # one 64 B message at a time, echoed
+                start = time.perf_counter()
+                trips = await client.rtt(size, window, 10**9)
+                return Rate(len(trips), len(trips) * size, time.perf_counter() - start)
             if workload == "channels":
                 assert isinstance(client, AqueductClient)
                 return await client.channels(window, 10**9)
@@ -71,8 +78,9 @@ async def run(workload: str, size: int, seconds: float, uvloop: bool) -> str:
         peer.stdin.close()
         peer.wait(10)
     n = rate.messages
-    what = "channels created" if workload == "channels" else f"{workload} {size} B messages"
-    per = "channel" if workload == "channels" else "message"
+    what = ("channels created" if workload == "channels" else f"{workload} {size} B round trips"
+            if workload.endswith("rtt") else f"{workload} {size} B messages")
+    per = "channel" if workload == "channels" else "round trip" if workload.endswith("rtt") else "message"
     busy_ours, busy_peer = our_cpu / rate.seconds, peer_cpu / rate.seconds
     return (f"{what}: {n / rate.seconds:,.0f}/s; CPU per {per}: sender {our_cpu / n * 1e6:.1f} us "
             f"({busy_ours:.0%} busy), receiver {peer_cpu / n * 1e6:.1f} us ({busy_peer:.0%} busy)")
@@ -81,7 +89,7 @@ async def run(workload: str, size: int, seconds: float, uvloop: bool) -> str:
 def main() -> None:
     """Command-line entry."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("workload", choices=[*MODES, "aioquic", "datagrams"])
+    ap.add_argument("workload", choices=[*MODES, *RAW])
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--uvloop", action="store_true", help="both processes on uvloop")

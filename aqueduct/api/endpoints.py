@@ -313,6 +313,8 @@ class ServeOptions(TypedDict, total=False):
     client_ca: str | Path | None
     require_client_cert: bool
     authenticate: Authenticate | None
+    workers: int
+    worker: int
 
 
 @overload
@@ -333,6 +335,10 @@ def serve(
     `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
     `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`), or an
     `aqueduct.metrics.Metrics` to count into (served by the caller).
+    `workers=N, worker=i`: this process is worker i of N processes serving one UDP port (each calls `serve`
+    with the same host, port and N; worker 0 may use port 0, the others then need its port): the kernel
+    spreads clients over them, and a packet of a connection reaching another worker (after the client's
+    address changed) is handed to its owner. `aqueduct serve --workers N` starts such processes.
 
     With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
     impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
@@ -366,6 +372,8 @@ async def _serve(
     client_ca: str | Path | None = None,
     require_client_cert: bool = True,
     authenticate: Authenticate | None = None,
+    workers: int = 1,
+    worker: int = 0,
 ) -> AsyncIterator[Server[Any]]:
     server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check, authenticate)
     client_auth = ClientAuth.load(client_ca, required=require_client_cert) if client_ca is not None else None
@@ -374,7 +382,8 @@ async def _serve(
     transport, quic_server = await open_server(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
         headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
-        tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth,
+        tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
+        worker=worker,
     )
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])

@@ -18,7 +18,7 @@ import json
 import sys
 import threading
 import tracemalloc
-from typing import Any
+from typing import Any, ClassVar
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.asyncio.server import serve as quic_serve
@@ -39,6 +39,8 @@ from .protocol import (
     HOLD,
     PING,
     SINK,
+    STREAMS_ECHO,
+    STREAMS_SINK,
     TYPED_CHANNELS,
     TYPED_SINK,
     encode_count,
@@ -124,18 +126,47 @@ class _RawStream:
 
 
 class RawServerProtocol(QuicConnectionProtocol):
-    """Raw aioquic peer: per-stream commands with length-prefixed frames; counts datagrams."""
+    """Raw aioquic peer: per-stream commands with length-prefixed frames; counts datagrams; counts or echoes
+    messages that come one per unidirectional stream (for the STREAMS_* command running on this connection)."""
+
+    live: ClassVar[set[RawServerProtocol]] = set()
+    """The connections not yet terminated (the connection benchmark counts them)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        RawServerProtocol.live.add(self)
         self._streams: dict[int, _RawStream] = {}
         self._datagrams = 0
+        self._uni: dict[int, Deframer] = {}
+        self._uni_target: tuple[int, _RawStream] | None = None
 
     def quic_event_received(self, event: qe.QuicEvent) -> None:
         if isinstance(event, qe.StreamDataReceived):
-            self._on_stream(event.stream_id, event.data, event.end_stream)
+            if event.stream_id & 2:
+                self._on_uni(event.stream_id, event.data, event.end_stream)
+            else:
+                self._on_stream(event.stream_id, event.data, event.end_stream)
         elif isinstance(event, qe.DatagramFrameReceived):
             self._datagrams += 1
+        elif isinstance(event, qe.ConnectionTerminated):
+            RawServerProtocol.live.discard(self)
+
+    def _on_uni(self, sid: int, data: bytes, end: bool) -> None:
+        if end:
+            deframer = self._uni.pop(sid, None) or Deframer()
+        else:
+            deframer = self._uni.get(sid) or self._uni.setdefault(sid, Deframer())
+        frames = deframer.feed(data)
+        target = self._uni_target
+        if not frames or target is None:
+            return
+        target_sid, st = target
+        if st.cmd == STREAMS_SINK:
+            st.count += len(frames)
+        else:
+            quic = introspect.connection_of(self)
+            for payload in frames:
+                quic.send_stream_data(target_sid, frame(payload))
 
     def _on_stream(self, sid: int, data: bytes, end: bool) -> None:
         st = self._streams.get(sid)
@@ -152,6 +183,8 @@ class RawServerProtocol(QuicConnectionProtocol):
                     frames = []
                 if st.cmd == PING:
                     quic.send_stream_data(sid, frame(b"p"), end_stream=True)
+                elif st.cmd in (STREAMS_SINK, STREAMS_ECHO):
+                    self._uni_target = (sid, st)
             if st.cmd == ECHO:
                 for payload in frames:
                     quic.send_stream_data(sid, frame(payload))
@@ -159,8 +192,12 @@ class RawServerProtocol(QuicConnectionProtocol):
             st.count += st.deframer.count(data)[0]
         if end:
             del self._streams[sid]
-            if st.cmd == SINK:
+            if self._uni_target is not None and self._uni_target[0] == sid:
+                self._uni_target = None
+            if st.cmd in (SINK, STREAMS_SINK):
                 quic.send_stream_data(sid, frame(encode_count(st.count)), end_stream=True)
+            elif st.cmd == STREAMS_ECHO:
+                quic.send_stream_data(sid, b"", end_stream=True)
             elif st.cmd == DATAGRAMS:
                 quic.send_stream_data(sid, frame(encode_count(self._datagrams - st.datagrams_at_start)), True)
             elif st.cmd == ECHO:
@@ -242,6 +279,18 @@ async def _stream_accept(endpoint: Any) -> None:
 # ---------------------------------------------------------------- main
 
 
+async def start_raw_server(cert: str, key: str, idle_timeout: float | None = None) -> Any:
+    """The raw aioquic server (RawServerProtocol; single-use session tickets as Aqueduct's bench server) on a
+    free loopback port; `idle_timeout` in seconds, else aioquic's default."""
+    raw_cfg = QuicConfiguration(is_client=False, alpn_protocols=[RAW_ALPN], max_datagram_frame_size=65536)
+    if idle_timeout is not None:
+        raw_cfg.idle_timeout = idle_timeout
+    raw_cfg.load_cert_chain(cert, key)
+    tickets = _SingleUseTickets()
+    return await quic_serve("127.0.0.1", 0, configuration=raw_cfg, create_protocol=RawServerProtocol,
+                            session_ticket_fetcher=tickets.fetch, session_ticket_handler=tickets.add)
+
+
 def _udp_port(server: Any) -> int:
     return introspect.server_port(server)
 
@@ -254,9 +303,6 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:
 async def serve_all(cert: str, key: str) -> None:
     """Serve every transport; print the ports; return when stdin closes."""
     settings = bench_settings()
-    raw_cfg = QuicConfiguration(is_client=False, alpn_protocols=[RAW_ALPN], max_datagram_frame_size=65536)
-    raw_cfg.load_cert_chain(cert, key)
-    tickets = _SingleUseTickets()
     async with (
         aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(), settings=settings,
                        single_use_tickets=True) as aq_raw,
@@ -265,8 +311,7 @@ async def serve_all(cert: str, key: str) -> None:
         aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(),
                        settings=bench_settings(tuned=True), single_use_tickets=True) as aq_tuned,
     ):
-        raw_server = await quic_serve("127.0.0.1", 0, configuration=raw_cfg, create_protocol=RawServerProtocol,
-                                      session_ticket_fetcher=tickets.fetch, session_ticket_handler=tickets.add)
+        raw_server = await start_raw_server(cert, key)
         tcp_server = await asyncio.start_server(_tcp_client, "127.0.0.1", 0)
         stream_ep = await StreamEndpoint.listen("127.0.0.1", 0)
         accept = [asyncio.ensure_future(_aq_accept(server, codec))

@@ -10,6 +10,10 @@ connection):
 - HOLD (Aqueduct): keep every Receiver that arrives, idle, until the end; reply the count.
 - DATAGRAMS (raw QUIC): count the datagrams arriving until the stream ends; reply the count.
 - PING: reply once (connection set-up: time to the first echo).
+- STREAMS_SINK (raw QUIC): count the messages that arrive each on its own new unidirectional stream (one frame,
+  then FIN) until this stream ends; reply the count. The reference for Aqueduct's unordered channels, which
+  the spec sends one stream per message.
+- STREAMS_ECHO (raw QUIC): send every message arriving on its own unidirectional stream back on this stream.
 - TYPED_SINK (Aqueduct, typed rows): SINK on a channel typed `BenchOrder` (bench/typed.py): each message
   is converted and validated.
 - TYPED_CHANNELS (Aqueduct, typed rows): CHANNELS where every message is a `BenchCarrier` holding a typed
@@ -28,6 +32,7 @@ from ..api.codec import RawMessage
 
 SINK, ECHO, CHANNELS, HOLD, DATAGRAMS, PING = b"S", b"E", b"C", b"H", b"D", b"P"
 TYPED_SINK, TYPED_CHANNELS = b"T", b"U"
+STREAMS_SINK, STREAMS_ECHO = b"V", b"W"
 COUNT_BYTES = 8
 
 

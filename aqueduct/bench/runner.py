@@ -9,6 +9,7 @@ costs run in a fresh process (engine.py) so its resident memory is its own.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,7 +46,15 @@ WORKLOADS = [
     Workload("channels", "channel creation (one per message)", "channels/s"),
     Workload("setup_1rtt", "connect to first echo, 1-RTT", "ms", False),
     Workload("setup_0rtt", "connect to first echo, 0-RTT", "ms", False),
+    Workload("hs_seq", "handshakes, sequential", "/s"),
+    Workload("hs_32", "handshakes, 32 concurrent", "/s"),
+    Workload("conn_mem", "server memory per idle connection (RSS)", "B", False),
+    Workload("rtt_idle_server", "64 B echo p50, new connection, idle server", "us", False),
+    Workload("rtt_loaded", "64 B echo p50, new connection, server holding the idle ones", "us", False),
+    Workload("connect_loaded", "connect, server holding the idle ones", "ms", False),
 ]
+CONNECTION_WORKLOADS = ("hs_seq", "hs_32", "conn_mem", "rtt_idle_server", "rtt_loaded", "connect_loaded")
+"""Measured by connections.py (`--connections`) for the "aqueduct ordered raw" and "aioquic" rows."""
 BY_KEY = {w.key: w for w in WORKLOADS}
 
 
@@ -71,15 +80,18 @@ class Transport:
     """Typed rows: a 3-field message type checked by the sender and converted by the receiver (bench/typed.py)."""
 
 
+PER_MESSAGE = "aioquic stream per message"
+"""The unordered rows' reference: raw aioquic, each message on its own new unidirectional stream."""
 FULL = ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "channels", "setup_1rtt", "setup_0rtt")
 TRANSPORTS = [
     Transport("aqueduct ordered raw", "aqueduct", FULL),
-    Transport("aqueduct unordered raw", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), mode=Delivery.UNORDERED),
+    Transport("aqueduct unordered raw", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), mode=Delivery.UNORDERED,
+              reference=PER_MESSAGE),
     Transport("aqueduct unreliable raw", "aqueduct", ("msg64",), mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
     Transport("aqueduct ordered cbor", "aqueduct", FULL, codec="cbor"),
     Transport("aqueduct unordered cbor", "aqueduct", ("msg64", "msg16k", "rtt_p50", "rtt_p99"), codec="cbor",
-              mode=Delivery.UNORDERED),
+              mode=Delivery.UNORDERED, reference=PER_MESSAGE),
     Transport("aqueduct unreliable cbor", "aqueduct", ("msg64",), codec="cbor", mode=Delivery.UNRELIABLE,
               reference="aioquic datagrams"),
     Transport("aqueduct ordered cbor typed", "aqueduct", ("msg64", "channels"), codec="cbor", typed=True),
@@ -89,6 +101,7 @@ TRANSPORTS = [
               reference="aioquic datagrams", tuned=True),
     Transport("aioquic", "aioquic", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt", "setup_0rtt")),
     Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
+    Transport(PER_MESSAGE, "aioquic per message", ("msg64", "msg16k", "rtt_p50", "rtt_p99")),
     Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
     Transport("marlin stream", "stream", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
 ]
@@ -117,6 +130,14 @@ class Options:
     """Also measure bulk goodput at 0/1/5% loss through the impairment proxy (loss.py)."""
     loss_window: float = 1.0
     loss_rounds: int = 3
+    connections: bool = False
+    """Also measure the connection rows (connections.py)."""
+    connection_window: float = 1.0
+    """Seconds per handshake-rate measurement and per echo-p50 measurement of the connection rows."""
+    idle: int = 10_000
+    """Idle connections the connection rows hold (0: skip the memory and loaded-server rows)."""
+    idle_budget: float = 180.0
+    """Seconds each kind may spend opening them (a loaded machine opens fewer: the table says how many)."""
 
 
 @dataclass
@@ -130,6 +151,8 @@ class Results:
     engine: dict[str, Any] = field(default_factory=dict)
     loss: list[dict[str, Any]] = field(default_factory=list)
     """The loss curves (loss.curves), when asked for."""
+    connections: dict[str, Any] = field(default_factory=dict)
+    """Per connection-server kind: idle connections asked for and held, time to open them (connections.py)."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -142,7 +165,8 @@ def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
         return TcpClient(ports["tcp"])
     if t.family == "stream":
         return StreamClient(ports["stream"])
-    return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams")
+    return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams",
+                         per_message=t.family == "aioquic per message")
 
 
 WARMUP = 0.1
@@ -229,12 +253,9 @@ def _engine_costs(opts: Options) -> dict[str, Any]:
 
 
 def _environment(opts: Options) -> dict[str, Any]:
-    import os
-    import platform
-    from importlib.metadata import version
+    from .machine import facts
 
-    return {"python": platform.python_version(), "aioquic": version("aioquic"), "cpus": os.cpu_count(),
-            "loop": "uvloop" if opts.uvloop else "asyncio", "load_average": list(os.getloadavg())}
+    return {**facts(), "loop": "uvloop" if opts.uvloop else "asyncio"}
 
 
 async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -> Results:
@@ -287,6 +308,15 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 finally:
                     _stop(proxy_proc)
                 results.loss = loss.curves(samples)
+            if opts.connections:
+                from . import connections
+
+                def record_connection(transport: str, key: str, value: float) -> None:
+                    results.samples.setdefault(transport, {}).setdefault(key, []).append(value)
+
+                results.connections = await connections.measure(
+                    certs, opts.connection_window, opts.rounds, opts.idle, record_connection, progress,
+                    opts.idle_budget)
         finally:
             for p in (proc, fast_proc):
                 if p is not None:
@@ -296,4 +326,5 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
         progress(f"engine-only costs ({opts.engine_channels} channels)")
         results.engine = _engine_costs(opts)
     results.seconds = time.perf_counter() - started
+    results.environment["load_average_at_end"] = list(os.getloadavg())
     return results

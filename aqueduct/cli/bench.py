@@ -3,7 +3,9 @@
 Defaults take about 1.5 minutes on a 2-core machine: 5 alternating rounds
 of 0.3 s measurements per cell, the API memory figure at 10,000 channels,
 and the engine-only costs at 100,000 channels. Prints a table; `--json`
-writes every sample and figure, `--plot` a PNG. See aqueduct/bench/.
+writes every sample and figure, `--plot` a PNG, `--save` keeps the run
+(with machine facts) under benchmarks/results/; `--compare A B` runs nothing
+and prints the ratio table between two saved runs. See aqueduct/bench/.
 """
 
 from __future__ import annotations
@@ -31,29 +33,51 @@ def register(sub: Any) -> None:
     p.add_argument("--uvloop", action="store_true", help="run both processes on uvloop (extra 'fast')")
     p.add_argument("--loss-curves", action="store_true",
                    help="also measure Marlin Stream and Aqueduct bulk at 0/1/5%% loss through the impairment proxy")
+    p.add_argument("--connections", action="store_true",
+                   help="also measure handshakes/s, memory per idle connection and echo with --idle connections held")
+    p.add_argument("--idle", type=int, default=10_000, help="idle connections held by --connections (default 10000)")
+    p.add_argument("--idle-budget", type=float, default=180.0,
+                   help="seconds each kind may spend opening the --idle connections (default 180)")
+    p.add_argument("--connection-window", type=float, default=1.0,
+                   help="seconds per handshake-rate and echo measurement of --connections")
     p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="PNG", help="write a chart (matplotlib)")
+    p.add_argument("--save", action="store_true",
+                   help="also write the run as JSON with machine facts under benchmarks/results/ (prints the path)")
+    p.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                   help="run nothing: print the ratio table between two saved runs (B / A per cell)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite and report."""
-    from ..bench import report
+    from ..bench import record, report
     from ..bench.runner import TRANSPORTS, Options
     from ..bench.runner import run as run_suite
 
+    if args.compare:
+        try:
+            a, b = (record.load(path) for path in args.compare)
+        except record.CompareError as e:
+            print(f"aqueduct bench: {e}", file=sys.stderr)
+            return 2
+        print(record.compare_table(a, b, *args.compare))
+        return 0
+
     names = [t.name for t in TRANSPORTS]
     unknown = [o for o in args.only if not any(o in n for n in names)]
-    if unknown or args.rounds < 1 or args.window <= 0:
+    if unknown or args.rounds < 1 or args.window <= 0 or args.connection_window <= 0 or args.idle < 0:
         why = (f"no transport name contains {unknown[0]!r} (transports: {', '.join(names)})" if unknown
-               else "--rounds must be at least 1 and --window positive")
+               else "--rounds must be at least 1, --window and --connection-window positive, --idle not negative")
         print(f"aqueduct bench: {why}", file=sys.stderr)
         return 2
 
     opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
-                   only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves)
+                   only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves,
+                   connections=args.connections, idle=args.idle, connection_window=args.connection_window,
+                   idle_budget=args.idle_budget)
 
     def progress(line: str) -> None:
         if not args.quiet:
@@ -74,4 +98,7 @@ def run(args: argparse.Namespace) -> int:
                 json.dump(report.as_json(results), f, indent=1)
     if args.plot:
         report.plot(results, args.plot)
+    if args.save:
+        path = record.save(report.as_json(results))
+        print(f"saved {path}", file=sys.stderr if args.json == "-" else sys.stdout)
     return 0

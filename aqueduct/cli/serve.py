@@ -8,13 +8,23 @@ Ctrl-C closes at once. Either way the server closes, so a `--record`
 recording is sealed. `--limit NAME=VALUE` sets any field of EngineConfig or
 TransportSettings (the limits SECURITY.md lists); `--client-ca FILE` serves
 only clients with a certificate from that CA (mutual TLS).
+
+`--workers N` serves the port from N processes (quic/workers.py): this
+process is worker 0; it binds the port, then starts workers 1..N-1 (the same
+command with `--worker I`), waits until each listens, prints `listening on`
+and then one `workers: ...` line with their pids. It relays their lines,
+passes SIGTERM on (each drains), and ends them when it ends. `--record`,
+`--metrics-port` and `--otlp-endpoint` are per process, so they are refused
+with `--workers`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -26,6 +36,7 @@ from ..core.config import EngineConfig
 from ..errors import ConfigError
 from ..metrics import Metrics
 from ..quic.settings import TransportSettings
+from ..quic.workers import MAX_WORKERS
 from ._record import add_record_arguments, recorder
 
 if TYPE_CHECKING:
@@ -59,7 +70,47 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "e.g. --limit max_channels=1000")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes serving the port (SO_REUSEPORT; default 1; Linux)")
+    p.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)  # set for the processes it starts
     p.set_defaults(func=run)
+
+
+async def _start_workers(args: argparse.Namespace, port: int) -> list[asyncio.subprocess.Process]:
+    """Worker 0 starts workers 1..N-1 on its port; each has printed its first line when this returns."""
+    procs = []
+    for i in range(1, args.workers):
+        cmd = [sys.executable, "-m", "aqueduct", "serve", "--echo", "--host", args.host, "--port", str(port),
+               "--cert", args.cert, "--key", args.key, "--grace", str(args.grace), "--workers", str(args.workers),
+               "--worker", str(i), *(["--single-use-tickets"] if args.single_use_tickets else []),
+               *(["--client-ca", args.client_ca] if args.client_ca else []),
+               *(arg for item in args.limit for arg in ("--limit", item))]
+        proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
+        procs.append(proc)
+        assert proc.stdout is not None
+        if not (await proc.stdout.readline()).startswith(b"listening on "):
+            raise OSError(f"worker {i} did not start (exit code {await proc.wait()})")
+    return procs
+
+
+async def _relay(proc: asyncio.subprocess.Process, worker: int) -> None:
+    assert proc.stdout is not None
+    async for line in proc.stdout:
+        print(f"worker {worker}: {line.decode().rstrip()}", flush=True)
+
+
+async def _stop_workers(procs: list[asyncio.subprocess.Process], relays: list[asyncio.Task[None]]) -> None:
+    for proc in procs:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+    for proc in procs:
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+    await asyncio.gather(*relays, return_exceptions=True)
 
 
 def limits(assignments: list[str]) -> tuple[EngineConfig, TransportSettings]:
@@ -97,7 +148,8 @@ async def _main(args: argparse.Namespace, record: object) -> None:
             metrics = Metrics()
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
                      single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
-                     engine_config=engine_config, settings=settings, client_ca=args.client_ca) as server:
+                     engine_config=engine_config, settings=settings, client_ca=args.client_ca,
+                     workers=args.workers, worker=args.worker) as server:
         export: OtlpExport | None = None
         if args.otlp_endpoint is not None:
             from ..metrics_otel import export_otlp
@@ -112,15 +164,32 @@ async def _main(args: argparse.Namespace, record: object) -> None:
 
 async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
     drained: list[asyncio.Task[None]] = []
+    host, port = server.address
+    others = await _start_workers(args, port) if args.worker == 0 else []
+    relays = [asyncio.ensure_future(_relay(proc, i + 1)) for i, proc in enumerate(others)]
 
     def on_sigterm() -> None:
         if not drained:
             print(f"draining: no new connections; open channels get {args.grace} s to finish", flush=True)
+            for proc in others:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
             drained.append(asyncio.ensure_future(server.drain(args.grace)))
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
-    host, port = server.address
     print(f"listening on {host}:{port}", flush=True)
+    if others:
+        print(f"workers: {args.workers} processes sharing the port, pids "
+              f"{', '.join(str(p) for p in [os.getpid(), *(proc.pid for proc in others)])}", flush=True)
+    try:
+        await _serve_connections(server, args, drained)
+    finally:
+        await _stop_workers(others, relays)
+
+
+async def _serve_connections(server: Server[Any], args: argparse.Namespace,
+                             drained: list[asyncio.Task[None]]) -> None:
+    """Accept and serve connections (the echo rule) until the server stops accepting."""
     if server.metrics_address is not None:
         print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
     if args.otlp_endpoint is not None:
@@ -152,6 +221,14 @@ async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
+    if not 1 <= args.workers <= MAX_WORKERS or not 0 <= args.worker < args.workers:
+        print(f"aqueduct serve: --workers must be 1 to {MAX_WORKERS}", file=sys.stderr)
+        return 2
+    if args.workers > 1 and (args.record is not None or args.metrics_port is not None
+                             or args.otlp_endpoint is not None):
+        print("aqueduct serve: --record, --metrics-port and --otlp-endpoint serve one process: not with --workers",
+              file=sys.stderr)
+        return 2
     rec = recorder(args)
     try:
         asyncio.run(_main(args, rec))

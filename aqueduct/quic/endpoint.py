@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aioquic.asyncio.server import QuicServer
 from aioquic.tls import SessionTicket
 
 from ..core.config import EngineConfig
@@ -31,6 +30,7 @@ from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
 from .settings import TransportSettings, client_configuration, server_configuration
 from .tickets import ClientTicketStore, ServerTicketStore
+from .workers import WorkerGroup, reuse_port
 
 
 def _tune_socket(sock: socket.socket, size: int) -> None:
@@ -105,6 +105,32 @@ async def open_client(
     return protocol
 
 
+async def rebind(protocol: AqueductProtocol) -> tuple[str, int]:
+    """Move a client connection to a new local UDP port: what a NAT rebinding or a change of network does to
+    a client's address. The connection, its streams and channels go on; it switches to a fresh connection ID
+    (as RFC 9000 asks of a migrating client) and sends a PING from the new address at once. Returns the new
+    local address."""
+    if protocol.side is not Side.CLIENT:
+        raise ValueError("only a client connection moves to a new address")
+    old = protocol._transport
+    assert old is not None
+    old_sock = old.get_extra_info("socket")
+    sock = socket.socket(old_sock.family, socket.SOCK_DGRAM)
+    _tune_socket(sock, protocol.settings.socket_buffer)
+    sock.bind(("::", 0) if old_sock.family == socket.AF_INET6 else ("0.0.0.0", 0))
+    sock.connect(old_sock.getpeername())
+    old.set_protocol(asyncio.DatagramProtocol())  # the old socket's end no longer concerns the connection
+    old.close()
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: protocol, sock=sock)
+    _small_reads(transport)
+    quic = protocol._quic
+    quic.change_connection_id()
+    quic.send_ping(0)
+    protocol.transmit()
+    name = sock.getsockname()
+    return str(name[0]), int(name[1])
+
+
 async def open_server(
     host: str,
     port: int,
@@ -117,11 +143,17 @@ async def open_server(
     engine_config: EngineConfig | None = None,
     tickets: ServerTicketStore | None = None,
     client_auth: ClientAuth | None = None,
-) -> tuple[asyncio.DatagramTransport, QuicServer]:
+    workers: int = 1,
+    worker: int = 0,
+) -> tuple[asyncio.DatagramTransport, LimitedQuicServer]:
     """Listen on host:port; `on_connection` gets each new protocol (before its handshake completes).
 
     With `client_auth` every client is asked for a certificate verified under it (quic/mtls.py), and no
-    session ticket is issued: a resumed session would skip the certificate, so each connection proves it anew."""
+    session ticket is issued: a resumed session would skip the certificate, so each connection proves it anew.
+
+    `workers` > 1: this is worker `worker` of that many processes sharing the port (workers.py): the socket
+    is bound with SO_REUSEPORT, connection IDs carry the worker, and packets of this worker's connections
+    that reach another worker are handed over (the first worker may use port 0; the others need its port)."""
     settings = settings or TransportSettings()
     tickets = tickets if tickets is not None else ServerTicketStore()
     config = server_configuration(settings, cert=cert, key=key)
@@ -140,10 +172,13 @@ async def open_server(
         on_connection(protocol)
         return protocol
 
+    group = WorkerGroup(worker, workers, config.connection_id_length) if workers > 1 else None
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
     family = infos[0][0]
     sock = socket.socket(family, socket.SOCK_DGRAM)
     _tune_socket(sock, settings.socket_buffer)
+    if group is not None:
+        reuse_port(sock)
     sock.bind(infos[0][4])
     transport, server = await loop.create_datagram_endpoint(
         lambda: LimitedQuicServer(
@@ -152,9 +187,16 @@ async def open_server(
             create_protocol=create_protocol,
             session_ticket_fetcher=tickets.fetch if client_auth is None else None,
             session_ticket_handler=tickets.add if client_auth is None else None,
+            workers=group,
         ),
         sock=sock,
     )
     _small_reads(transport)
+    if group is not None:
+        try:
+            await group.start(sock.getsockname()[1], family == socket.AF_INET6, server.forwarded_datagram)
+        except OSError:
+            transport.close()
+            raise
     return transport, server
 

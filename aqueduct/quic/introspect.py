@@ -22,6 +22,7 @@ not count lost packets, so the probe wraps the one connection's
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Container
 from typing import Any
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
@@ -63,6 +64,12 @@ def stream_unacked(quic: QuicConnection, stream_id: int) -> int:
     """Bytes written to a stream and not yet acknowledged (0 for an unknown stream)."""
     stream = quic._streams.get(stream_id)
     return len(stream.sender._buffer) if stream is not None else 0
+
+
+def live_streams(quic: QuicConnection) -> Container[int]:
+    """The ids of the streams aioquic still keeps (a live view: a stream leaves once it is finished both ways,
+    for a stream we only sent on: once its data and FIN are acknowledged)."""
+    return quic._streams
 
 
 def datagrams_pending(quic: QuicConnection) -> deque[bytes]:

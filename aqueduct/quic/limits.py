@@ -26,16 +26,21 @@ from aioquic.quic.configuration import SMALLEST_MAX_DATAGRAM_SIZE
 from aioquic.quic.packet import QuicPacketType, pull_quic_header
 
 from ..wire.errors import CloseCode
+from .burst import Burst
 from .drain import drain, drainable_socket
 from .protocol import AqueductProtocol
 from .settings import TransportSettings
+from .workers import WorkerGroup
 
 
 class LimitedQuicServer(QuicServer):
     """A QuicServer that bounds connections per address and in total, and how long start-up may take."""
 
-    def __init__(self, *, settings: TransportSettings, create_protocol: Callable[..., Any], **kwargs: Any) -> None:
+    def __init__(self, *, settings: TransportSettings, create_protocol: Callable[..., Any],
+                 workers: WorkerGroup | None = None, **kwargs: Any) -> None:
         super().__init__(create_protocol=self._create, **kwargs)
+        self.workers = workers
+        """This server's place among processes sharing its port (workers.py), or None (the only one)."""
         self._settings = settings
         self._inner_create = create_protocol
         self._addr: str = ""
@@ -46,26 +51,54 @@ class LimitedQuicServer(QuicServer):
         self.accepting = True
         """False once the server drains: every new connection is dropped (and counted in `refused`)."""
         self.start_timeouts = 0
-        self._drain_sock: socket.socket | None = None
         """Connections closed for not finishing start-up within handshake_timeout."""
+        self._drain_sock: socket.socket | None = None
+        self._burst = Burst()
 
     @property
     def live(self) -> int:
         """Connections holding a slot."""
         return sum(self.per_address.values())
 
+    def close(self) -> None:
+        """Close every connection and the socket, and stop taking forwarded datagrams."""
+        if self.workers is not None:
+            self.workers.close()
+        super().close()
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._drain_sock = drainable_socket(transport)
 
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
-        """One datagram, then whatever else the socket holds (drain.py): one loop turn per burst."""
-        self._one_datagram(data, addr)
-        if self._drain_sock is not None:
-            drain(self._drain_sock, self._one_datagram, self.error_received)
+        """One datagram, then whatever else the socket holds (drain.py): one loop turn per burst, and each
+        connection handles the events of its datagrams in the burst once, after the last (Burst)."""
+        burst = self._burst
+        burst.open = True
+        try:
+            self._one_datagram(data, addr)
+            if self._drain_sock is not None:
+                drain(self._drain_sock, self._one_datagram, self.error_received)
+        finally:
+            burst.close()
 
     def _one_datagram(self, data: bytes | str, addr: Any) -> None:
         assert isinstance(data, bytes)
+        group = self.workers
+        if group is not None and data and not data[0] & 0x80:  # a short header: is it another worker's?
+            cid = data[1:1 + group.cid_length]
+            if cid not in self._protocols:
+                owner = group.owner(cid)
+                if owner is not None:
+                    group.forward(owner, data, addr)
+                    return
+        self._own_datagram(data, addr)
+
+    def forwarded_datagram(self, data: bytes, addr: Any) -> None:
+        """A datagram another worker read for one of this worker's connections (never forwarded again)."""
+        self._own_datagram(data, addr)
+
+    def _own_datagram(self, data: bytes, addr: Any) -> None:
         host = str(addr[0])
         if self._opens_connection(data) and (
             not self.accepting
@@ -89,6 +122,8 @@ class LimitedQuicServer(QuicServer):
 
     def _create(self, quic: Any, stream_handler: Any = None) -> Any:
         protocol = self._inner_create(quic, stream_handler=stream_handler)
+        if self.workers is not None and isinstance(protocol, AqueductProtocol):
+            protocol.quic.tag_connection_ids(self.workers.worker)  # before aioquic files it under its first ID
         host = self._addr
         self.per_address[host] = self.per_address.get(host, 0) + 1
         loop = asyncio.get_running_loop()
@@ -103,6 +138,7 @@ class LimitedQuicServer(QuicServer):
                 self.per_address.pop(host, None)
 
         if isinstance(protocol, AqueductProtocol):
+            protocol.burst = self._burst
             protocol.terminated.add_done_callback(release)
         return protocol
 

@@ -23,6 +23,12 @@ streams that may have one to announce are kept in a set (a grant, or a lost
 MAX_STREAM_DATA, adds one) and written right after the connection limits,
 where aioquic's loop would have put them; its per-stream call does nothing.
 
+aioquic keeps a 16 KiB TLS output buffer per encryption level for the
+connection's lifetime; once the Initial and Handshake levels are discarded
+(their keys gone, so nothing can be written or read there again) their
+buffers are replaced by one shared empty buffer: 32 KiB less per idle
+connection at each end.
+
 aioquic also offers every stream with unsent data a place in every packet,
 full or not; with hundreds of one-message streams queued (unordered sends)
 most offers find a full packet. Once no stream frame header fits, the rest of
@@ -31,10 +37,12 @@ that packet's offers return at once (`_write_stream_frame`).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from aioquic import tls
 from aioquic._buffer import Buffer
-from aioquic.quic.connection import QuicConnection
+from aioquic.quic.connection import QuicConnection, QuicConnectionId
 from aioquic.quic.packet_builder import QuicDeliveryState
 
 from .mtls import ClientAuth, require_client_certificates
@@ -42,6 +50,10 @@ from .mtls import ClientAuth, require_client_certificates
 UPDATE_FRACTION = 4
 """A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
 
+
+SPENT_CRYPTO_BUFFER = Buffer(capacity=0)
+"""Stands for a discarded encryption level's TLS output buffer (aioquic only reads it, empty, from then on)."""
+SPENT_LEVELS = (tls.Epoch.INITIAL, tls.Epoch.HANDSHAKE)
 
 MIN_STREAM_FRAME_HEADER = 4
 """The smallest STREAM frame header aioquic writes (type, 1-byte stream id, 2-byte length): with less room left in
@@ -65,6 +77,8 @@ class PacedQuicConnection(QuicConnection):
     """The packet being built once no stream frame fits it any more."""
     closed_locally: bool = False
     """This end began the close (aioquic's own TLS or protocol checks included), not the peer."""
+    cid_tag: int | None = None
+    """A server worker's index (workers.py): every connection ID this end issues starts with it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -94,6 +108,16 @@ class PacedQuicConnection(QuicConnection):
             stream.max_stream_data_local += nbytes
             self._limits_due.add(stream_id)
 
+    def tag_connection_ids(self, worker: int) -> None:
+        """Issue only connection IDs that start with `worker` (a server among workers; workers.py). Call before
+        the connection's first packet: its first ID is replaced, and the later ones are made tagged."""
+        from .workers import tag_cid
+
+        self.cid_tag = worker
+        first = self._host_cids[0]
+        first.cid = tag_cid(worker, len(first.cid))
+        self.host_cid = self._local_initial_source_connection_id = first.cid
+
     def receive_window(self) -> tuple[int, int]:
         """(bytes received, bytes the peer may send in total) at connection level, for tests and stats."""
         return self._local_max_data.used, self._local_max_data.value
@@ -102,6 +126,25 @@ class PacedQuicConnection(QuicConnection):
     def close(self, error_code: int = 0, frame_type: int | None = None, reason_phrase: str = "") -> None:
         self.closed_locally = True
         super().close(error_code=error_code, frame_type=frame_type, reason_phrase=reason_phrase)
+
+    def _discard_epoch(self, epoch: tls.Epoch) -> None:
+        super()._discard_epoch(epoch)
+        if epoch in SPENT_LEVELS and epoch in self._crypto_buffers:
+            self._crypto_buffers[epoch] = SPENT_CRYPTO_BUFFER
+
+    def _replenish_connection_ids(self) -> None:
+        """aioquic's, with the worker tag as the first byte of each new ID (when tagged)."""
+        tag = self.cid_tag
+        if tag is None:
+            super()._replenish_connection_ids()
+            return
+        from .workers import tag_cid
+
+        length = self._configuration.connection_id_length
+        while len(self._host_cids) < min(8, self._remote_active_connection_id_limit):
+            self._host_cids.append(QuicConnectionId(cid=tag_cid(tag, length), sequence_number=self._host_cid_seq,
+                                                    stateless_reset_token=os.urandom(16)))
+            self._host_cid_seq += 1
 
     def _write_connection_limits(self, builder: Any, space: Any) -> None:
         limit, bidi, uni = self._local_max_data, self._local_max_streams_bidi, self._local_max_streams_uni

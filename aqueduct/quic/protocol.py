@@ -37,6 +37,7 @@ from ..errors import ConnectError, ConnectionLost
 from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from . import introspect
+from .burst import Burst
 from .certs import fingerprint
 from .drain import drain, drainable_socket
 from .paced import PacedQuicConnection
@@ -127,6 +128,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._rtt_told = 0.0  # the smoothed RTT last given to the engine
         self._wrote = False  # the application wrote since the last transmit: its packet carries any pending ACK
+        self.burst: Burst | None = None  # a server connection's: the burst its server is handing over
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -314,14 +316,18 @@ class AqueductProtocol(QuicConnectionProtocol):
             self._transmit_soon()
 
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
-        """A packet: process it now, transmit once this loop turn ends.
-
-        The deferred transmit runs after the application tasks the packet woke, so their answers leave in
-        the same packets as aioquic's ACKs instead of one packet (and one wake-up of the peer) each.
-        """
+        """A packet: process it now (in a server's burst: when it ends, burst.py), transmit at the end of the turn,
+        after the tasks it woke, so their answers share packets with aioquic's ACKs (no extra packet or wake-up)."""
         self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
+        if (burst := self.burst) is not None and burst.open:
+            burst.joined[self] = None
+            return
         if self._drain_sock is not None:  # a client reads the rest of a burst now too (drain.py)
             drain(self._drain_sock, self._receive_more, self.error_received)
+        self.end_burst()
+
+    def end_burst(self) -> None:
+        """Handle the events of the datagrams received (a burst's, or one) and transmit at the end of the turn."""
         self._process_events()
         self._transmit_soon()
 

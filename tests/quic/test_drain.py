@@ -83,3 +83,29 @@ async def test_a_client_drains_its_own_socket_and_a_server_connection_never_drai
         assert link_of(conn).protocol._drain_sock is not None
         assert link_of(accepted).protocol._drain_sock is None
         await conn.close()
+
+
+def test_a_server_burst_hands_each_connection_its_events_once_after_the_last_datagram() -> None:
+    """Burst (quic/burst.py): while open, connections given datagrams only join; on close each joined
+    connection handles its events once, in the order they first joined, and the burst is empty again."""
+    from aqueduct.quic.burst import Burst
+
+    ended: list[str] = []
+
+    class Conn:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def end_burst(self) -> None:
+            ended.append(self.name)
+
+    burst = Burst()
+    a, b = Conn("a"), Conn("b")
+    burst.open = True
+    for conn in (a, b, a, a, b):
+        burst.joined[conn] = None  # type: ignore[index]
+    assert ended == []
+    burst.close()
+    assert ended == ["a", "b"] and not burst.open and not burst.joined
+    burst.close()
+    assert ended == ["a", "b"]

@@ -207,6 +207,8 @@ class PeakTracker:
         self.peak: dict[str, int] = {}
         self.closes: list[int] = []
         """Close codes of the server's connections, in the order they ended."""
+        self.reasons: list[str] = []
+        """Their close reasons, in the same order."""
         self.closed = asyncio.Event()
 
     def sample(self, conn: aqueduct.Connection) -> None:
@@ -225,6 +227,7 @@ class PeakTracker:
 
             def ended(fut: asyncio.Future[Any]) -> None:
                 tracker.closes.append(fut.result().error_code)
+                tracker.reasons.append(fut.result().reason)
                 tracker.closed.set()
 
             link_of(conn).closed.add_done_callback(ended)
