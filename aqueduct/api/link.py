@@ -47,15 +47,7 @@ from ..wire.errors import CloseCode
 from ..wire.headers import Headers
 from .codec import CODEC_HEADER, Codec, CodecMismatch, codec_refusal
 from .drops import Drops
-from .halves import (
-    Half,
-    Prefetched,
-    Receiver,
-    Sender,
-    attach_kind,
-    networked_receiver,
-    networked_sender,
-)
+from .halves import Half, Prefetched, Receiver, Sender, attach_kind, networked_receiver, networked_sender
 from .hooks import EventObserver, Recording
 from .moving import bind_moved
 from .outcomes import Outcomes
@@ -290,16 +282,21 @@ class ConnectionLink:
             if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._wait_while(lambda: protocol.send_blocked(None))
             return None
-        else:
-            last = self._last_stream.get(handle) if delivery is _ORDERED else None
-            if last is None:
-                if protocol.new_stream_blocked():
-                    return self._send_waiting(handle, payload, halves, delivery)
-            elif (
-                last != self._clear_sid or self._writes.stream_writes != self._clear_writes
-            ) and protocol.send_blocked(last):
+        direct: tuple[int, bytes] | None = None
+        last = self._last_stream.get(handle) if delivery is _ORDERED else None
+        if last is None:
+            if protocol.new_stream_blocked():
                 return self._send_waiting(handle, payload, halves, delivery)
-        stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
+        elif (
+            last != self._clear_sid or self._writes.stream_writes != self._clear_writes
+        ) and protocol.send_blocked(last):
+            return self._send_waiting(handle, payload, halves, delivery)
+        elif (direct := engine.send_plain_bytes(handle, payload, self._loop.time())) is not None:
+            self._writes.stream(direct[0], direct[1], False)  # (the hottest case: no command, written here)
+        if direct is None:
+            stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
+        else:
+            stream = direct[0]
         stats = self.stats
         stats.messages_sent += 1
         stats.bytes_sent += len(payload)

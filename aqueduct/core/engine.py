@@ -36,8 +36,10 @@ taken, and any state it reached before (queued messages, its end) is
 reported then.
 
 Additions to the original contract: `receiver_status`, `sender_status`,
-`state_sizes`, `now`, and the per-message calls `send_plain` and
-`take_many`. Those, and data events once the connection is admitted, take
+`state_sizes`, `now`, and the per-message calls `send_plain`,
+`send_plain_bytes` (an ordered write handed back for the adapter to make
+at once, when no command is queued ahead of it) and `take_many`. Those,
+and data events once the connection is admitted, take
 short paths for the common case that do exactly what the general ones
 would (tests/core/test_hot_paths.py); consecutive plain writes to one stream
 reach `commands()` as one SendStreamData (a FIN stays its own write).
@@ -275,6 +277,29 @@ class Engine:
                 return sid
             return self._tx.send_plain(s, payload, delivery)
         return self._tx.send(self._tx.app_sender(sender), bytes(payload), (), delivery).stream_id
+
+    def send_plain_bytes(self, sender: SenderHandle, payload: bytes, now: float) -> tuple[int, bytes] | None:
+        """`send_plain` of an ordered message on a sender whose ordered stream is open, while no command is
+        queued: instead of emitting it, return (stream, the bytes to write to it now) (the adapter writes them
+        at once, so the order of writes is the same). None: not that case (call `send_plain`); nothing done."""
+        if self._out.has_commands():
+            return None
+        if now > self._ctx.now:
+            self._ctx.now = now
+        s = self._senders.get(sender)
+        if (
+            s is None
+            or s.state is not _OPEN
+            or s.app_dropped
+            or self._ctx.closed
+            or len(payload) > self._max
+            or type(payload) is not bytes
+        ):
+            return None
+        sid = s.ordered_sid
+        if sid is None:
+            return None
+        return sid, self._tx.ordered_bytes(s, payload)
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""

@@ -56,6 +56,10 @@ class Outbox:
         """Emit a transport command."""
         self._commands.append(cmd)
 
+    def has_commands(self) -> bool:
+        """Whether any command waits to be drained."""
+        return bool(self._commands)
+
     def event(self, ev: AppEvent) -> None:
         """Emit an application event."""
         self._events.append(ev)
@@ -89,7 +93,10 @@ class Outbox:
 
     def take_commands(self) -> list[TransportCommand]:
         """Drain the commands, in order."""
-        out, self._commands = self._commands, []
+        out = self._commands
+        if not out:
+            return []
+        self._commands = []
         if self._pending:
             self._pending = 0
             return [c.command() if isinstance(c, PendingWrite) else c for c in out]

@@ -1,17 +1,14 @@
 """The sender procedures (spec: sending a Message, "finish", "cancel", acks and nacks on the sender side,
 and the sender's part of "reachable" and cascading loss).
 
-send: mint the IDs and halves of its attachments (minting.py), then write
-the Message frame: on the channel's one ordered uni stream, on a fresh uni stream (FIN after it), or as
-a datagram (own number space; SentUnreliable within min(sent_unreliable_delay,
-RTT/2), or as soon as the control stream is attached). finish waits for the
-control stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel
-resets message streams at once and the control stream (code 1) once
-attached. Acks on an unreachable sender are reported when it becomes
-reachable; CloseReceiver settles everything still open as nacked and ends
-the sender. A message without attachments (send_plain) skips minting and
-linking; its header bytes are built from the sender's cached Message head,
-and small ones on the ordered stream join the write before them.
+send: mint the IDs and halves of its attachments (minting.py), then write the Message frame: on the channel's
+one ordered uni stream, on a fresh uni stream (FIN after it), or as a datagram (own number space; SentUnreliable
+within min(sent_unreliable_delay, RTT/2), or as soon as the control stream is attached). finish waits for the
+control stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel resets message streams at once and
+the control stream (code 1) once attached. Acks on an unreachable sender are reported when it becomes reachable;
+CloseReceiver settles everything still open as nacked and ends the sender. A message without attachments
+(send_plain) skips minting and linking; its header bytes are built from the sender's cached Message head, and
+small ones on the ordered stream join the write before them.
 
 Senders is the only writer of a Sender's fields (the ledger's through the
 record's own methods, the state through `Sender.move`). What a cascade does
@@ -146,10 +143,7 @@ class Senders:
             return sid
         unordered = delivery is Delivery.UNORDERED
         number = s.next_rel if unordered else s.next_unrel
-        head = s.head
-        if head is None:
-            head = s.head = message_head(s.channel)
-        data = plain_message_prefix(head, number, len(payload)) + payload
+        data = self._prefix(s, number, len(payload)) + payload
         if unordered:
             sid = self._write_unordered(s, number, data)
         else:
@@ -186,12 +180,22 @@ class Senders:
 
         A write right after another one of these to the same stream joins it (Outbox.write_joined)."""
         number = s.next_rel
+        self._out.write_joined(sid, self._prefix(s, number, len(payload)), payload)
+        s.next_rel = number + 1
+        return number
+
+    def ordered_bytes(self, s: Sender, payload: bytes) -> bytes:
+        """`write_ordered`'s bytes, returned instead of written (Engine.send_plain_bytes)."""
+        number = s.next_rel
+        s.next_rel = number + 1
+        return self._prefix(s, number, len(payload)) + payload
+
+    def _prefix(self, s: Sender, number: int, size: int) -> bytes:
+        """The bytes before the payload of plain message `number`."""
         head = s.head
         if head is None:
             head = s.head = message_head(s.channel)
-        self._out.write_joined(sid, plain_message_prefix(head, number, len(payload)), payload)
-        s.next_rel = number + 1
-        return number
+        return plain_message_prefix(head, number, size)
 
     def send(self, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery) -> SendResult:
         """Send a message, creating one new channel per attachment (raises if the sender cannot send)."""

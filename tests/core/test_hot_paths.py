@@ -5,6 +5,8 @@
 - send_plain / take_many (what the API calls) against send / take_message, on twin engine pairs fed the same
   inputs cut into random chunks: same commands, events and messages. Likewise a receiver queueing runs of plain
   messages at once against one taking every frame the general way.
+- send_plain_bytes (the API's write-it-yourself ordered path) against send_plain: the same bytes on each stream,
+  in the same order among the other commands.
 - The random driver (aqueduct.testing.driver) run through send_plain and take_many, with a check after every
   call that each receiver's ack timer holds what a fresh scheduling would set: the receive fast paths skip
   rescheduling when nothing it depends on changed, which is only sound while that holds.
@@ -54,11 +56,29 @@ def _as_events(cmds: Sequence[TransportCommand], chunk: int) -> list[TransportEv
     return out
 
 
-class _Twin:
-    """A connected client/server pair; `plain` pairs use send_plain and take_many."""
+def _joined(cmds: Sequence[TransportCommand]) -> list[TransportCommand]:
+    """Consecutive writes (no FIN) to one stream as one write: how many writes carried the bytes aside."""
+    out: list[TransportCommand] = []
+    for cmd in cmds:
+        last = out[-1] if out else None
+        if (isinstance(cmd, SendStreamData) and isinstance(last, SendStreamData) and last.stream_id == cmd.stream_id
+                and not last.end_stream):
+            out[-1] = SendStreamData(cmd.stream_id, last.data + cmd.data, cmd.end_stream)
+        else:
+            out.append(cmd)
+    return out
 
-    def __init__(self, plain: bool, server: type[Engine] = Engine, config: EngineConfig | None = None) -> None:
+
+class _Twin:
+    """A connected client/server pair; `plain` pairs use send_plain and take_many; `direct` ones also
+    send_plain_bytes, their writes put before the client's commands (and every pump joins writes, _joined)."""
+
+    def __init__(self, plain: bool, server: type[Engine] = Engine, config: EngineConfig | None = None,
+                 direct: bool | None = None) -> None:
         self.plain = plain
+        self.direct = direct
+        """None: no joining; else whether to use send_plain_bytes."""
+        self.written: list[TransportCommand] = []
         self.c, self.s = Engine(Side.CLIENT), server(Side.SERVER, config=config)
         self.s.handle_event(HandshakeCompleted(), 0.0)
         self.log: list[object] = []
@@ -69,6 +89,10 @@ class _Twin:
         """Deliver both ways; the last `hold` client-to-server events wait for the next pump."""
         for src, dst in ((self.c, self.s), (self.s, self.c)):
             cmds = src.commands()
+            if self.direct is not None:
+                if src is self.c:
+                    cmds, self.written = self.written + cmds, []
+                cmds = _joined(cmds)
             self.log.append(cmds)
             events = _as_events(cmds, chunk)
             if dst is self.s:
@@ -81,6 +105,12 @@ class _Twin:
 
     def send(self, delivery: Delivery, size: int, now: float) -> None:
         tx = self.c.entrypoint or 0
+        if self.direct and delivery is Delivery.ORDERED:
+            direct = self.c.send_plain_bytes(tx, bytes(size), now)
+            if direct is not None:
+                self.written.append(SendStreamData(*direct))
+                self.log.append(direct[0])
+                return
         if self.plain:
             self.log.append(self.c.send_plain(tx, bytes(size), delivery, now))
         else:
@@ -131,6 +161,49 @@ def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[
     for t in twins:
         t.pump(1 << 20, now)
     assert twins[0].log == twins[1].log
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_step, max_size=60))
+def test_send_plain_bytes_writes_what_send_plain_emits(steps: list[tuple[object, object, int]]) -> None:
+    twins = [_Twin(plain=True, direct=False), _Twin(plain=True, direct=True)]
+    now = 0.0
+    for kind, arg, size in steps:
+        if kind == "tick":
+            now += 0.03
+        for t in twins:
+            if kind == "send":
+                assert isinstance(arg, Delivery)
+                if arg is Delivery.UNRELIABLE and size > 1000:
+                    continue
+                t.send(arg, size, now)
+            elif kind == "pump":
+                assert isinstance(arg, int)
+                t.pump(arg, now)
+            elif kind == "take":
+                assert isinstance(arg, int)
+                t.take(arg, now)
+            else:
+                t.c.handle_timer(now)
+                t.s.handle_timer(now)
+    for t in twins:
+        t.pump(1 << 20, now)
+    assert twins[0].log == twins[1].log
+    assert twins[1].c.state_sizes() == twins[0].c.state_sizes()
+
+
+def test_send_plain_bytes_leaves_every_other_case_to_send_plain() -> None:
+    c = client_ready()
+    assert c.send_plain_bytes(1, b"first", 0.0) is None  # no ordered stream yet: send_plain opens it
+    sid = c.send_plain(1, b"first")
+    assert c.send_plain_bytes(1, b"queued", 0.0) is None  # a command waits: it must go first
+    c.commands()
+    assert c.send_plain_bytes(1, b"x", 0.0) == (sid, encode_message(0, 1, (), b"x"))
+    assert c.send_plain_bytes(1, bytearray(b"x"), 0.0) is None  # type: ignore[arg-type]  # not bytes
+    assert c.send_plain_bytes(99, b"x", 0.0) is None  # no such sender
+    c.finish(1)
+    c.commands()
+    assert c.send_plain_bytes(1, b"x", 0.0) is None  # finished
 
 
 class _NoRuns(Engine):
