@@ -82,8 +82,8 @@ async def run(workload: str, size: int, seconds: float, uvloop: bool) -> str:
             if workload.endswith("rtt") else f"{workload} {size} B messages")
     per = "channel" if workload == "channels" else "round trip" if workload.endswith("rtt") else "message"
     busy_ours, busy_peer = our_cpu / rate.seconds, peer_cpu / rate.seconds
-    return (f"{what}: {n / rate.seconds:,.0f}/s; CPU per {per}: sender {our_cpu / n * 1e6:.1f} us "
-            f"({busy_ours:.0%} busy), receiver {peer_cpu / n * 1e6:.1f} us ({busy_peer:.0%} busy)")
+    return (f"{what}: {n / rate.seconds:,.0f}/s; CPU per {per}: sender {our_cpu / n * 1e6:.2f} us "
+            f"({busy_ours:.0%} busy), receiver {peer_cpu / n * 1e6:.2f} us ({busy_peer:.0%} busy)")
 
 
 def main() -> None:

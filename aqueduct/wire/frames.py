@@ -162,15 +162,28 @@ def message_head(channel: int) -> bytes:
     return _MESSAGE_BYTE + encode_varint(channel)
 
 
+_LOW_SEVEN = [bytes([i | 0x80]) for i in range(128)]
+"""A var len int's first byte when more follow, by its low seven bits."""
+_HIGH_BITS: dict[int, bytes] = {}
+"""encode_varint(n >> 7) for the message numbers n seen lately (at most _HIGH_BITS_KEPT): a sender's numbers
+change above their low seven bits once every 128 messages."""
+_HIGH_BITS_KEPT = 1024
+
+
 def plain_message_prefix(head: bytes, number: int, size: int) -> bytes:
     """The bytes before the payload of a Message without attachments: `head` (from `message_head`), the message
     number, the empty attachment array and the payload's length, `size` (the per-message hot path: small ints from
-    tables)."""
-    return (
-        head
-        + (SMALL_VARINTS[number] if number < 128 else encode_varint(number))
-        + (_NO_ATTACHMENTS_LEN[size] if size < 128 else b"\x00" + encode_varint(size))
-    )
+    tables, a large number's bits above the low seven from a small cache)."""
+    if number < 128:
+        num = SMALL_VARINTS[number]
+    else:
+        high = _HIGH_BITS.get(number >> 7)
+        if high is None:
+            if len(_HIGH_BITS) >= _HIGH_BITS_KEPT:
+                _HIGH_BITS.clear()
+            high = _HIGH_BITS[number >> 7] = encode_varint(number >> 7)
+        num = _LOW_SEVEN[number & 0x7F] + high
+    return head + num + (_NO_ATTACHMENTS_LEN[size] if size < 128 else b"\x00" + encode_varint(size))
 
 
 def encode_message(channel: int, number: int, attachments: Sequence[int], payload: bytes) -> bytes:

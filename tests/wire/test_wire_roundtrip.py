@@ -70,6 +70,12 @@ def test_plain_message_prefix_and_payload_are_the_message_frame(channel: int, nu
     assert prefix + payload == encode_frame(Message(channel, number, (), payload))
 
 
+def test_plain_message_prefix_stays_right_as_its_cache_of_high_bits_fills_and_empties() -> None:
+    head = message_head(5)
+    for number in [*range(0, 1100 * 128, 61), *range(2**21 - 300, 2**21 + 300), *range(2**28 - 300, 2**28 + 300)]:
+        assert plain_message_prefix(head, number, 64) + b"p" * 64 == encode_frame(Message(5, number, (), b"p" * 64))
+
+
 @given(u64)
 def test_varint_round_trip_and_minimal_length(value: int) -> None:
     data = encode_varint(value)
