@@ -272,7 +272,10 @@ class ConnectionLink:
             queued = protocol.datagrams_queued
             if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._send_waiting(handle, payload, halves, delivery)
-            engine.send_plain(handle, payload, delivery, self._loop.time())
+            if (datagram := engine.send_datagram_bytes(handle, payload, self._loop.time())) is not None:
+                self._writes.datagram(datagram)  # (as for ordered sends below: no command, sent here)
+            else:
+                engine.send_plain(handle, payload, delivery, self._loop.time())
             stats = self.stats
             stats.messages_sent += 1
             stats.bytes_sent += len(payload)

@@ -282,24 +282,25 @@ class Engine:
         """`send_plain` of an ordered message on a sender whose ordered stream is open, while no command is
         queued: instead of emitting it, return (stream, the bytes to write to it now) (the adapter writes them
         at once, so the order of writes is the same). None: not that case (call `send_plain`); nothing done."""
+        s = self._plain_sender(sender, payload, now)
+        if s is None or (sid := s.ordered_sid) is None:
+            return None
+        return sid, self._tx.ordered_bytes(s, payload)
+
+    def send_datagram_bytes(self, sender: SenderHandle, payload: bytes, now: float) -> bytes | None:
+        """`send_plain_bytes` for an unreliable message (not on a oneshot): the datagram to send now."""
+        s = self._plain_sender(sender, payload, now)
+        return None if s is None or s.oneshot else self._tx.datagram_bytes(s, payload)
+
+    def _plain_sender(self, sender: SenderHandle, payload: bytes, now: float) -> Sender | None:
         if self._out.has_commands():
             return None
         if now > self._ctx.now:
             self._ctx.now = now
         s = self._senders.get(sender)
-        if (
-            s is None
-            or s.state is not _OPEN
-            or s.app_dropped
-            or self._ctx.closed
-            or len(payload) > self._max
-            or type(payload) is not bytes
-        ):
+        if s is None or s.state is not _OPEN or s.app_dropped or self._ctx.closed or len(payload) > self._max:
             return None
-        sid = s.ordered_sid
-        if sid is None:
-            return None
-        return sid, self._tx.ordered_bytes(s, payload)
+        return s if type(payload) is bytes else None
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""

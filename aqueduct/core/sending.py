@@ -1,20 +1,19 @@
 """The sender procedures (spec: sending a Message, "finish", "cancel", acks and nacks on the sender side,
 and the sender's part of "reachable" and cascading loss).
 
-send: mint the IDs and halves of its attachments (minting.py), then write the Message frame: on the channel's
-one ordered uni stream, on a fresh uni stream (FIN after it), or as a datagram (own number space; SentUnreliable
-within min(sent_unreliable_delay, RTT/2), or as soon as the control stream is attached). finish waits for the
-control stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel resets message streams at once and
-the control stream (code 1) once attached. Acks on an unreachable sender are reported when it becomes reachable;
-CloseReceiver settles everything still open as nacked and ends the sender. A message without attachments
-(send_plain) skips minting and linking; its header bytes are built from the sender's cached Message head, and
-small ones on the ordered stream join the write before them.
+send: mint the IDs and halves of its attachments (minting.py), then write the Message frame: on the channel's one
+ordered uni stream, on a fresh uni stream (FIN after it), or as a datagram (own number space; SentUnreliable within
+min(sent_unreliable_delay, RTT/2), or as soon as the control stream is attached). finish waits for the control
+stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel resets message streams at once and the control
+stream (code 1) once attached. Acks on an unreachable sender are reported when it becomes reachable; CloseReceiver
+settles everything still open as nacked and ends the sender. A message without attachments (send_plain) skips
+minting and linking; its header bytes are built from the sender's cached Message head, and small ones on the ordered
+stream join the write before them.
 
-Senders is the only writer of a Sender's fields (the ledger's through the
-record's own methods, the state through `Sender.move`). What a cascade does
-to a sender (`lose`, `became_reachable`) is here too; which halves a cascade
-visits is links.py's walk, started by `_report`, and what a visit does to a
-half is loss.py's, reached through the two callbacks `set_loss` gives.
+Senders is the only writer of a Sender's fields (the ledger's through the record's own methods, the state through
+`Sender.move`). What a cascade does to a sender (`lose`, `became_reachable`) is here too; which halves a cascade
+visits is links.py's walk, started by `_report`, and what a visit does to a half is loss.py's, reached through the
+two callbacks `set_loss` gives.
 """
 
 from __future__ import annotations
@@ -141,18 +140,13 @@ class Senders:
                 return self.send(s, payload, (), delivery).stream_id
             self.write_ordered(s, sid, payload)
             return sid
-        unordered = delivery is Delivery.UNORDERED
-        number = s.next_rel if unordered else s.next_unrel
-        data = self._prefix(s, number, len(payload)) + payload
-        if unordered:
-            sid = self._write_unordered(s, number, data)
+        if delivery is Delivery.UNORDERED:
+            sid = self._write_unordered(s, s.next_rel, self._prefix(s, s.next_rel, len(payload)) + payload)
         else:
-            if self._streams.need_version:
-                data = VERSION_BYTES + data
-            if len(data) > self._config.max_datagram_payload:
+            if (datagram := self.datagram_bytes(s, payload)) is None:
                 return self.send(s, payload, (), delivery).stream_id  # raises LimitExceeded
             sid = None
-            self._write_datagram(s, data)
+            self._out.command(SendDatagram(datagram))
         if s.oneshot:
             self.finish(s)
         return sid
@@ -166,9 +160,17 @@ class Senders:
         s.next_rel += 1
         return sid
 
-    def _write_datagram(self, s: Sender, data: bytes) -> None:
-        """The next unreliable message, encoded (Version included if due), as a datagram."""
-        self._out.command(SendDatagram(data))
+    def datagram_bytes(self, s: Sender, payload: bytes) -> bytes | None:
+        """The next unreliable plain message's datagram (with Version if due), counted as sent; None: too large."""
+        data = self._prefix(s, s.next_unrel, len(payload)) + payload
+        if self._streams.need_version:
+            data = VERSION_BYTES + data
+        if len(data) > self._config.max_datagram_payload:
+            return None
+        self._sent_datagram(s)
+        return data
+
+    def _sent_datagram(self, s: Sender) -> None:
         s.next_unrel += 1
         s.undeclared += 1
         if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
@@ -215,10 +217,8 @@ class Senders:
             if self._streams.need_version:
                 data = VERSION_BYTES + data
             if len(data) > config.max_datagram_payload:
-                raise LimitExceeded(
-                    f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload "
-                    f"{config.max_datagram_payload}"
-                )
+                lim = config.max_datagram_payload
+                raise LimitExceeded(f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload {lim}")
         created = self._minting.commit(minter, s.handle, s.channel, (reliable, number), ids, attach)
         if delivery is Delivery.ORDERED:
             if s.ordered_sid is None:
@@ -231,7 +231,8 @@ class Senders:
             sid = self._write_unordered(s, number, data)
         else:
             sid = None
-            self._write_datagram(s, data)
+            self._out.command(SendDatagram(data))
+            self._sent_datagram(s)
         if s.oneshot:
             self.finish(s)
         return SendResult(number, tuple(created), sid)

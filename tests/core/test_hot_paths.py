@@ -5,8 +5,8 @@
 - send_plain / take_many (what the API calls) against send / take_message, on twin engine pairs fed the same
   inputs cut into random chunks: same commands, events and messages. Likewise a receiver queueing runs of plain
   messages at once against one taking every frame the general way.
-- send_plain_bytes (the API's write-it-yourself ordered path) against send_plain: the same bytes on each stream,
-  in the same order among the other commands.
+- send_plain_bytes and send_datagram_bytes (the API's write-it-yourself paths) against send: the same bytes
+  on each stream and the same datagrams, in the same order among the other commands.
 - The random driver (aqueduct.testing.driver) run through send_plain and take_many, with a check after every
   call that each receiver's ack timer holds what a fresh scheduling would set: the receive fast paths skip
   rescheduling when nothing it depends on changed, which is only sound while that holds.
@@ -111,6 +111,12 @@ class _Twin:
                 self.written.append(SendStreamData(*direct))
                 self.log.append(direct[0])
                 return
+        if self.direct and delivery is Delivery.UNRELIABLE:
+            datagram = self.c.send_datagram_bytes(tx, bytes(size), now)
+            if datagram is not None:
+                self.written.append(SendDatagram(datagram))
+                self.log.append(None)
+                return
         if self.plain:
             self.log.append(self.c.send_plain(tx, bytes(size), delivery, now))
         else:
@@ -166,7 +172,7 @@ def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_step, max_size=60))
 def test_send_plain_bytes_writes_what_send_plain_emits(steps: list[tuple[object, object, int]]) -> None:
-    twins = [_Twin(plain=True, direct=False), _Twin(plain=True, direct=True)]
+    twins = [_Twin(plain=False, direct=False), _Twin(plain=True, direct=True)]
     now = 0.0
     for kind, arg, size in steps:
         if kind == "tick":
@@ -188,6 +194,8 @@ def test_send_plain_bytes_writes_what_send_plain_emits(steps: list[tuple[object,
                 t.s.handle_timer(now)
     for t in twins:
         t.pump(1 << 20, now)
+        t.c.finish(t.c.entrypoint or 0, now)  # (SentUnreliable, if the datagrams were counted as owed)
+        t.pump(1 << 20, now)
     assert twins[0].log == twins[1].log
     assert twins[1].c.state_sizes() == twins[0].c.state_sizes()
 
@@ -201,9 +209,12 @@ def test_send_plain_bytes_leaves_every_other_case_to_send_plain() -> None:
     assert c.send_plain_bytes(1, b"x", 0.0) == (sid, encode_message(0, 1, (), b"x"))
     assert c.send_plain_bytes(1, bytearray(b"x"), 0.0) is None  # type: ignore[arg-type]  # not bytes
     assert c.send_plain_bytes(99, b"x", 0.0) is None  # no such sender
+    assert c.send_datagram_bytes(1, b"d", 0.0) == encode_message(0, 0, (), b"d")
+    assert c.send_datagram_bytes(1, b"d" * 2000, 0.0) is None  # over the datagram limit: send_plain raises
     c.finish(1)
     c.commands()
     assert c.send_plain_bytes(1, b"x", 0.0) is None  # finished
+    assert c.send_datagram_bytes(1, b"x", 0.0) is None
 
 
 class _NoRuns(Engine):
