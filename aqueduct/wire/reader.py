@@ -88,8 +88,8 @@ def read_plain_message(buf: bytes, pos: int, limit: int) -> tuple[Message | None
 
 def read_plain_whole(buf: bytes, limit: int) -> tuple[int, int, bytes] | None:
     """(channel, number, payload) if `buf` is exactly one plain Message (a datagram) with a channel of one or
-    two bytes, a number and a length of one to three bytes and a payload within `limit`; else None (the general
-    reader then reads it, or says why it cannot)."""
+    two bytes, a number of one to four bytes, a length of one or two and a payload within `limit`; else None
+    (the general reader then reads it, or says why it cannot)."""
     try:
         if buf[0] != 3:
             return None
@@ -112,6 +112,9 @@ def read_plain_whole(buf: bytes, limit: int) -> tuple[int, int, bytes] | None:
             elif c >= 0x80 and 0 < buf[p + 2] < 0x80:
                 number = (number & 0x7F) | ((c & 0x7F) << 7) | (buf[p + 2] << 14)
                 p += 3
+            elif c >= 0x80 and buf[p + 2] >= 0x80 and 0 < buf[p + 3] < 0x80:
+                number = (number & 0x7F) | ((c & 0x7F) << 7) | ((buf[p + 2] & 0x7F) << 14) | (buf[p + 3] << 21)
+                p += 4
             else:
                 return None
         if buf[p]:
@@ -136,7 +139,7 @@ def read_plain_run(buf: bytes, pos: int, limit: int, payloads: list[bytes], size
     wire size; return (channel, first number, position after the last). (0, 0, pos) if none is there.
 
     One loop without calls: later frames must repeat the first's type and channel bytes; var len ints of one
-    to three bytes (minimal) are read inline. Anything else ends the run (the general reader takes it up,
+    to three bytes (numbers: four) are read inline. Anything else ends the run (the general reader takes it up,
     with its errors), as does a payload length over `limit` or a frame cut off."""
     end = len(buf)
     p = pos + 1
@@ -172,6 +175,9 @@ def read_plain_run(buf: bytes, pos: int, limit: int, payloads: list[bytes], size
                 elif c >= 0x80 and 0 < buf[q + 2] < 0x80:
                     b = (b & 0x7F) | ((c & 0x7F) << 7) | (buf[q + 2] << 14)
                     q += 3
+                elif c >= 0x80 and buf[q + 2] >= 0x80 and 0 < buf[q + 3] < 0x80:  # (past 2^21 messages)
+                    b = (b & 0x7F) | ((c & 0x7F) << 7) | ((buf[q + 2] & 0x7F) << 14) | (buf[q + 3] << 21)
+                    q += 4
                 else:
                     break
             if b != expect and expect >= 0:
