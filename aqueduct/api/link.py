@@ -272,16 +272,16 @@ class ConnectionLink:
             queued = protocol.datagrams_queued
             if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._send_waiting(handle, payload, halves, delivery)
-            if (datagram := engine.send_datagram_bytes(handle, payload, self._loop.time())) is not None:
-                self._writes.datagram(datagram)  # (as for ordered sends below: no command, sent here)
-            else:
+            if (datagram := engine.send_datagram_bytes(handle, payload, self._loop.time())) is None:
                 engine.send_plain(handle, payload, delivery, self._loop.time())
+            else:
+                self._writes.datagram(datagram)  # (as for ordered sends below: no command, sent here)
             stats = self.stats
             stats.messages_sent += 1
             stats.bytes_sent += len(payload)
             stats.unreliable_sent += 1
             stats.unreliable_bytes_sent += len(payload)
-            protocol.flush()
+            protocol.flush() if datagram is None else protocol.wrote()
             if len(queued) >= DATAGRAM_QUEUE_LIMIT:
                 return self._wait_while(lambda: protocol.send_blocked(None))
             return None
@@ -306,7 +306,7 @@ class ConnectionLink:
         if delivery is not _ORDERED:
             stats.unordered_sent += 1
             stats.unordered_bytes_sent += len(payload)
-        protocol.flush()
+        protocol.flush() if direct is None else protocol.wrote()
         if protocol.send_blocked(stream):
             return self._wait_while(lambda: protocol.send_blocked(stream))
         self._clear_sid, self._clear_writes = stream, self._writes.stream_writes
