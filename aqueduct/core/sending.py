@@ -141,7 +141,8 @@ class Senders:
             self.write_ordered(s, sid, payload)
             return sid
         if delivery is Delivery.UNORDERED:
-            sid = self._write_unordered(s, s.next_rel, self._prefix(s, s.next_rel, len(payload)) + payload)
+            prefix = plain_message_prefix(s.head or self._head(s), s.next_rel, len(payload))
+            sid = self._write_unordered(s, s.next_rel, prefix + payload)
         else:
             if (datagram := self.datagram_bytes(s, payload)) is None:
                 return self.send(s, payload, (), delivery).stream_id  # raises LimitExceeded
@@ -162,7 +163,7 @@ class Senders:
 
     def datagram_bytes(self, s: Sender, payload: bytes) -> bytes | None:
         """The next unreliable plain message's datagram (with Version if due), counted as sent; None: too large."""
-        data = self._prefix(s, s.next_unrel, len(payload)) + payload
+        data = plain_message_prefix(s.head or self._head(s), s.next_unrel, len(payload)) + payload
         if self._streams.need_version:
             data = VERSION_BYTES + data
         if len(data) > self._config.max_datagram_payload:
@@ -182,7 +183,7 @@ class Senders:
 
         A write right after another one of these to the same stream joins it (Outbox.write_joined)."""
         number = s.next_rel
-        self._out.write_joined(sid, self._prefix(s, number, len(payload)), payload)
+        self._out.write_joined(sid, plain_message_prefix(s.head or self._head(s), number, len(payload)), payload)
         s.next_rel = number + 1
         return number
 
@@ -190,14 +191,12 @@ class Senders:
         """`write_ordered`'s bytes, returned instead of written (Engine.send_plain_bytes)."""
         number = s.next_rel
         s.next_rel = number + 1
-        return self._prefix(s, number, len(payload)) + payload
+        return plain_message_prefix(s.head or self._head(s), number, len(payload)) + payload
 
-    def _prefix(self, s: Sender, number: int, size: int) -> bytes:
-        """The bytes before the payload of plain message `number`."""
-        head = s.head
-        if head is None:
-            head = s.head = message_head(s.channel)
-        return plain_message_prefix(head, number, size)
+    def _head(self, s: Sender) -> bytes:
+        """The bytes a sender's Message frames start with (made by its first plain write, kept on the record)."""
+        s.head = message_head(s.channel)
+        return s.head
 
     def send(self, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery) -> SendResult:
         """Send a message, creating one new channel per attachment (raises if the sender cannot send)."""
