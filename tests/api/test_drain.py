@@ -100,14 +100,25 @@ async def test_serve_drains_on_sigterm(certs: DevCerts) -> None:
             await proc.wait()
 
 
+def _terminal_sigint() -> None:
+    """In the child: SIGINT as a terminal gives it. A suite started in the background (`cmd &` in a script)
+    runs with SIGINT ignored, which its children inherit, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 async def test_serve_exits_quietly_on_ctrl_c(certs: DevCerts) -> None:
     proc = await asyncio.create_subprocess_exec(
         *CLI, "serve", "--echo", "--port", "0", "--cert", str(certs.cert), "--key", str(certs.key),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=_terminal_sigint,
     )
-    assert proc.stdout is not None
-    assert (await guard(proc.stdout.readline())).startswith(b"listening on")
-    proc.send_signal(signal.SIGINT)
-    _, err = await guard(proc.communicate())
-    assert proc.returncode == 130
-    assert err == b""
+    try:
+        assert proc.stdout is not None
+        assert (await guard(proc.stdout.readline())).startswith(b"listening on")
+        proc.send_signal(signal.SIGINT)
+        _, err = await guard(proc.communicate())
+        assert proc.returncode == 130
+        assert err == b""
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
