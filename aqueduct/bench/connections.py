@@ -16,8 +16,8 @@ held by a holder process of their own (this module's `main`: the measuring proce
 by them); the server's RSS growth divided by the connections it holds (its memory per idle connection);
 then a new connection's connect time and echo p50 while the server holds them all (up to three tries: a
 connect that gets no answer is counted). Aqueduct's idle clients keep their connections alive with their
-keep-alive PINGs (default every 10 s), raw aioquic's with a long idle timeout: each as its users would
-run it.
+keep-alive PINGs (default every 10 s; servers send none), raw aioquic's with a long idle timeout: each as
+its users would run it.
 """
 
 from __future__ import annotations

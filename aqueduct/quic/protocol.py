@@ -408,9 +408,9 @@ class AqueductProtocol(QuicConnectionProtocol):
             self.engine.handle_timer(self._loop.time())
             self.flush()
 
-    def _arm_keepalive(self) -> None:
+    def _arm_keepalive(self) -> None:  # the client's job: its PINGs reset both ends' idle timers
         interval = self.settings.keepalive
-        if interval is not None:
+        if interval is not None and self.side is Side.CLIENT:
             self._keepalive = self._loop.call_later(interval, self._on_keepalive)
 
     def _on_keepalive(self) -> None:

@@ -48,7 +48,9 @@ class TransportSettings:
     idle_timeout: float = 30.0
     """The connection closes after this long without any packet."""
     keepalive: float | None = 10.0
-    """Send a PING after this long without traffic (None: never); keep below idle_timeout."""
+    """A client sends a PING this often (None: never); keep below idle_timeout. A server's connections send
+    none: the client's PINGs reset both ends' idle timers (a server pinging too doubled each idle connection's
+    packets), and a client that sends none is timed out by the server's idle_timeout."""
     max_datagram_frame_size: int = 65535
     """Largest DATAGRAM frame we accept (transport parameter); must be present on both sides."""
     packet_size: int = 1200

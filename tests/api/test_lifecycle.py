@@ -47,6 +47,22 @@ async def test_keepalive_holds_an_idle_connection_open(certs: DevCerts) -> None:
         assert await guard(got.get()) == "still here"
 
 
+async def test_the_client_keeps_the_connection_alive_not_the_server(certs: DevCerts) -> None:
+    """Keep-alive PINGs are the client's: a server's connections send none (one side's PINGs reset both ends'
+    idle timers; a server pinging too doubled what each idle connection costs it). So a client that sends
+    none is timed out, however eager the server's keepalive setting."""
+    server_settings = aqueduct.TransportSettings(idle_timeout=0.6, keepalive=0.1)
+    client_settings = aqueduct.TransportSettings(idle_timeout=0.6, keepalive=None)
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        await conn.wait_closed()
+
+    async with running(certs, handler, settings=server_settings) as (url, _):
+        conn = await aqueduct.connect(url, ca=certs.ca, settings=client_settings)
+        closed = await guard(conn.wait_closed())
+        assert "idle" in closed.reason.lower()  # an idle timer ended it: the server never pinged
+
+
 async def test_dropped_handles_reach_the_peer(certs: DevCerts) -> None:
     outcomes: asyncio.Queue[object] = asyncio.Queue()
 
