@@ -6,7 +6,8 @@ A pump task per subscriber moves values from a small per-subscriber queue onto i
 normal `send`, so the channel's own backpressure (local queue or the peer's window) applies.
 
 broadcast: `send(v)` offers v to every subscriber. With `on_lag="block"` it waits until every queue has
-room (the slowest subscriber paces the producer). With `on_lag="lagged"` it never waits: a full queue
+room (the slowest subscriber paces the producer; `timeout=` bounds that wait, and a send that timed out
+offered v to nobody). With `on_lag="lagged"` it never waits: a full queue
 drops its oldest value and counts it, and before the next value the subscriber gets `Lagged(n)` from
 `recv` (an in-band notice: a LagNotice in a local pipe, a CBOR tag on a connection), then goes on.
 
@@ -14,9 +15,11 @@ watch: subscribers see the latest value. `send(v)` replaces the value; each pump
 latest when its channel can take it, so intermediate values may be skipped. A new subscriber gets the
 current value first.
 
-`close()` (or `async with`) finishes every subscriber's channel once its queue has drained. A subscriber
-whose receiver was closed or dropped is forgotten. The pumps are the only writers of the subscriber
-channels; the broadcast's own state (queues, counters, latest value) is written by its methods only.
+On a typed broadcast or watch, `send` checks the value first: one that is not a T raises ValidationError
+there, in the producer, instead of later in a pump. `close()` (or `async with`) finishes every subscriber's
+channel once its queue has drained. A subscriber whose receiver was closed or dropped is forgotten. The
+pumps are the only writers of the subscriber channels; the broadcast's own state (queues, counters, latest
+value) is written by its methods only.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from collections import deque
 from typing import Any, Generic, Literal, TypeVar
 
 from ..errors import AqueductError, ChannelError
-from .halves import LagNotice, Receiver, Sender, channel
+from .halves import LagNotice, Receiver, Sender, channel, within
+from .validation import spec_for
 
 T = TypeVar("T")
 OnLag = Literal["block", "lagged"]
@@ -51,6 +55,8 @@ class _Fanout(Generic[T]):
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.message_type = message_type
+        tp: Any = message_type  # (any type expression; spec_for caches by it)
+        self._spec = spec_for(tp) if tp is not None else None
         self.capacity = capacity
         self._subs: list[_Subscriber] = []
         self._closed = False
@@ -72,6 +78,11 @@ class _Fanout(Generic[T]):
         sub.pump = asyncio.get_running_loop().create_task(self._pump(sub))
         self._subs.append(sub)
         return rx
+
+    def _check(self, value: Any) -> None:
+        """ValidationError if `value` is not a T (a typed broadcast or watch)."""
+        if self._spec is not None:
+            self._spec.check(value, lambda: f"a {type(self).__name__.lower()}")
 
     def _first(self, sub: _Subscriber) -> None:
         """What a new subscriber starts with (nothing; watch: the current value)."""
@@ -120,20 +131,25 @@ class Broadcast(_Fanout[T]):
         super().__init__(message_type, capacity)
         self.on_lag: OnLag = on_lag
 
-    async def send(self, value: T) -> None:
-        """Offer `value` to every subscriber (waits for room only with on_lag="block")."""
+    async def send(self, value: T, *, timeout: float | None = None) -> None:
+        """Offer `value` to every subscriber (waits for room only with on_lag="block": Timeout after `timeout`
+        s, and then `value` was offered to nobody)."""
         if self._closed:
             raise AqueductError("send on a closed broadcast")
-        if self.on_lag == "block":
-            while any(len(s.queue) >= self.capacity for s in self._subs):
-                self._room.clear()
-                await self._room.wait()
+        self._check(value)
+        if self.on_lag == "block" and any(len(s.queue) >= self.capacity for s in self._subs):
+            await within(timeout, self._wait_for_room(), "send on a broadcast")
         for sub in self._subs:
             if len(sub.queue) >= self.capacity:
                 sub.queue.popleft()
                 sub.lagged += 1
             sub.queue.append(value)
             sub.wake.set()
+
+    async def _wait_for_room(self) -> None:
+        while any(len(s.queue) >= self.capacity for s in self._subs):
+            self._room.clear()
+            await self._room.wait()
 
 
 class Watch(_Fanout[T]):
@@ -150,6 +166,7 @@ class Watch(_Fanout[T]):
         """Make `value` the latest; each subscriber gets it as soon as its channel takes a message."""
         if self._closed:
             raise AqueductError("send on a closed watch")
+        self._check(value)
         self.value = value
         for sub in self._subs:
             sub.queue.clear()

@@ -8,9 +8,11 @@ surface.
 It turns engine application events into wake-ups (per receiver, per
 sender, the whole connection), runs the codec on every send and take, binds
 the halves a message carries (see halves/) to the handles the engine
-created for them (moving.py), and applies backpressure: a send returns once
-the stream it wrote to (or, for datagrams, aioquic's queue) is back under
-its bound; `send_nowait` refuses with WouldBlock instead of waiting.
+created for them (moving.py), and applies backpressure: a send waits, before
+it writes, while the stream it would write to (or the connection, or for
+datagrams aioquic's queue) is over its bound, and never after it wrote, so a
+send cancelled or timed out has sent nothing; `send_nowait` refuses with
+WouldBlock instead of waiting.
 
 The hot paths are short: a send without attachments goes straight to the
 engine's `send_plain` and creates a coroutine only when it must wait; a
@@ -248,8 +250,8 @@ class ConnectionLink:
         return self._protocol.send_blocked(stream)
 
     def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None:
-        """Send; None if that is all, else a coroutine to await: it waits while the stream is over its send bound
-        (and sends first, if it has not yet).
+        """Send; None if it was sent, else a coroutine to await: it waits while the stream is over its send bound,
+        then sends (cancelled while it waits, it has sent nothing).
 
         The common case (no attachments, no recording, not over the bound) is this one function down to the
         engine's `send_plain`: no coroutine, no waiter, no SendResult. A message carrying halves that need
@@ -262,9 +264,7 @@ class ConnectionLink:
         if halves:
             if delivery is _UNRELIABLE or self._blocked(handle, delivery):
                 return self._send_waiting(handle, payload, halves, delivery)
-            stream = self._send_now(handle, payload, halves, delivery).stream_id
-            if protocol.send_blocked(stream):
-                return self._wait_while(lambda: protocol.send_blocked(stream))
+            self._send_now(handle, payload, halves, delivery)
             return None
         if delivery is _UNRELIABLE:
             if len(payload) > protocol.datagram_payload_limit:
@@ -282,8 +282,6 @@ class ConnectionLink:
             stats.unreliable_sent += 1
             stats.unreliable_bytes_sent += len(payload)
             protocol.flush() if datagram is None else protocol.wrote()
-            if len(queued) >= DATAGRAM_QUEUE_LIMIT:
-                return self._wait_while(lambda: protocol.send_blocked(None))
             return None
         direct: tuple[int, bytes] | None = None
         last = self._last_stream.get(handle) if delivery is _ORDERED else None
@@ -307,9 +305,8 @@ class ConnectionLink:
             stats.unordered_sent += 1
             stats.unordered_bytes_sent += len(payload)
         protocol.flush() if direct is None else protocol.wrote()
-        if protocol.send_blocked(stream):
-            return self._wait_while(lambda: protocol.send_blocked(stream))
-        self._clear_sid, self._clear_writes = stream, self._writes.stream_writes
+        if not protocol.send_blocked(stream):  # (over its bound now: the next send checks it, and waits)
+            self._clear_sid, self._clear_writes = stream, self._writes.stream_writes
         return None
 
     async def _send_waiting(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> None:
@@ -318,9 +315,7 @@ class ConnectionLink:
             self._check_datagram(payload)
         if self._blocked(handle, delivery):
             await self._wait_while(lambda: self._blocked(handle, delivery))
-        stream = self._send_now(handle, payload, halves, delivery).stream_id
-        if self._protocol.send_blocked(stream):
-            await self._wait_while(lambda: self._protocol.send_blocked(stream))
+        self._send_now(handle, payload, halves, delivery)
 
     async def _wait_while(self, blocked: Any) -> None:
         try:

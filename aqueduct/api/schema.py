@@ -22,6 +22,8 @@ from typing import Any, Literal
 import msgspec
 
 from ..errors import ConnectionLost
+from .pydantic_models import describe_messages_with
+from .pydantic_models import json_schema as pydantic_schema
 
 SCHEMA_HEADER = "schema"
 SchemaCheck = Literal["exact", "compatible"]
@@ -39,17 +41,27 @@ def describe(tp: Any) -> dict[str, Any]:
               OneshotReceiver: "OneshotReceiver"}
     inner: dict[type, list[Any]] = {}
     _collect_halves(tp, halves, inner, set())
+    pydantic_defs: dict[str, Any] = {}
 
     def hook(cls: type) -> dict[str, Any]:
         if cls not in halves:
-            raise NotImplementedError
+            model = pydantic_schema(cls, pydantic_defs)  # (a pydantic model describes itself, halves and all)
+            if model is None:
+                raise NotImplementedError
+            return model
         out: dict[str, Any] = {"x-aqueduct-channel": halves[cls]}
         messages = sorted({json.dumps(describe(m), sort_keys=True) for m in inner.get(cls, []) if m is not Any})
         if messages:
             out["x-message"] = [json.loads(m) for m in messages]
         return out
 
-    return _structural(msgspec.json.schema(tp, schema_hook=hook))
+    schema = msgspec.json.schema(tp, schema_hook=hook)
+    if pydantic_defs:
+        schema.setdefault("$defs", {}).update(pydantic_defs)
+    return _structural(schema)
+
+
+describe_messages_with(describe)
 
 
 def _structural(schema: dict[str, Any]) -> dict[str, Any]:

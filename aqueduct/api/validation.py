@@ -10,7 +10,8 @@ where `Sender[X]` is declared, ...) and gives the half the spec of X, so attachm
 
 msgspec was measured against pydantic and a hand-written checker for a 3-field message (specs/DECISIONS.md,
 "Typed channels"); it covers dataclasses, msgspec.Struct, TypedDict, builtins and their containers,
-Optional, unions and enums. A pydantic model is converted by pydantic itself when pydantic is installed.
+Optional, unions and enums. A pydantic model is checked and converted by pydantic itself when pydantic is
+installed (pydantic_models.py: halves inside a model arrive typed there too).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import msgspec
 import msgspec.inspect
 
 from ..errors import ValidationError
+from .pydantic_models import RECEIVING, SENDING, error_details, half_schema_method, model_adapter
 
 
 class TypeSpec:
@@ -35,7 +37,7 @@ class TypeSpec:
     def __init__(self, tp: Any) -> None:
         self.tp = tp
         self.name = type_name(tp)
-        self._pydantic = _pydantic_adapter(tp)
+        self._pydantic = model_adapter(tp)
         # msgspec's builtin_types and dec_hook cost as much as the conversion itself: pass them only where
         # the type can hold a half (a custom type, or Any) or a byte string
         halves, raw = _holds(tp)
@@ -50,22 +52,26 @@ class TypeSpec:
 
         `where()` names the channel; it is called only to word an error."""
         try:
-            if self._pydantic is not None:
-                return self._pydantic.dump_python(self._pydantic.validate_python(value), mode="python")
+            if (adapter := self._pydantic) is not None:
+                # a model instance is not revalidated: its dump is, every field checked and the halves typed
+                wire = adapter.dump_python(adapter.validate_python(value, context=SENDING), mode="python",
+                                           by_alias=True, warnings=False)
+                adapter.validate_python(wire, context=SENDING)
+                return wire
             wire = msgspec.to_builtins(value, **self._wire_kw)
             msgspec.convert(wire, self.tp, **self._check_kw)
             return wire
         except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            raise _error(exc, where(), self.name, value, sending=True) from None
+            raise _error(exc, where(), self.tp, value, sending=True) from None
 
     def convert(self, value: Any, where: Callable[[], str]) -> Any:
         """`value` (a decoded payload) as a T, attachments typed; ValidationError if it does not fit."""
         try:
             if self._pydantic is not None:
-                return self._pydantic.validate_python(value)
+                return self._pydantic.validate_python(value, context=RECEIVING)
             return msgspec.convert(value, self.tp, **self._convert_kw)
         except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            raise _error(exc, where(), self.name, value, sending=False) from None
+            raise _error(exc, where(), self.tp, value, sending=False) from None
 
 
 def _holds(tp: Any) -> tuple[bool, bool]:
@@ -107,7 +113,10 @@ def type_name(tp: Any) -> str:
     """A readable name of a type or type expression."""
     if isinstance(tp, type) and not typing.get_args(tp):
         return tp.__qualname__
-    return str(tp).replace("typing.", "").replace("aqueduct.api.halves.", "")
+    return _HALVES_MODULE.sub("", str(tp).replace("typing.", ""))
+
+
+_HALVES_MODULE = re.compile(r"aqueduct\.api\.halves\.(?:\w+\.)?")
 
 
 # ---- halves inside typed messages ----
@@ -126,6 +135,7 @@ def register_half_types(*classes: type) -> None:
     PASS_THROUGH = (*PASS_THROUGH, *classes)
     for cls in classes:
         _HALF_ORIGINS[cls] = cls.__name__
+        cls.__get_pydantic_core_schema__ = classmethod(_PYDANTIC_HALF)  # type: ignore[attr-defined]
 
 
 def _expected_half(tp: Any) -> tuple[type, Any]:
@@ -163,33 +173,37 @@ def _adopt_hook(tp: Any, obj: Any) -> Any:
     return half
 
 
+def _kind_hook(tp: Any, obj: Any) -> Any:
+    """A model built in application code: a half of the right kind stands where the type wants one."""
+    return _matching_half(tp, obj)[0]
+
+
+_PYDANTIC_HALF = half_schema_method(_check_hook, _adopt_hook, _kind_hook)
+"""The half classes' `__get_pydantic_core_schema__` (pydantic_models.py)."""
+
+
 # ---- errors ----
 _MSGSPEC_ERROR = re.compile(r"(?P<what>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
 _EXPECTED = re.compile(r"Expected `(?P<expected>[^`]*)`(?:, got `(?P<got>[^`]*)`)?")
 
 
-def _error(exc: Exception, where: str, type_label: str, value: Any, *, sending: bool) -> ValidationError:
-    text = str(exc)
-    match = _MSGSPEC_ERROR.match(text)
-    what, path = (match["what"], match["path"]) if match else (text, None)
-    expected = got = None
-    found = _EXPECTED.search(what)
-    if found:
-        expected, got = found["expected"], found["got"]
-    path = path or "$"
-    if got is None:
-        got = type(value).__name__ if path == "$" else "a value that does not fit"
+def _error(exc: Exception, where: str, tp: Any, value: Any, *, sending: bool) -> ValidationError:
+    type_label = type_name(tp)
+    expected: str | None
+    got: str | None
+    if (pydantic := error_details(exc, tp, type_name)) is not None:
+        what, path, expected, got = pydantic
+    else:
+        text = str(exc)
+        match = _MSGSPEC_ERROR.match(text)
+        what, path = (match["what"], match["path"] or "$") if match else (text, "$")
+        expected = got = None
+        found = _EXPECTED.search(what)
+        if found:
+            expected, got = found["expected"], found["got"]
+        if got is None:
+            got = type(value).__name__ if path == "$" else "a value that does not fit"
     verb = "cannot send on" if sending else "invalid message on"
     message = f"{verb} {where} (type {type_label}): at {path}: {what}"
     return ValidationError(message, channel=where, path=path, expected=expected or type_label, received=got)
 
-
-def _pydantic_adapter(tp: Any) -> Any:
-    """A pydantic TypeAdapter for pydantic models (only if pydantic is installed and `tp` is a model)."""
-    try:
-        import pydantic
-    except ImportError:
-        return None
-    if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
-        return pydantic.TypeAdapter(tp)
-    return None

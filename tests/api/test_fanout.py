@@ -144,3 +144,45 @@ async def test_broadcast_subscribers_across_a_connection(certs: DevCerts) -> Non
         assert await guard(got.get()) == 2
         await bc.close()
         assert await guard(got.get()) == "end"
+
+
+@pytest.mark.parametrize("kind", ["timeout=", "asyncio.timeout"])
+async def test_a_blocking_broadcast_send_times_out_having_offered_nothing(kind: str) -> None:
+    bc = aqueduct.broadcast(int, capacity=1, on_lag="block")
+    rx = bc.subscribe()  # never read until the producer blocked
+    sent: list[int] = []
+    for i in range(100):  # bounded: a handful fill the subscriber's queue and channel
+        try:
+            if kind == "timeout=":
+                await bc.send(i, timeout=0.05)
+            else:
+                async with asyncio.timeout(0.05):
+                    await bc.send(i)
+        except TimeoutError as exc:
+            assert isinstance(exc, aqueduct.Timeout if kind == "timeout=" else TimeoutError)
+            break
+        sent.append(i)
+    else:
+        pytest.fail("a blocking broadcast never blocked")
+    reader = asyncio.ensure_future(_all(rx))
+    await guard(bc.send(1000))  # the broadcast goes on
+    await bc.close()
+    assert await guard(reader) == [*sent, 1000]  # the timed-out value reached nobody
+
+
+async def _all(rx: Receiver[int]) -> list[int]:
+    return [v async for v in rx]
+
+
+async def test_a_typed_broadcast_or_watch_refuses_a_wrong_value_in_send() -> None:
+    bc = aqueduct.broadcast(int)
+    rx = bc.subscribe()
+    with pytest.raises(aqueduct.ValidationError, match="broadcast"):
+        await bc.send("one")  # type: ignore[arg-type]
+    await bc.send(1)
+    await bc.close()
+    assert await guard(_all(rx)) == [1]  # (the pump would have died on "one": the channel never finished)
+    w = aqueduct.watch(int, 0)
+    with pytest.raises(aqueduct.ValidationError, match="watch"):
+        w.send("one")  # type: ignore[arg-type]
+    assert w.value == 0

@@ -109,9 +109,12 @@ class Sender(_Half, Generic[T]):
     ) -> Outcome | None:
         """Send `obj`; waits while the peer's window (or the local queue) is full (Timeout after `timeout` s).
 
-        On a typed channel a value that is not a T raises ValidationError and nothing is sent. With
-        `confirm=True` it also waits for the message's fate and returns it (`Outcome.ACKED`, or how it
-        was lost: nacked, cancelled, receiver dropped, connection lost, creating message lost)."""
+        It waits before it sends, never after: a send that times out (or is cancelled, as by
+        `asyncio.timeout`) has sent nothing, and the channel goes on. On a typed channel a value that is
+        not a T raises ValidationError and nothing is sent. With `confirm=True` it also waits for the
+        message's fate and returns it (`Outcome.ACKED`, or how it was lost: nacked, cancelled, receiver
+        dropped, connection lost, creating message lost); `timeout` then bounds that wait too, and a
+        Timeout there leaves the message's fate unknown."""
         if timeout is not None:
             what = f"send on {self._where()}"
             if confirm:
