@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     from aqueduct.recording.reader import BadSegment, RecordingError, check_segments
     from aqueduct.recording.segments import sealed_segments
     from aqueduct.spark.report import render
-    from aqueduct.spark.session import JavaMissing, spark_session, under_spark_submit
+    from aqueduct.spark.session import JavaMissing, session_running, spark_session, stop_session, under_spark_submit
 
     recording = str(args.recording)
     is_local = "://" not in recording or recording.startswith("file://")
@@ -220,9 +220,14 @@ def run(args: argparse.Namespace) -> int:
     config = {f"spark.{role}.extraJavaOptions": QUICK_JIT for role in ("driver", "executor")} if jit == "quick" else {}
     progress = Progress((1 if args.sql else STEPS) + (1 if args.incremental else 0))
     started = time.monotonic()
+    borrowed = session_running()  # called from code that has a session (a notebook): use it, leave it running
+    if borrowed:
+        config = {}
     progress.note(
         "aqueduct analyze: using spark-submit's Spark session"
         if under_spark_submit()
+        else "aqueduct analyze: using this process's running Spark session"
+        if borrowed
         else f"aqueduct analyze: starting Spark ({args.master or 'local[*]'}, {jit} JIT); log in {out_dir}/spark.log"
     )
     try:
@@ -260,7 +265,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         progress.close()
-        spark.stop()
+        if not borrowed:
+            stop_session(spark)
     write_tables(tables, out_dir)
     if args.sql:
         from aqueduct.spark.report import table_text

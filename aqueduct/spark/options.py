@@ -37,7 +37,8 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         "--jit",
         choices=["auto", "quick", "full"],
         default="auto",
-        help="JVM compiler: quick (C1 only: fast start, best for small recordings), full (C2), "
+        help="JVM compiler, when analyze starts the JVM itself (not under spark-submit: give it "
+        "--driver-java-options there): quick (C1 only: fast start, best for small recordings), full (C2), "
         "auto: quick below 5M events (default)",
     )
     return parser

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+SETTLE_S = 10.0
+"""How long `stop_session` lets leftover jobs finish before cancelling them."""
 MIN_JAVA = 17
 INSTALL_HINT = (
     "install a Java runtime (17 or 21), e.g. `sudo apt-get install openjdk-17-jre-headless` on Debian/Ubuntu, "
@@ -51,6 +54,14 @@ class JavaMissing(RuntimeError):
 def under_spark_submit() -> bool:
     """Whether this Python was started by spark-submit (its JVM is already running)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def session_running() -> bool:
+    """Whether this process has a running SparkContext already (a notebook's, a test's): `spark_session` then
+    returns a session on it, and its owner, not the caller, stops it."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 def find_java() -> tuple[str, int]:
@@ -148,3 +159,20 @@ def spark_session(
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def stop_session(spark: SparkSession, settle: float = SETTLE_S) -> None:
+    """Stop `spark` once the jobs still running have ended (after `settle` seconds they are cancelled).
+
+    A query whose adaptive plan ends early (one side of a join turns out empty) returns its result while a stage
+    of the other side still runs; stopping under it makes the executor log rejected-task errors and stack traces,
+    which spark-submit shows on the console of a run that succeeded.
+    """
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + settle
+    while tracker.getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling the status tracker; the leftover stages are small and end on their own
+    if tracker.getActiveJobsIds():
+        sc.cancelAllJobs()
+    spark.stop()

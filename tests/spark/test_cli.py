@@ -16,6 +16,15 @@ def test_no_recording_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert "no sealed recording segments" in capsys.readouterr().err
 
 
+def test_report_needs_an_output_file_and_runs_the_analysis(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["report", str(tmp_path)])  # -o FILE is required
+    assert "-o/--output" in capsys.readouterr().err
+    # the report itself (opened in a browser): test_html_report.py; here, that `report` reaches the analysis
+    assert main(["report", str(tmp_path / "nothing"), "-o", str(tmp_path / "r.html")]) == 2
+    assert "no sealed recording segments" in capsys.readouterr().err
+
+
 def test_missing_java_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     with pytest.raises(JavaMissing, match="apt-get install openjdk-17"):
