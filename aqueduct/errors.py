@@ -90,7 +90,8 @@ class AuthenticationFailed(ConnectError):
 
 
 class ConfigError(AqueductError):
-    """Local configuration is unusable (a CA, certificate or key file missing or unreadable); nothing was sent."""
+    """Local configuration is unusable (a CA, certificate or key file missing or unreadable, a URL that is not
+    aqueduct://host:port); nothing was sent."""
 
 
 class ValidationError(AqueductError, TypeError):

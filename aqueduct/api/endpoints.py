@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
 from urllib.parse import urlsplit
 
 from ..core.config import EngineConfig
-from ..errors import ConnectError, ConnectionLost
+from ..errors import ConfigError, ConnectError, ConnectionLost
 from ..quic.endpoint import open_client, open_server
 from ..quic.mtls import ClientAuth
 from ..quic.protocol import AqueductProtocol
@@ -63,9 +63,13 @@ def _headers(
 def parse_url(url: str) -> tuple[str, int]:
     """Host and port of an `aqueduct://host:port` URL (port defaults to 4433)."""
     parts = urlsplit(url if "://" in url else f"aqueduct://{url}")
+    try:
+        port = parts.port  # (a port that is not a number, or out of range, raises here)
+    except ValueError as exc:
+        raise ConfigError(f"not an aqueduct://host:port URL: {url!r} ({exc})") from None
     if parts.scheme != "aqueduct" or not parts.hostname:
-        raise ValueError(f"not an aqueduct://host:port URL: {url!r}")
-    return parts.hostname, parts.port or DEFAULT_PORT
+        raise ConfigError(f"not an aqueduct://host:port URL: {url!r}")
+    return parts.hostname, port or DEFAULT_PORT
 
 
 class _Connecting(Generic[C]):

@@ -29,6 +29,14 @@ def test_connect_and_config_errors_are_aqueduct_errors() -> None:
     assert issubclass(aqueduct.ConfigError, aqueduct.AqueductError)
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1:4433", "aqueduct://", "aqueduct://127.0.0.1:99999",
+                                 "aqueduct://127.0.0.1:port"])
+async def test_a_bad_url_is_a_config_error_naming_it(url: str) -> None:
+    with pytest.raises(aqueduct.ConfigError, match="not an aqueduct://host:port URL") as info:
+        await guard(aqueduct.connect(url))
+    assert url in str(info.value)
+
+
 async def test_missing_ca_file_is_reported_before_any_network_step(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "ca.pem"
     # port 9 on loopback: if anything were sent, the error would be a ConnectError, not this one
