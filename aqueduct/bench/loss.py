@@ -10,8 +10,9 @@ cell is bulk MB/s (256 KiB messages for `window` seconds, rate = the peer's
 count / time to the count's arrival, as the lossless rows) through that
 proxy. The curve's ratios compare each loss level with the same path at 0%
 loss, through the same proxy. TCP cannot pass a UDP proxy (and impairing
-the loopback device would disturb every other process), so TCP has
-lossless rows only.
+the loopback device would disturb every other process): netloss.py measures
+TCP, Stream and Aqueduct under the same kernel-level loss in a network
+namespace of their own, when run as root.
 """
 
 from __future__ import annotations

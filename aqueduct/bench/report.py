@@ -128,6 +128,10 @@ def targets(results: Results) -> list[Target]:
     if results.loss:
         out.append(Target("Marlin Stream goodput at 5% loss vs 0% (same proxy)", at5, ">= 0.5x",
                           _check(at5, 0.5, True)))
+    k5 = next((r["x_lossless"] for r in results.kernel_loss if r["path"] == "marlin stream" and r["loss"] == 0.05),
+              None)
+    if results.kernel_loss:
+        out.append(Target("Marlin Stream goodput at 5% kernel loss vs 0%", k5, ">= 0.5x", _check(k5, 0.5, True)))
     e = results.engine
     if e:
         curve = e["throughput_vs_channels"]
@@ -192,10 +196,13 @@ def table(results: Results) -> str:
                      f"failed while it held them: {hold.get('loaded_connects_failed', 0)}")
     if results.loss:
         lines.append("goodput under loss (bulk MB/s through the impairment proxy, both ways; TCP cannot pass it):")
-        for r in results.loss:
-            ratio = "-" if r["x_lossless"] is None else f"{r['x_lossless']:.2f}x"
-            lines.append(f"  {r['path']:<26} {r['loss']:>4.0%} loss {_fmt(r['mb_s']):>10} {_fmt(r['low']):>10} "
-                         f"{_fmt(r['high']):>10}  {ratio:>8} of 0%")
+        lines += [_loss_line(r) for r in results.loss]
+    if results.kernel_loss:
+        lines.append("goodput under kernel loss (bulk MB/s; a network namespace's loopback drops packets at random, "
+                     "both ways; TCP included):")
+        lines += [_loss_line(r) for r in results.kernel_loss]
+    elif results.kernel_loss_unavailable and results.loss:
+        lines.append(f"goodput under kernel loss: not measured ({results.kernel_loss_unavailable})")
     lines.append("targets:")
     for t in targets(results):
         mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
@@ -204,6 +211,12 @@ def table(results: Results) -> str:
     lines.append(f"run took {results.seconds:.0f} s; load average at start "
                  f"{', '.join(f'{x:.1f}' for x in results.environment.get('load_average', []))}")
     return "\n".join(lines)
+
+
+def _loss_line(r: dict[str, Any]) -> str:
+    ratio = "-" if r["x_lossless"] is None else f"{r['x_lossless']:.2f}x"
+    return (f"  {r['path']:<26} {r['loss']:>4.0%} loss {_fmt(r['mb_s']):>10} {_fmt(r['low']):>10} "
+            f"{_fmt(r['high']):>10}  {ratio:>8} of 0%")
 
 
 def as_json(results: Results) -> dict[str, Any]:
@@ -217,6 +230,7 @@ def as_json(results: Results) -> dict[str, Any]:
         "api_memory": results.api_memory,
         "engine": results.engine,
         "loss_curves": results.loss,
+        "kernel_loss_curves": results.kernel_loss,
         "connections": results.connections,
         "targets": [t.__dict__ for t in targets(results)],
         "seconds": results.seconds,

@@ -151,6 +151,9 @@ class Results:
     engine: dict[str, Any] = field(default_factory=dict)
     loss: list[dict[str, Any]] = field(default_factory=list)
     """The loss curves (loss.curves), when asked for."""
+    kernel_loss: list[dict[str, Any]] = field(default_factory=list)
+    """The kernel-loss curves (netloss.py, TCP included), when asked for and root; else why not, below."""
+    kernel_loss_unavailable: str | None = None
     connections: dict[str, Any] = field(default_factory=dict)
     """Per connection-server kind: idle connections asked for and held, time to open them (connections.py)."""
     environment: dict[str, Any] = field(default_factory=dict)
@@ -308,6 +311,12 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 finally:
                     _stop(proxy_proc)
                 results.loss = loss.curves(samples)
+                from . import netloss
+
+                results.kernel_loss_unavailable = netloss.reason_unavailable()
+                if results.kernel_loss_unavailable is None:
+                    results.kernel_loss = loss.curves(
+                        await netloss.measure(opts.loss_window, opts.loss_rounds, progress))
             if opts.connections:
                 from . import connections
 

@@ -1,0 +1,138 @@
+"""Goodput under kernel loss: TCP, Marlin Stream and Aqueduct-on-QUIC losing the same packets, in one run.
+
+    aqueduct bench --loss-curves        (as root; or: python -m aqueduct.bench.netloss inner ...)
+
+The impairment proxy (loss.py) is UDP, so TCP cannot pass it, and impairing the machine's loopback would
+disturb every other process. Here the whole measurement runs in a network namespace of its own (`ip netns`),
+whose loopback belongs to it alone: the benchmark peer (peer.py) and the measuring process live there, and
+an iptables rule in that namespace drops each packet arriving on its loopback with probability `loss`
+(`-m statistic --mode random`: independent loss, both directions, whatever the protocol). Every path then
+meets the same kernel-level loss: TCP's own retransmission and congestion control, Marlin Stream's, and
+aioquic's under Aqueduct. A cell is bulk MB/s (256 KiB messages for `window` seconds, rate = the peer's count
+/ time to the count's arrival, as everywhere in the bench); rounds alternate the paths, and each ratio
+compares a loss level with the same path at 0%.
+
+It needs root (a namespace, iptables) and the `ip` and `iptables` commands (scripts/netns_tools.sh
+installs them); `reason_unavailable()` says why it cannot run, and the report prints that instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+from ..core.app import Delivery
+from .clients import AqueductClient, StreamClient, TcpClient
+from .loss import BULK, LOSSES
+
+PATHS = ("tcp", "marlin stream", "aqueduct ordered raw")
+
+
+def reason_unavailable() -> str | None:
+    """Why the kernel-loss curves cannot run here, or None."""
+    if sys.platform != "linux":
+        return "kernel loss needs Linux network namespaces"
+    if os.geteuid() != 0:
+        return "kernel loss needs root (a network namespace and an iptables rule)"
+    missing = [tool for tool in ("ip", "iptables") if shutil.which(tool) is None]
+    if missing:
+        return f"kernel loss needs {' and '.join(missing)} (bash scripts/netns_tools.sh installs them)"
+    return None
+
+
+async def measure(window: float, rounds: int, progress: Callable[[str], None] = lambda _: None,
+                  losses: tuple[float, ...] = LOSSES) -> dict[str, dict[str, list[float]]]:
+    """MB/s samples per path (PATHS) and loss level (str(loss)), measured in a namespace made for the run."""
+    ns = f"aqbench-{os.getpid()}"
+    _run("ip", "netns", "add", ns)
+    try:
+        _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        proc = await asyncio.create_subprocess_exec(
+            "ip", "netns", "exec", ns, sys.executable, "-m", "aqueduct.bench.netloss", "inner",
+            "--window", str(window), "--rounds", str(rounds), "--losses", ",".join(str(x) for x in losses),
+            stdout=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None
+        samples: dict[str, dict[str, list[float]]] | None = None
+        async for line in proc.stdout:
+            msg = json.loads(line)
+            if "progress" in msg:
+                progress(msg["progress"])
+            else:
+                samples = msg["samples"]
+        if await proc.wait() != 0 or samples is None:
+            raise RuntimeError(f"the kernel-loss measurement failed (exit code {proc.returncode})")
+        return samples
+    finally:
+        _run("ip", "netns", "delete", ns)
+
+
+def _run(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=30)
+
+
+def _drop(loss: float) -> None:
+    """In this namespace: drop packets arriving on the loopback with probability `loss` (0: none)."""
+    _run("iptables", "-w", "-F", "INPUT")
+    if loss > 0:
+        _run("iptables", "-w", "-A", "INPUT", "-i", "lo", "-m", "statistic", "--mode", "random",
+             "--probability", f"{loss:.4f}", "-j", "DROP")
+
+
+async def _inner(window: float, rounds: int, losses: list[float]) -> None:
+    """Inside the namespace: start the peer, measure every (round, loss, path), print the samples."""
+    from ..quic.certs import make_dev_certs
+
+    certs = make_dev_certs(tempfile.mkdtemp(prefix="aqueduct-netloss-"))
+    peer = subprocess.Popen([sys.executable, "-m", "aqueduct.bench.peer", "--cert", str(certs.cert), "--key",
+                             str(certs.key)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert peer.stdin is not None and peer.stdout is not None
+    ports = json.loads(peer.stdout.readline())
+    samples: dict[str, dict[str, list[float]]] = {p: {} for p in PATHS}
+    try:
+        for rnd in range(rounds):
+            for loss in losses:
+                _drop(loss)
+                for path in PATHS[rnd % len(PATHS):] + PATHS[:rnd % len(PATHS)]:
+                    print(json.dumps({"progress": f"kernel loss round {rnd + 1}/{rounds}: {path} at {loss:.0%} loss"}),
+                          flush=True)
+                    client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else StreamClient(ports["stream"])
+                                   if path == "marlin stream" else
+                                   AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED))
+                    await client.open()
+                    try:
+                        r = await client.oneway(BULK, window, 100_000)
+                    finally:
+                        await client.close()
+                    samples[path].setdefault(str(loss), []).append(r.nbytes / r.seconds / 1e6)
+    finally:
+        _drop(0)
+        peer.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            peer.wait(10)
+        if peer.returncode is None:
+            peer.kill()
+    print(json.dumps({"samples": samples}), flush=True)
+
+
+def main() -> None:
+    """`python -m aqueduct.bench.netloss inner --window S --rounds N --losses 0,0.01,0.05` (inside a namespace)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("role", choices=["inner"])
+    ap.add_argument("--window", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--losses", default=",".join(str(x) for x in LOSSES))
+    args = ap.parse_args()
+    asyncio.run(_inner(args.window, args.rounds, [float(x) for x in args.losses.split(",")]))
+
+
+if __name__ == "__main__":
+    main()
