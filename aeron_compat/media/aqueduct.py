@@ -68,6 +68,9 @@ class NetworkHost(Protocol):
 class AqueductNetwork(Matcher):
     """The driver's QUIC endpoint: listeners, outgoing links, remote subscribers and sessions."""
 
+    subscriber_type = RemoteSubscriber
+    """What a remote subscription announced on a link becomes (its sinks use this media's transport)."""
+
     def __init__(self, driver: NetworkHost) -> None:
         super().__init__()
         self.driver = driver
@@ -356,7 +359,8 @@ class AqueductNetwork(Matcher):
             self.count("errors")
             return
         session = msg.get("session")
-        subscriber = RemoteSubscriber(self, link, sub_id, int(msg["stream"]), None if session is None else int(session))
+        subscriber = self.subscriber_type(self, link, sub_id, int(msg["stream"]),
+                                          None if session is None else int(session))
         with self.driver._lock:
             self.remote[(link.id, sub_id)] = subscriber
             super().add_subscription(subscriber, key)
