@@ -234,6 +234,10 @@ class ChannelUriStringBuilder:
         """False selects Aqueduct's unreliable lane."""
         return self._set("reliable", v)
 
+    def transport(self, v: str | None) -> ChannelUriStringBuilder:
+        """`native` (Aeron's UDP wire) or `stream` (Marlin Stream); None: the driver's udp media."""
+        return self._set("transport", v)
+
     def mtu(self, v: int | None) -> ChannelUriStringBuilder:
         """Maximum frame length (multiple of 32)."""
         return self._set("mtu", v)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from aeron_compat import Aeron, Context, FragmentAssembler, InvalidChannelError, Subscription
+from aeron_compat import Aeron, ChannelUriStringBuilder, Context, FragmentAssembler, InvalidChannelError, Subscription
 from aeron_compat.client.uri import ChannelUri
 
 STREAM = 78
@@ -307,6 +307,8 @@ def test_unknown_or_misplaced_transports_are_refused(channel: str, named: str) -
     with pytest.raises(InvalidChannelError, match=f"^{named}: "):
         ChannelUri.parse(channel)
     assert ChannelUri.parse("aeron:udp?endpoint=localhost:1|transport=stream").get("transport") == "stream"
+    built = ChannelUriStringBuilder().media("udp").endpoint("localhost:1").transport("stream").build()
+    assert built == "aeron:udp?endpoint=localhost:1|transport=stream"
 
 
 def test_a_client_refuses_an_unknown_transport(stream: Callable[[], Aeron]) -> None:
