@@ -230,6 +230,86 @@ def test_dynamic_mdc_and_response_channels_use_connections_the_subscribers_opene
     assert client.driver.stream_network.listeners.keys() == {a.resolved_endpoint}  # the reply needed none
 
 
+def test_lost_connection_makes_images_unavailable_without_end_of_stream(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    gone: list[bool] = []
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM,
+                                  on_unavailable_image=lambda i: gone.append(i.is_end_of_stream))
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"before the crash")
+    assert receive(sub, 1) == [b"before the crash"]
+    network = client.driver.stream_network
+    (link,) = network.out_links.values()
+    network.call(link.conn.close)  # type: ignore[attr-defined]  # a StreamLink's connection, reset
+    wait_until(lambda: sub.poll(lambda buf, hdr: None, 10) >= 0 and gone == [False])
+    got: list[bytes] = []
+
+    def offer_until_received() -> bool:  # offers into the dead connection's sink are lost, as in Aeron
+        pub.offer(b"after redialling")
+        sub.poll(lambda buf, hdr: got.append(bytes(buf)), 10)
+        return bool(got)
+
+    wait_until(offer_until_received)
+    assert set(got) == {b"after redialling"} and server.counters["images_total"] == 2
+
+
+async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
+    async with Aeron.connect(Context(udp_media="loopback", counters_interval=0)) as server, \
+            Aeron.connect(Context(udp_media="loopback", counters_interval=0)) as client:
+        assert server.driver.stream_network.thread is None
+        sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+        pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}|term-length=64k"), STREAM)
+        received: list[bytes] = []
+
+        async def consume() -> None:
+            while len(received) < 2000:
+                if not sub.poll(lambda buf, hdr: received.append(bytes(buf)), 256):
+                    await asyncio.sleep(0)
+
+        consumer = asyncio.create_task(consume())
+        for i in range(2000):
+            await pub.send(i.to_bytes(4, "little") * 16, timeout=10)
+        await asyncio.wait_for(consumer, 20)
+        assert received == [i.to_bytes(4, "little") * 16 for i in range(2000)]
+        assert client.counters["back_pressure_events"] > 0
+
+
+def test_hostile_control_messages_are_counted_and_ignored(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.media.stream_link import encode_message, write_frame
+    from aeron_compat.stream.aio import StreamEndpoint
+
+    server = stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = server.add_publication(ch(f"control=localhost:{port(2)}|control-mode=dynamic"), STREAM)
+    server.driver.ctx.max_remote_subscriptions_per_link = 2
+    setup = {"t": "setup", "sub": sub.registration_id, "stream": STREAM, "session": 1, "itid": 0, "tl": 1000,
+             "mtu": 1408, "join": 0, "win": 10, "rel": True}
+
+    async def attack() -> None:
+        endpoint = await StreamEndpoint.bind()
+        try:
+            conn = await endpoint.dial(("127.0.0.1", port(2)))
+            _, control = conn.open_stream()
+            for msg in ({"t": "hello"}, {"t": "reg", "kind": "ctl", "sub": "x"}, {"t": "nope"}, setup,
+                        *({"t": "reg", "kind": "ctl", "sub": n, "stream": 999, "session": None} for n in range(4))):
+                write_frame(control, encode_message(msg))
+            session_reader, session = conn.open_stream()
+            write_frame(session, encode_message(setup))  # on a session stream, but an impossible term length
+            assert await session_reader.read() == b""  # refused: the driver ends its half
+            while server.counters["errors"] < 5:
+                await asyncio.sleep(0.005)
+        finally:
+            endpoint.close()
+
+    asyncio.run(asyncio.wait_for(attack(), 10))
+    assert server.counters["errors"] == 5
+    assert sub.images == [] and not pub.is_connected
+    client = stream()
+    mine = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: mine.is_connected)
+
+
 def test_stat_shows_the_drivers_stream_connections(stream: Callable[[], Aeron]) -> None:
     from aeron_compat.tools.cli import format_snapshot
 
