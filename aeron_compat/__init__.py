@@ -32,7 +32,8 @@ by ``add_destination`` / ``remove_destination``.  ``control-mode=response`` answ
 the connection it came from.  ``Context.udp_media="loopback"`` keeps aeron:udp between the drivers
 of one process (same matching, sessions and source identities, no sockets).  See
 ``media/aqueduct.py`` and ``media/remote.py`` for the control messages.  (``transport=native`` in an
-``aeron:udp`` channel selects Aeron's own UDP protocol instead: ``aeron_compat.native``.)
+``aeron:udp`` channel selects Aeron's own UDP protocol instead: ``aeron_compat.native``;
+``transport=stream`` the same mapping over Marlin Stream instead of Aqueduct: ``media/stream.py``.)
 
 Standalone driver.  ``aeron_compat driver`` runs the driver as a process of its own, serving a
 directory (``Context.aeron_dir``; lock, Unix socket, counters); clients choose it with

@@ -14,6 +14,9 @@ from .codes import AeronError
 
 MEDIA = ("udp", "ipc")
 CONTROL_MODES = ("manual", "dynamic", "response")
+TRANSPORTS = ("native", "stream")
+"""`transport=` of aeron:udp: Aeron's own UDP wire (native/), or Marlin Stream (media/stream.py); without
+it, the driver's `udp_media` (Aqueduct over QUIC, or the in-process loopback)."""
 _MIN_TERM, _MAX_TERM = 64 * 1024, 1024 * 1024 * 1024
 _SIZE = re.compile(r"^(\d+)([kKmMgG]?)$")
 _DURATION = re.compile(r"^(\d+)(ns|us|ms|s)?$")
@@ -117,7 +120,7 @@ VALIDATORS: dict[str, Callable[[str, str], None]] = {
     "term-id": _INT32,
     "term-offset": _int_range(0, _MAX_TERM),
     "response-correlation-id": _int_range(0, 2**63 - 1),
-    "transport": _choice(("native",)),
+    "transport": _choice(TRANSPORTS),
 }
 IGNORED = frozenset(
     "interface sparse eos tether group rejoin so-sndbuf so-rcvbuf rcv-wnd fc cc gtag nak-delay "
@@ -163,7 +166,7 @@ class ChannelUri:
                 raise InvalidChannelError(f"{key}: unknown channel parameter")
         mode = self.params.get("control-mode")
         if self.media == "ipc":
-            for key in ("endpoint", "control", "control-mode"):
+            for key in ("endpoint", "control", "control-mode", "transport"):
                 if key in self.params:
                     raise InvalidChannelError(f"{key}: not valid for aeron:ipc")
         elif mode == "dynamic" and "control" not in self.params:
@@ -230,6 +233,10 @@ class ChannelUriStringBuilder:
     def reliable(self, v: bool | None) -> ChannelUriStringBuilder:
         """False selects Aqueduct's unreliable lane."""
         return self._set("reliable", v)
+
+    def transport(self, v: str | None) -> ChannelUriStringBuilder:
+        """`native` (Aeron's UDP wire) or `stream` (Marlin Stream); None: the driver's udp media."""
+        return self._set("transport", v)
 
     def mtu(self, v: int | None) -> ChannelUriStringBuilder:
         """Maximum frame length (multiple of 32)."""

@@ -1,6 +1,7 @@
 # The media driver: owns the counters, allocates sessions, builds publication logs and resolves
 # channels into matching keys.  aeron:ipc is matched within this driver; aeron:udp within the
-# network domain chosen by the context (the process loopback, or Aqueduct connections).
+# network domain chosen by the context (the process loopback, or Aqueduct connections), or, for
+# channels with `transport=stream`, within the driver's Marlin Stream network.
 # Matching is synchronous: an ipc publication added while a subscription exists is connected
 # when add_publication returns.  A daemon "conductor" thread only writes counters snapshots.
 """`MediaDriver`: the process's endpoint."""
@@ -30,12 +31,13 @@ from ..media.matcher import Key, Matcher
 
 if TYPE_CHECKING:
     from ..media.aqueduct import AqueductNetwork
+    from ..media.stream import StreamNetwork
 
 _driver_ids = itertools.count(1)
 
 
 def _canonical(channel: ChannelUri) -> tuple[Any, ...]:
-    keys = ("endpoint", "control", "control-mode", "session-id", "reliable", "response-correlation-id")
+    keys = ("endpoint", "control", "control-mode", "session-id", "reliable", "response-correlation-id", "transport")
     return (channel.media, *(channel.get(k) for k in keys))
 
 
@@ -53,6 +55,7 @@ class MediaDriver:
         self.counters = Counters()
         self.ipc = Matcher()
         self._network: LoopbackNetwork | AqueductNetwork | None = None
+        self._stream_network: StreamNetwork | None = None
         self.address = f"127.0.0.1:{LOOPBACK.ephemeral_port()}"
         self.logs: list[PublicationLog] = []
         self.subscriptions: list[Subscription] = []
@@ -82,6 +85,24 @@ class MediaDriver:
                 self._network = LOOPBACK
         return self._network
 
+    @property
+    def stream_network(self) -> StreamNetwork:
+        """The Marlin Stream domain of `transport=stream` channels, started on first use."""
+        if self._stream_network is None:
+            from ..media.stream import StreamNetwork
+
+            self._stream_network = StreamNetwork(self)
+        return self._stream_network
+
+    def network_for(self, channel: ChannelUri) -> LoopbackNetwork | AqueductNetwork:
+        """The aeron:udp domain `channel` travels in."""
+        return self.stream_network if channel.get("transport") == "stream" else self.network
+
+    def _networks(self) -> list[AqueductNetwork]:
+        """The socket networks started so far."""
+        started = (self._network, self._stream_network)
+        return [n for n in started if n is not None and not isinstance(n, LoopbackNetwork)]
+
     @classmethod
     def launch_embedded(cls, ctx: Context | None = None) -> MediaDriver:
         """Start a driver inside this process."""
@@ -95,7 +116,7 @@ class MediaDriver:
         self._check_open()
         keys = self._publication_keys(channel)
         if not channel.is_ipc():
-            self.network.prepare(keys)
+            self.network_for(channel).prepare(keys)
         with self._lock:
             if not exclusive and shared:
                 for log in self.logs:
@@ -155,7 +176,9 @@ class MediaDriver:
             image = self.find_image(int(channel.get("response-correlation-id") or 0))
             if image is None:
                 raise RegistrationError("response-correlation-id: no image with that correlation id")
-            return {self.network.response_key(image)}
+            if self._transport_of(image) != channel.get("transport"):
+                raise RegistrationError("transport: a response publication must use its image's transport")
+            return {self.network_for(channel).response_key(image)}
         if mode == "manual":
             return set()
         if "control" in channel.params:
@@ -164,6 +187,9 @@ class MediaDriver:
             raise RegistrationError("endpoint: a udp publication needs an endpoint (or control for MDC)")
         return {("ep", _endpoint(channel, "endpoint"))}
 
+    def _transport_of(self, image: Image) -> str | None:
+        return next((s.channel_uri.get("transport") for s in self.subscriptions if image in s._images), None)
+
     def add_destination(self, log: PublicationLog, destination: str) -> None:
         """Manual MDC: send `log` to subscriptions at `destination`'s endpoint too."""
         self._check_manual(log)
@@ -171,7 +197,7 @@ class MediaDriver:
         with self._lock:
             if endpoint not in log.destinations:
                 log.destinations.append(endpoint)
-            self.network.set_keys(log, {("ep", e) for e in log.destinations})
+            self.network_for(log.channel).set_keys(log, {("ep", e) for e in log.destinations})
 
     def remove_destination(self, log: PublicationLog, destination: str) -> None:
         """Manual MDC: stop sending to `destination`; its images become unavailable."""
@@ -181,8 +207,9 @@ class MediaDriver:
             if endpoint in log.destinations:
                 log.destinations.remove(endpoint)
             keys = {("ep", e) for e in log.destinations}
-            self.network.set_keys(log, keys)
-            for sink in self.network.sinks_of(log, lambda k: k in keys):
+            network = self.network_for(log.channel)
+            network.set_keys(log, keys)
+            for sink in network.sinks_of(log, lambda k: k in keys):
                 with log.lock:
                     log.remove_sink(sink)
                 sink.lost()
@@ -228,7 +255,7 @@ class MediaDriver:
             return ("resp", sub.registration_id)
         if "endpoint" in channel.params:
             host, port = parse_endpoint(channel.params["endpoint"], "endpoint")
-            sub.resolved_endpoint = self.network.bind(self.driver_id, host, port)
+            sub.resolved_endpoint = self.network_for(channel).bind(self.driver_id, host, port)
             self._bindings[sub.registration_id] = sub.resolved_endpoint
         if "control" in channel.params:
             return ("ctl", _endpoint(channel, "control"))
@@ -245,10 +272,10 @@ class MediaDriver:
             self._domain(sub.channel_uri).remove_subscription(sub)
             endpoint = self._bindings.pop(sub.registration_id, None)
             if endpoint is not None:
-                self.network.unbind(endpoint)
+                self.network_for(sub.channel_uri).unbind(endpoint)
 
     def _domain(self, channel: ChannelUri) -> Matcher:
-        return self.ipc if channel.is_ipc() else self.network
+        return self.ipc if channel.is_ipc() else self.network_for(channel)
 
     def find_image(self, correlation_id: int) -> Image | None:
         """An image of this driver by correlation id."""
@@ -270,8 +297,7 @@ class MediaDriver:
             for image in sub._images:
                 streams.append({"name": "sub-pos", "value": image.position, "session_id": image.session_id,
                                 "stream_id": sub.stream_id, "channel": sub.channel})
-        network = self._network
-        links = network.describe() if network is not None and not isinstance(network, LoopbackNetwork) else []
+        links = [line for network in self._networks() for line in network.describe()]
         return {"pid": os.getpid(), "driver_id": self.driver_id, "directory": str(self.directory),
                 "started": self._started, "time": time.time(), "counters": dict(self.counters.values),
                 "streams": streams, "links": links}
@@ -301,8 +327,7 @@ class MediaDriver:
     async def aclose(self) -> None:
         """`close()`, then wait for the network to finish closing (drivers running on the caller's loop)."""
         self.close()
-        network = self._network
-        if network is not None and not isinstance(network, LoopbackNetwork):
+        for network in self._networks():
             await network.wait_closed()
 
     def close(self) -> None:
@@ -315,8 +340,8 @@ class MediaDriver:
             self.release_publication(log)
         for sub in list(self.subscriptions):
             sub.close()
-        if self._network is not None and not isinstance(self._network, LoopbackNetwork):
-            self._network.close()
+        for network in self._networks():
+            network.close()
         self._stop.set()
         if self._conductor is not None:
             self._conductor.join()

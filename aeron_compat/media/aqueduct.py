@@ -36,10 +36,10 @@ from ..client.image import Image
 from ..client.publication import PublicationLog
 from ..client.subscription import Subscription
 from . import shared_loop
-from .link import Link, dev_certs, peer_of
+from .link import ControlLink, Link, dev_certs, peer_of
 from .loopback import normalise_host
 from .matcher import Key, Matcher
-from .remote import RemoteSession, RemoteSubscriber
+from .remote import RemoteSession, RemoteSubscriber, SessionCore
 
 RECONNECT_DELAY = 0.05
 
@@ -48,7 +48,7 @@ RECONNECT_DELAY = 0.05
 class _Listener:
     stack: contextlib.AsyncExitStack
     refs: int = 1
-    links: list[Link] = field(default_factory=list)
+    links: list[ControlLink] = field(default_factory=list)
 
 
 class NetworkHost(Protocol):
@@ -68,20 +68,20 @@ class NetworkHost(Protocol):
 class AqueductNetwork(Matcher):
     """The driver's QUIC endpoint: listeners, outgoing links, remote subscribers and sessions."""
 
+    subscriber_type = RemoteSubscriber
+    """What a remote subscription announced on a link becomes (its sinks use this media's transport)."""
+
     def __init__(self, driver: NetworkHost) -> None:
         super().__init__()
         self.driver = driver
         ctx = driver.ctx
-        certs = dev_certs() if ctx.tls_cert is None else None
-        self.cert = ctx.tls_cert or (certs.cert if certs else "")
-        self.key = ctx.tls_key or (certs.key if certs else "")
-        self.ca = ctx.tls_ca or (certs.ca if certs else None)
+        self._secure(ctx)
         self.listeners: dict[str, _Listener] = {}
         self._closing: dict[str, asyncio.Task[None]] = {}
-        self.out_links: dict[str, Link] = {}
+        self.out_links: dict[str, ControlLink] = {}
         self.wanted: set[str] = set()
         self.remote: dict[tuple[int, int], RemoteSubscriber] = {}
-        self.sessions: set[RemoteSession] = set()
+        self.sessions: set[SessionCore] = set()
         self.tasks: set[asyncio.Task[Any]] = set()
         self.closed = False
         self._close_task: asyncio.Task[None] | None = None
@@ -99,6 +99,13 @@ class AqueductNetwork(Matcher):
         else:
             self._owner = shared_loop.acquire()
             self.loop, self.loop_thread, self.thread = self._owner.loop, self._owner.ident, self._owner.thread
+
+    def _secure(self, ctx: Context) -> None:
+        """TLS material: the context's, else the shared development certificates."""
+        certs = dev_certs() if ctx.tls_cert is None else None
+        self.cert = ctx.tls_cert or (certs.cert if certs else "")
+        self.key = ctx.tls_key or (certs.key if certs else "")
+        self.ca = ctx.tls_ca or (certs.ca if certs else None)
 
     # --- plumbing ----------------------------------------------------------------------------------
     def call(self, fn: Callable[[], object]) -> None:
@@ -190,7 +197,11 @@ class AqueductNetwork(Matcher):
         if not isinstance(hello, dict) or not isinstance(hello.get("back"), Sender):
             await conn.close()
             return
-        link = Link(self.on_control, conn, hello["back"], conn.entrypoint, peer_of(conn), listener=endpoint)
+        await self._serve_link(endpoint, Link(self.on_control, conn, hello["back"], conn.entrypoint, peer_of(conn),
+                                              listener=endpoint))
+
+    async def _serve_link(self, endpoint: str, link: ControlLink) -> None:
+        """Run a link accepted at `endpoint`, announcing the subscriptions served there."""
         listener = self.listeners.get(endpoint)
         if listener is not None:
             listener.links.append(link)
@@ -214,15 +225,11 @@ class AqueductNetwork(Matcher):
         host, _, port = endpoint.rpartition(":")
         while not self.closed:
             try:
-                conn = await connect(f"aqueduct://{host}:{port}", ca=self.ca,
-                                     settings=self.driver.ctx.transport_settings)
+                link = await self._open_link(host, int(port), endpoint)
             except (AqueductError, OSError, ValueError):
                 self.count("connection_errors")
                 await asyncio.sleep(RECONNECT_DELAY)
                 continue
-            back_tx, back_rx = channel()
-            link = Link(self.on_control, conn, conn.entrypoint, back_rx, endpoint, endpoint=endpoint)
-            link.send_ctl({"t": "hello", "back": back_tx})
             self.out_links[endpoint] = link
             with self.driver._lock:
                 for sub, key in self.subs:
@@ -235,6 +242,14 @@ class AqueductNetwork(Matcher):
                 self.count("connection_errors")
                 await asyncio.sleep(RECONNECT_DELAY)
 
+    async def _open_link(self, host: str, port: int, endpoint: str) -> ControlLink:
+        """One connection to `endpoint` as a link (its hello queued)."""
+        conn = await connect(f"aqueduct://{host}:{port}", ca=self.ca, settings=self.driver.ctx.transport_settings)
+        back_tx, back_rx = channel()
+        link = Link(self.on_control, conn, conn.entrypoint, back_rx, endpoint, endpoint=endpoint)
+        link.send_ctl({"t": "hello", "back": back_tx})
+        return link
+
     @staticmethod
     def _control_of(sub: Subscription) -> str | None:
         control = sub.channel_uri.get("control")
@@ -243,7 +258,7 @@ class AqueductNetwork(Matcher):
         host, _, port = control.rpartition(":")
         return f"{normalise_host(host)}:{port}"
 
-    def _link_lost(self, link: Link) -> None:
+    def _link_lost(self, link: ControlLink) -> None:
         with self.driver._lock:
             for key in [k for k in self.remote if k[0] == link.id]:
                 subscriber = self.remote.pop(key)
@@ -305,7 +320,7 @@ class AqueductNetwork(Matcher):
     def response_key(self, image: Image) -> Key:
         """Key of a response publication answering `image`."""
         source = image._source
-        if isinstance(source, RemoteSession):
+        if isinstance(source, SessionCore):
             return ("resp", source.link.id, image.response_correlation_id)
         return ("resp", image.response_correlation_id)
 
@@ -315,7 +330,7 @@ class AqueductNetwork(Matcher):
                 "session": sub.session_filter}
 
     # --- control messages (loop) ----------------------------------------------------------------------
-    def on_control(self, link: Link, msg: dict[str, Any]) -> None:
+    def on_control(self, link: ControlLink, msg: dict[str, Any]) -> None:
         """Dispatch one control message from `link`."""
         kind = msg.get("t")
         try:
@@ -333,7 +348,7 @@ class AqueductNetwork(Matcher):
         except (KeyError, TypeError, ValueError):
             self.count("errors")
 
-    def _on_reg(self, link: Link, msg: dict[str, Any]) -> None:
+    def _on_reg(self, link: ControlLink, msg: dict[str, Any]) -> None:
         sub_id = int(msg["sub"])
         where = {"ep": link.endpoint, "ctl": link.listener}.get(msg["kind"])
         key: Key = ("resp", link.id, sub_id) if msg["kind"] == "resp" else ("ep" if msg["kind"] == "ep" else "ctl",
@@ -344,30 +359,42 @@ class AqueductNetwork(Matcher):
             self.count("errors")
             return
         session = msg.get("session")
-        subscriber = RemoteSubscriber(self, link, sub_id, int(msg["stream"]), None if session is None else int(session))
+        subscriber = self.subscriber_type(self, link, sub_id, int(msg["stream"]),
+                                          None if session is None else int(session))
         with self.driver._lock:
             self.remote[(link.id, sub_id)] = subscriber
             super().add_subscription(subscriber, key)
 
-    def _on_setup(self, link: Link, msg: dict[str, Any]) -> None:
-        sub = next((s for s in self.driver.subscriptions if s.registration_id == int(msg["sub"])), None)
+    def _on_setup(self, link: ControlLink, msg: dict[str, Any]) -> None:
         data, status = msg.get("data"), msg.get("status")
         if not isinstance(data, Receiver) or not isinstance(status, Sender):
             raise ValueError("setup without channels")
+        sub: Subscription | None = None
+        try:
+            sub = self.setup_target(msg)
+        finally:
+            if sub is None:
+                data.close()
+                status.cancel()
+        if sub is not None:
+            self.start_session(RemoteSession(self, link, sub, msg))
+
+    def setup_target(self, msg: dict[str, Any]) -> Subscription | None:
+        """The subscription a setup message feeds (None: gone, or filtered out); ValueError if impossible."""
+        sub = next((s for s in self.driver.subscriptions if s.registration_id == int(msg["sub"])), None)
         term_length, window, join = int(msg["tl"]), int(msg["win"]), int(msg["join"])
         if term_length & (term_length - 1) or not 65536 <= term_length <= 1 << 30 or not 0 < window <= term_length \
                 or join < 0 or join % 32:
-            data.close()
-            status.cancel()
             raise ValueError("setup with an impossible term length, window or join position")
         if sub is None or sub.is_closed or (sub.session_filter is not None
                                             and sub.session_filter != int(msg["session"])):
-            data.close()
-            status.cancel()
-            return
-        session = RemoteSession(self, link, sub, msg)
+            return None
+        return sub
+
+    def start_session(self, session: SessionCore) -> None:
+        """Add a session's image to its subscription and start feeding it."""
         self.sessions.add(session)
-        sub._add_image(session.image)
+        session.sub._add_image(session.image)
         self.spawn(session.run())
 
     def describe(self) -> list[str]:
@@ -402,7 +429,7 @@ class AqueductNetwork(Matcher):
         current = asyncio.current_task()
         for link in list(self.out_links.values()):
             with contextlib.suppress(Exception):
-                await link.conn.close(timeout=1.0)
+                await link.aclose()
         for listener in list(self.listeners.values()):
             with contextlib.suppress(Exception):
                 await listener.stack.aclose()

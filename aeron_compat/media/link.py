@@ -4,7 +4,7 @@
 # task; incoming ones go to the `on_control` callback the network gave (a callback, so a link
 # knows nothing of the network that owns it).  Also here: the shared development certificate and
 # the peer address an image reports as its source identity.
-"""`Link`, development certificates and peer addresses for the Aqueduct media."""
+"""`ControlLink`, `Link`, development certificates and peer addresses for the Aqueduct media."""
 
 from __future__ import annotations
 
@@ -50,14 +50,18 @@ def peer_of(conn: Connection[Any]) -> str:
     return f"{addr[0]}:{addr[1]}" if addr is not None else "unknown:0"
 
 
-class Link:
-    """One Aqueduct connection between two drivers, with an ordered control channel each way."""
+class ControlLink:
+    """One connection between two drivers, with an ordered control channel each way (any transport).
 
-    def __init__(self, on_control: Callable[[Link, dict[str, Any]], None], conn: Connection[Any], out: Sender[Any],
-                 inc: Receiver[Any], peer: str, endpoint: str | None = None, listener: str | None = None) -> None:
+    Control messages are queued by `send_ctl` and written in order by the transport's writer task;
+    incoming ones go to `on_control`.
+    """
+
+    def __init__(self, on_control: Callable[[ControlLink, dict[str, Any]], None], peer: str,
+                 endpoint: str | None = None, listener: str | None = None) -> None:
         self.id = next(_link_ids)
         self.on_control = on_control  # the network's dispatcher for incoming control messages
-        self.conn, self.out, self.inc, self.peer = conn, out, inc, peer
+        self.peer = peer
         self.endpoint, self.listener = endpoint, listener
         self._queue: deque[dict[str, Any]] = deque()
         self._wake = asyncio.Event()
@@ -66,12 +70,39 @@ class Link:
     @property
     def datagram_limit(self) -> int:
         """Largest unreliable message on this connection."""
-        return int(link_of(self.conn).protocol.datagram_payload_limit)
+        return 1200
 
     def send_ctl(self, msg: dict[str, Any]) -> None:
         """Queue a control message (loop)."""
         self._queue.append(msg)
         self._wake.set()
+
+    async def run(self) -> None:
+        """Write queued control messages and dispatch incoming ones until the connection ends."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        raise NotImplementedError
+
+
+class Link(ControlLink):
+    """One Aqueduct connection between two drivers, with an ordered control channel each way."""
+
+    def __init__(self, on_control: Callable[[ControlLink, dict[str, Any]], None], conn: Connection[Any],
+                 out: Sender[Any], inc: Receiver[Any], peer: str, endpoint: str | None = None,
+                 listener: str | None = None) -> None:
+        super().__init__(on_control, peer, endpoint, listener)
+        self.conn, self.out, self.inc = conn, out, inc
+
+    @property
+    def datagram_limit(self) -> int:
+        """Largest unreliable message on this connection."""
+        return int(link_of(self.conn).protocol.datagram_payload_limit)
+
+    async def aclose(self) -> None:
+        """Close the connection (waiting at most a second)."""
+        await self.conn.close(timeout=1.0)
 
     async def run(self) -> None:
         """Write queued control messages and dispatch incoming ones until the connection ends."""

@@ -29,7 +29,7 @@ from .batch import BatchError, decode_batch, encode_batch
 
 if TYPE_CHECKING:
     from ..client.subscription import Subscription
-    from .link import Link
+    from .link import ControlLink
 
 BATCH_BYTES = 32 * 1024
 DATAGRAM_OVERHEAD = 16
@@ -39,7 +39,7 @@ class SessionHost(Protocol):
     """What sinks and sessions ask of the network that owns them (`AqueductNetwork`)."""
 
     loop: asyncio.AbstractEventLoop
-    sessions: set[RemoteSession]
+    sessions: set[SessionCore]
 
     def call(self, fn: Callable[[], object]) -> None:
         """Run `fn` on the network's loop."""
@@ -57,7 +57,7 @@ class SessionHost(Protocol):
 class RemoteSubscriber:
     """A subscription of the driver at the other end of `link`."""
 
-    def __init__(self, net: SessionHost, link: Link, remote_id: int, stream_id: int,
+    def __init__(self, net: SessionHost, link: ControlLink, remote_id: int, stream_id: int,
                  session_filter: int | None) -> None:
         self.net, self.link, self.remote_id = net, link, remote_id
         self.stream_id = stream_id
@@ -148,12 +148,19 @@ class RemoteSink:
             status_task.cancel()
             self._detach()
 
-    async def _pump(self, tx: Sender[Any], reliable: bool, link: Link) -> None:
+    async def _pump(self, tx: Sender[Any], reliable: bool, link: ControlLink) -> None:
         limit = BATCH_BYTES if reliable else max(link.datagram_limit - DATAGRAM_OVERHEAD, 64)
+        while (frames := await self.next_frames(limit)) is not None:
+            data = encode_batch(frames)
+            await tx.send(data, "ordered" if reliable or len(data) > limit else "unreliable")
+
+    async def next_frames(self, limit: int) -> list[Frame] | None:
+        """The next contiguous frames to send (about `limit` bytes encoded; at least one frame), waiting
+        while none are queued; None at end of stream or once dropped."""
         while not self.dropped:
             if not self.queue:
                 if self.eos is not None:
-                    return
+                    return None
                 self._wake.clear()
                 self.idle = True
                 if not self.queue and self.eos is None and not self.dropped:
@@ -174,8 +181,8 @@ class RemoteSink:
                 else:
                     continue
                 break
-            data = encode_batch(frames)
-            await tx.send(data, "ordered" if reliable or len(data) > limit else "unreliable")
+            return frames
+        return None
 
     async def _read_status(self) -> None:
         assert self._status is not None
@@ -187,6 +194,7 @@ class RemoteSink:
         self._wake.set()
 
     def _detach(self) -> None:
+        """Leave the log and the subscriber (the sending task ended)."""
         self.dropped = True
         with self.log.lock:
             self.log.remove_sink(self)
@@ -196,10 +204,10 @@ class RemoteSink:
             self._status.close()
 
 
-class RemoteSession:
-    """One remote publication session feeding one local subscription's image."""
+class SessionCore:
+    """One remote publication session feeding one local subscription's image (any transport)."""
 
-    def __init__(self, net: SessionHost, link: Link, sub: Subscription, msg: dict[str, Any]) -> None:
+    def __init__(self, net: SessionHost, link: ControlLink, sub: Subscription, msg: dict[str, Any]) -> None:
         self.net, self.link, self.sub = net, link, sub
         self.session_id = int(msg["session"])
         self.stream_id = int(msg["stream"])
@@ -207,8 +215,6 @@ class RemoteSession:
         self.term_length = int(msg["tl"])
         self.window = int(msg["win"])
         self.reliable = bool(msg["rel"])
-        self.data: Receiver[Any] = msg["data"]
-        self.status: Sender[Any] = msg["status"]
         join = int(msg["join"])
         self.received = join
         self.reported = join
@@ -228,6 +234,38 @@ class RemoteSession:
         self.net.call(self.shutdown)
 
     # --- loop ----------------------------------------------------------------------------------------
+    def feed(self, batch: bytes) -> None:
+        """Deliver one received batch's new frames to the image (raises BatchError on bad bytes)."""
+        frames = decode_batch(batch, self.initial_term_id, self.term_length)
+        fresh = [f for f in frames if f.position >= self.received]
+        if not fresh:
+            return
+        if fresh[0].position > self.received:
+            self.net.count("nacks")
+        self.received = fresh[-1].next_position
+        self.image.deliver(fresh)
+
+    def report(self) -> None:
+        """Send the image's position back to the publisher."""
+        raise NotImplementedError
+
+    async def run(self) -> None:
+        """Feed the image until end of stream or loss."""
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        """Stop receiving and release the transport's resources."""
+        raise NotImplementedError
+
+
+class RemoteSession(SessionCore):
+    """A session whose frames come on an Aqueduct channel and whose status goes back on another."""
+
+    def __init__(self, net: SessionHost, link: ControlLink, sub: Subscription, msg: dict[str, Any]) -> None:
+        super().__init__(net, link, sub, msg)
+        self.data: Receiver[Any] = msg["data"]
+        self.status: Sender[Any] = msg["status"]
+
     def report(self) -> None:
         """Send the image's position (retried shortly if the status channel is full)."""
         position = self.image.position
@@ -245,14 +283,7 @@ class RemoteSession:
         """Feed the image until the data channel finishes (end of stream) or fails (lost)."""
         try:
             async for batch in self.data:
-                frames = decode_batch(batch, self.initial_term_id, self.term_length)
-                fresh = [f for f in frames if f.position >= self.received]
-                if not fresh:
-                    continue
-                if fresh[0].position > self.received:
-                    self.net.count("nacks")
-                self.received = fresh[-1].next_position
-                self.image.deliver(fresh)
+                self.feed(batch)
             self.image.end_of_stream(self.received)
         except BatchError:
             self.net.count("errors")

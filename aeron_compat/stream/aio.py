@@ -196,7 +196,15 @@ class StreamConnection:
         """The next stream the peer opened."""
         getter = asyncio.ensure_future(self.incoming.get())
         closed = asyncio.ensure_future(self.closed.wait())
-        done, _ = await asyncio.wait({getter, closed}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({getter, closed}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # no waiter outlives the call; a stream already taken goes back
+            closed.cancel()
+            if getter.done() and not getter.cancelled():
+                self.incoming.put_nowait(getter.result())
+            else:
+                getter.cancel()
+            raise
         closed.cancel()
         if getter in done:
             h = getter.result()

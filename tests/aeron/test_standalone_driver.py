@@ -106,7 +106,8 @@ def until(condition: Any, work: Any = None) -> None:
     pytest.fail("condition never became true")
 
 
-@pytest.mark.parametrize("channel", ["aeron:ipc", "aeron:udp?endpoint=127.0.0.1:{port}"])
+@pytest.mark.parametrize("channel", ["aeron:ipc", "aeron:udp?endpoint=127.0.0.1:{port}",
+                                     "aeron:udp?endpoint=127.0.0.1:{port}|transport=stream"])
 def test_publisher_process_to_subscriber_process(tmp_path: Path, procs: list[Proc], channel: str) -> None:
     directory = tmp_path / "drv"
     start_driver(procs, directory)
@@ -126,13 +127,15 @@ def test_publisher_process_to_subscriber_process(tmp_path: Path, procs: list[Pro
     assert sub.expect()["unavailable"]
 
 
-def test_embedded_publisher_reaches_the_standalone_drivers_endpoint(tmp_path: Path, procs: list[Proc]) -> None:
+@pytest.mark.parametrize("transport", ["", "|transport=stream"])
+def test_embedded_publisher_reaches_the_standalone_drivers_endpoint(tmp_path: Path, procs: list[Proc],
+                                                                    transport: str) -> None:
     directory = tmp_path / "drv"
     start_driver(procs, directory)
-    channel = f"aeron:udp?endpoint=127.0.0.1:{free_port()}"
+    channel = f"aeron:udp?endpoint=127.0.0.1:{free_port()}{transport}"
     with standalone(directory) as aeron:
         sub = aeron.add_subscription(channel, 9)
-        pub = peer(procs, "pub", str(directory), channel, "9", "embedded")  # its own driver, over QUIC
+        pub = peer(procs, "pub", str(directory), channel, "9", "embedded")  # its own driver, over QUIC or Stream
         pub.expect()
         pub.tell("send 12000")  # 768 KB: more than a window, so our positions must reach the publisher
         got: list[bytes] = []

@@ -1,0 +1,397 @@
+"""aeron:udp carried by Marlin Stream (`transport=stream`) on loopback: each Aeron client has its own driver."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from aeron_compat import Aeron, ChannelUriStringBuilder, Context, FragmentAssembler, InvalidChannelError, Subscription
+from aeron_compat.client.uri import ChannelUri
+
+STREAM = 78
+_ports: dict[int, int] = {}
+
+
+def port(name: int) -> int:
+    """A free UDP port standing for `name` in this test (fixed numbers collide with concurrent runs)."""
+    if name not in _ports:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                sock.bind(("127.0.0.1", 0))
+                candidate = sock.getsockname()[1]
+            if candidate not in _ports.values():
+                _ports[name] = candidate
+                break
+    return _ports[name]
+
+
+def ch(params: str) -> str:
+    return f"aeron:udp?{params}|transport=stream"
+
+
+@pytest.fixture(autouse=True)
+def fresh_ports() -> None:
+    _ports.clear()
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Spin on `condition` (the network runs on the drivers' loop threads)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.001)
+
+
+def receive(sub, count: int) -> list[bytes]:  # type: ignore[no-untyped-def]
+    got: list[bytes] = []
+    wait_until(lambda: sub.poll(lambda buf, hdr: got.append(bytes(buf)), 100) >= 0 and len(got) >= count)
+    return got
+
+
+def poll_whole(sub: Subscription, fragment_limit: int) -> list[bytes]:
+    whole: list[bytes] = []
+    assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
+    wait_until(lambda: sub.poll(assembler, fragment_limit) >= 0 and bool(whole))
+    return whole
+
+
+def offer(pub, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    wait_until(lambda: pub.offer(data) > 0)
+
+
+@pytest.fixture
+def stream() -> Iterator[Callable[[], Aeron]]:
+    """Clients whose default udp media is the in-process loopback: only `transport=stream` leaves the process."""
+    errors: list[BaseException] = []
+    opened: list[Aeron] = []
+
+    def make() -> Aeron:
+        client = Aeron.connect(Context(udp_media="loopback", counters_interval=0, error_handler=errors.append))
+        opened.append(client)
+        return client
+
+    yield make
+    for client in reversed(opened):
+        client.close()
+    assert errors == []
+
+
+def test_unicast_delivers_in_order_with_the_peer_as_source(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    messages = [bytes([i]) * (i * 20) for i in range(60)]
+    for m in messages:
+        offer(pub, m)
+    assert receive(sub, 60) == messages
+    (image,) = sub.images
+    assert image.source_identity.startswith("127.0.0.1:") and image.session_id == pub.session_id
+    assert server.driver.stream_network.listeners.keys() == {f"127.0.0.1:{port(1)}"}
+    assert server.driver._network is None and client.driver._network is None  # no QUIC endpoint was started
+
+
+def test_fragmented_messages_reassemble_across_the_network(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}|mtu=512"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    big = bytes(range(256)) * 30
+    offer(pub, big)
+    assert poll_whole(sub, 100) == [big]
+
+
+def test_big_messages_are_split_across_batches_and_reassembled(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.media.remote import BATCH_BYTES
+
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    big = bytes(range(256)) * (pub.max_message_length // 256)
+    assert len(big) > 2 * BATCH_BYTES
+    offer(pub, big)
+    assert poll_whole(sub, 1000) == [big]
+
+
+def test_window_back_pressures_until_the_subscriber_polls(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}|term-length=64k"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    accepted = 0
+    while pub.offer(bytes(96)) > 0:
+        accepted += 1
+    assert accepted == 32768 // 128 and pub.position_limit == 32768
+    assert receive(sub, accepted) == [bytes(96)] * accepted
+    wait_until(lambda: pub.offer(bytes(96)) > 0)
+
+
+def test_two_sessions_each_arrive_in_order_on_their_own_image(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    one = client.add_exclusive_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    two = client.add_exclusive_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: one.is_connected and two.is_connected)
+    for i in range(50):
+        offer(one, b"one-%d" % i)
+        offer(two, b"two-%d" % i)
+    by_session: dict[int, list[bytes]] = {}
+    wait_until(lambda: sub.poll(lambda buf, hdr: by_session.setdefault(hdr.session_id, []).append(bytes(buf)), 100)
+               >= 0 and sum(map(len, by_session.values())) >= 100)
+    assert by_session == {one.session_id: [b"one-%d" % i for i in range(50)],
+                          two.session_id: [b"two-%d" % i for i in range(50)]}
+    assert len(client.driver.stream_network.out_links) == 1  # both sessions share the one connection
+
+
+def test_session_specific_subscription_over_the_network(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}|session-id=5150"), STREAM)
+    other = client.add_exclusive_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    mine = client.add_exclusive_publication(ch(f"endpoint=localhost:{port(1)}|session-id=5150"), STREAM)
+    wait_until(lambda: mine.is_connected)
+    assert not other.is_connected
+    offer(mine, b"mine")
+    assert receive(sub, 1) == [b"mine"] and [i.session_id for i in sub.images] == [5150]
+
+
+def test_close_gives_end_of_stream_and_unavailable_image(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    gone: list[int] = []
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM,
+                                  on_unavailable_image=lambda i: gone.append(i.session_id))
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"last")
+    session = pub.session_id
+    wait_until(lambda: bool(sub.images))
+    image = sub.images[0]
+    pub.close()
+    assert receive(sub, 1) == [b"last"]
+    wait_until(lambda: sub.poll(lambda b, h: None, 1) >= 0 and gone == [session])
+    assert image.is_end_of_stream
+
+
+def test_subscriber_leaving_disconnects_the_publication(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    sub.close()
+    wait_until(lambda: not pub.is_connected)
+
+
+def test_manual_mdc_remove_destination_makes_the_image_unavailable(stream: Callable[[], Aeron]) -> None:
+    server, one, two = stream(), stream(), stream()
+    lost: list[int] = []
+    a = one.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    b = two.add_subscription(ch(f"endpoint=localhost:{port(2)}"), STREAM, on_unavailable_image=lambda i: lost.append(
+        i.session_id))
+    pub = server.add_publication(ch("control-mode=manual"), STREAM)
+    pub.add_destination(ch(f"endpoint=localhost:{port(1)}"))
+    pub.add_destination(ch(f"endpoint=localhost:{port(2)}"))
+    wait_until(lambda: len(a.images) == 1 and len(b.images) == 1)
+    offer(pub, b"both")
+    assert receive(a, 1) == [b"both"] and receive(b, 1) == [b"both"]
+    pub.remove_destination(ch(f"endpoint=localhost:{port(2)}"))
+    wait_until(lambda: b.poll(lambda buf, hdr: None, 10) >= 0 and lost == [pub.session_id])
+    assert not any(image.is_end_of_stream for image in b.images)
+    offer(pub, b"one only")
+    assert receive(a, 1) == [b"one only"]
+
+
+def test_dynamic_mdc_and_response_channels_use_connections_the_subscribers_opened(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    mdc = server.add_publication(ch(f"control=localhost:{port(1)}|control-mode=dynamic"), STREAM)
+    a = client.add_subscription(ch(f"endpoint=localhost:0|control=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: mdc.is_connected)
+    offer(mdc, b"mdc")
+    assert receive(a, 1) == [b"mdc"]
+    server_sub = server.add_subscription(ch(f"endpoint=localhost:{port(2)}"), STREAM)
+    reply_sub = client.add_subscription(ch(f"control-mode=response|control=localhost:{port(2)}"), STREAM)
+    pub = client.add_publication(
+        ch(f"endpoint=localhost:{port(2)}|response-correlation-id={reply_sub.registration_id}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"ping")
+    assert receive(server_sub, 1) == [b"ping"]
+    image = server_sub.images[0]
+    with pytest.raises(Exception, match="transport"):  # the reply must travel where the request came from
+        server.add_publication(f"aeron:udp?control-mode=response|response-correlation-id={image.correlation_id}",
+                               STREAM)
+    reply = server.add_publication(ch(f"control-mode=response|response-correlation-id={image.correlation_id}"), STREAM)
+    wait_until(lambda: reply.is_connected)
+    offer(reply, b"pong")
+    assert receive(reply_sub, 1) == [b"pong"]
+    assert client.driver.stream_network.listeners.keys() == {a.resolved_endpoint}  # the reply needed none
+
+
+def test_lost_connection_makes_images_unavailable_without_end_of_stream(stream: Callable[[], Aeron]) -> None:
+    server, client = stream(), stream()
+    gone: list[bool] = []
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM,
+                                  on_unavailable_image=lambda i: gone.append(i.is_end_of_stream))
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    offer(pub, b"before the crash")
+    assert receive(sub, 1) == [b"before the crash"]
+    network = client.driver.stream_network
+    (link,) = network.out_links.values()
+    network.call(link.conn.close)  # type: ignore[attr-defined]  # a StreamLink's connection, reset
+    wait_until(lambda: sub.poll(lambda buf, hdr: None, 10) >= 0 and gone == [False])
+    got: list[bytes] = []
+
+    def offer_until_received() -> bool:  # offers into the dead connection's sink are lost, as in Aeron
+        pub.offer(b"after redialling")
+        sub.poll(lambda buf, hdr: got.append(bytes(buf)), 10)
+        return bool(got)
+
+    wait_until(offer_until_received)
+    assert set(got) == {b"after redialling"} and server.counters["images_total"] == 2
+
+
+async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
+    async with Aeron.connect(Context(udp_media="loopback", counters_interval=0)) as server, \
+            Aeron.connect(Context(udp_media="loopback", counters_interval=0)) as client:
+        assert server.driver.stream_network.thread is None
+        sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+        pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}|term-length=64k"), STREAM)
+        received: list[bytes] = []
+
+        async def consume() -> None:
+            while len(received) < 2000:
+                if not sub.poll(lambda buf, hdr: received.append(bytes(buf)), 256):
+                    await asyncio.sleep(0)
+
+        consumer = asyncio.create_task(consume())
+        for i in range(2000):
+            await pub.send(i.to_bytes(4, "little") * 16, timeout=10)
+        await asyncio.wait_for(consumer, 20)
+        assert received == [i.to_bytes(4, "little") * 16 for i in range(2000)]
+        assert client.counters["back_pressure_events"] > 0
+
+
+def test_hostile_control_messages_are_counted_and_ignored(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.media.stream_link import encode_message, write_frame
+    from aeron_compat.stream.aio import StreamEndpoint
+
+    server = stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = server.add_publication(ch(f"control=localhost:{port(2)}|control-mode=dynamic"), STREAM)
+    server.driver.ctx.max_remote_subscriptions_per_link = 2
+    setup = {"t": "setup", "sub": sub.registration_id, "stream": STREAM, "session": 1, "itid": 0, "tl": 1000,
+             "mtu": 1408, "join": 0, "win": 10, "rel": True}
+
+    async def attack() -> None:
+        endpoint = await StreamEndpoint.bind()
+        try:
+            conn = await endpoint.dial(("127.0.0.1", port(2)))
+            _, control = conn.open_stream()
+            for msg in ({"t": "hello"}, {"t": "reg", "kind": "ctl", "sub": "x"}, {"t": "nope"}, setup,
+                        *({"t": "reg", "kind": "ctl", "sub": n, "stream": 999, "session": None} for n in range(4))):
+                write_frame(control, encode_message(msg))
+            session_reader, session = conn.open_stream()
+            write_frame(session, encode_message(setup))  # on a session stream, but an impossible term length
+            assert await session_reader.read() == b""  # refused: the driver ends its half
+            while server.counters["errors"] < 5:
+                await asyncio.sleep(0.005)
+        finally:
+            endpoint.close()
+
+    asyncio.run(asyncio.wait_for(attack(), 10))
+    assert server.counters["errors"] == 5
+    assert sub.images == [] and not pub.is_connected
+    client = stream()
+    mine = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: mine.is_connected)
+
+
+def test_stat_shows_the_drivers_stream_connections(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.tools.cli import format_snapshot
+
+    server, client = stream(), stream()
+    server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    wait_until(lambda: pub.is_connected)
+    assert f"serving 127.0.0.1:{port(1)} (1 connections)" in format_snapshot(server.driver.snapshot())
+    assert f"connected to 127.0.0.1:{port(1)}" in format_snapshot(client.driver.snapshot())
+
+
+def test_a_peer_that_breaks_the_framing_is_dropped_and_others_carry_on(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.stream.aio import StreamEndpoint
+
+    server, client = stream(), stream()
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+
+    async def hostile() -> bool:
+        endpoint = await StreamEndpoint.bind()
+        try:
+            conn = await endpoint.dial(("127.0.0.1", port(1)))
+            _, writer = conn.open_stream()
+            writer.write(b"\xff\xff\xff\xff")  # a control frame of 4 GiB: refused before it is read
+            await writer.drain()
+            await conn.closed.wait()
+            return True
+        finally:
+            endpoint.close()
+
+    assert asyncio.run(asyncio.wait_for(hostile(), 10))
+    pub = client.add_publication(ch(f"endpoint=localhost:{port(1)}"), STREAM)
+    offer(pub, b"still here")
+    assert receive(sub, 1) == [b"still here"]
+
+
+def test_a_session_frame_above_its_limit_loses_the_image_and_is_counted(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.media.stream_link import encode_message, write_frame
+    from aeron_compat.media.stream_session import FRAME_LIMIT
+    from aeron_compat.stream.aio import StreamEndpoint
+
+    server = stream()
+    lost: list[int] = []
+    sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM,
+                                  on_unavailable_image=lambda i: lost.append(i.session_id))
+
+    async def hostile() -> None:
+        endpoint = await StreamEndpoint.bind()
+        try:
+            conn = await endpoint.dial(("127.0.0.1", port(1)))
+            _, control = conn.open_stream()
+            write_frame(control, encode_message({"t": "hello"}))
+            _, data = conn.open_stream()
+            write_frame(data, encode_message({"t": "setup", "sub": sub.registration_id, "stream": STREAM,
+                                              "session": 99, "itid": 0, "tl": 65536, "mtu": 1408, "join": 0,
+                                              "win": 32768, "rel": True, "rcid": 0}))
+            data.write((FRAME_LIMIT + 1).to_bytes(4, "little"))
+            await data.drain()
+            while not (sub.poll(lambda b, h: None, 1) >= 0 and lost):  # the connection stays up meanwhile
+                await asyncio.sleep(0.001)
+        finally:
+            endpoint.close()
+
+    asyncio.run(asyncio.wait_for(hostile(), 10))
+    assert lost == [99]
+    assert server.driver.counters.values["errors"] >= 1
+
+
+@pytest.mark.parametrize(("channel", "named"), [
+    ("aeron:udp?endpoint=localhost:1|transport=tcp", "transport"),
+    ("aeron:udp?endpoint=localhost:1|transport=", "transport"),
+    ("aeron:udp?endpoint=localhost:1|transport=Stream", "transport"),
+    ("aeron:ipc?transport=stream", "transport"),
+])
+def test_unknown_or_misplaced_transports_are_refused(channel: str, named: str) -> None:
+    with pytest.raises(InvalidChannelError, match=f"^{named}: "):
+        ChannelUri.parse(channel)
+    assert ChannelUri.parse("aeron:udp?endpoint=localhost:1|transport=stream").get("transport") == "stream"
+    built = ChannelUriStringBuilder().media("udp").endpoint("localhost:1").transport("stream").build()
+    assert built == "aeron:udp?endpoint=localhost:1|transport=stream"
+
+
+def test_a_client_refuses_an_unknown_transport(stream: Callable[[], Aeron]) -> None:
+    client = stream()
+    with pytest.raises(InvalidChannelError, match="transport: 'udp' is not one of native, stream"):
+        client.add_publication("aeron:udp?endpoint=localhost:1|transport=udp", STREAM)
