@@ -73,13 +73,18 @@ async def measure(proxy_ports: dict[str, int], ca: Path, window: float, rounds: 
                 port = proxy_ports[_key(path, loss)]
                 client: Any = (StreamClient(port) if path == "marlin stream"
                                else AqueductClient(port, ca, "raw", Delivery.ORDERED))
-                await client.open()
-                try:
-                    r = await client.oneway(BULK, window, 100_000)
-                finally:
-                    await client.close()
-                samples[path].setdefault(str(loss), []).append(r.nbytes / r.seconds / 1e6)
+                samples[path].setdefault(str(loss), []).append(await bulk_mb_s(client, window))
     return samples
+
+
+async def bulk_mb_s(client: Any, window: float) -> float:
+    """One bulk cell: open `client`, send BULK-byte messages for `window` seconds, close; MB/s arrived."""
+    await client.open()
+    try:
+        r = await client.oneway(BULK, window, 100_000)
+    finally:
+        await client.close()
+    return float(r.nbytes / r.seconds / 1e6)
 
 
 def curves(samples: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import shutil
@@ -31,8 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.app import Delivery
+from . import peer
 from .clients import AqueductClient, StreamClient, TcpClient
-from .loss import BULK, LOSSES
+from .loss import LOSSES, bulk_mb_s
 
 PATHS = ("tcp", "marlin stream", "aqueduct ordered raw")
 
@@ -92,10 +92,7 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
     from ..quic.certs import make_dev_certs
 
     certs = make_dev_certs(tempfile.mkdtemp(prefix="aqueduct-netloss-"))
-    peer = subprocess.Popen([sys.executable, "-m", "aqueduct.bench.peer", "--cert", str(certs.cert), "--key",
-                             str(certs.key)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert peer.stdin is not None and peer.stdout is not None
-    ports = json.loads(peer.stdout.readline())
+    proc, ports = peer.spawn(str(certs.cert), str(certs.key))
     samples: dict[str, dict[str, list[float]]] = {p: {} for p in PATHS}
     try:
         for rnd in range(rounds):
@@ -107,19 +104,10 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
                     client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else StreamClient(ports["stream"])
                                    if path == "marlin stream" else
                                    AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED))
-                    await client.open()
-                    try:
-                        r = await client.oneway(BULK, window, 100_000)
-                    finally:
-                        await client.close()
-                    samples[path].setdefault(str(loss), []).append(r.nbytes / r.seconds / 1e6)
+                    samples[path].setdefault(str(loss), []).append(await bulk_mb_s(client, window))
     finally:
         _drop(0)
-        peer.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            peer.wait(10)
-        if peer.returncode is None:
-            peer.kill()
+        peer.stop(proc)
     print(json.dumps({"samples": samples}), flush=True)
 
 

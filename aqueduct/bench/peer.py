@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import subprocess
 import sys
 import threading
 import tracemalloc
@@ -334,6 +335,30 @@ async def serve_all(cert: str, key: str) -> None:
         tcp_server.close()
         raw_server.close()
         stream_ep.close()
+
+
+def spawn(cert: str, key: str, uvloop: bool = False) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    """Start a peer process (this module's `main`); (the process, its port per transport)."""
+    cmd = [sys.executable, "-m", "aqueduct.bench.peer", "--cert", cert, "--key", key]
+    if uvloop:
+        cmd.append("--uvloop")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(10)
+        raise RuntimeError("the benchmark peer process failed to start")
+    return proc, json.loads(line)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """End a process that serves until its stdin closes (a peer, the proxy process); kill it after 10 s."""
+    assert proc.stdin is not None
+    proc.stdin.close()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def main() -> None:

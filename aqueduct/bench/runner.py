@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.app import Delivery
 from ..quic.certs import make_dev_certs
+from . import peer
 from .clients import AqueductClient, StreamClient, TcpClient, median, percentile
 from .rawquic import RawQuicClient
 
@@ -225,28 +226,6 @@ async def _measure_remote(t: Transport, port: int, ca: Path, opts: Options, fast
         record(key, value)
 
 
-def _start_peer(certs: Any, opts: Options, fast: bool = False) -> tuple[subprocess.Popen[str], dict[str, int]]:
-    cmd = [sys.executable, "-m", "aqueduct.bench.peer", "--cert", str(certs.cert), "--key", str(certs.key)]
-    if opts.uvloop or fast:
-        cmd.append("--uvloop")
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        proc.wait(10)
-        raise RuntimeError("the benchmark peer process failed to start")
-    return proc, json.loads(line)
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.close()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 def _engine_costs(opts: Options) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "aqueduct.bench.engine", "--channels", str(opts.engine_channels),
            "--cascade", str(opts.cascade), "--messages", str(opts.engine_messages),
@@ -269,9 +248,9 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
     accepted: dict[str, list[bool]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         certs = make_dev_certs(tmp)
-        proc, ports = _start_peer(certs, opts)
+        proc, ports = peer.spawn(str(certs.cert), str(certs.key), opts.uvloop)
         fast = uvloop_available() and any(t.tuned for t in transports)
-        fast_proc, fast_ports = _start_peer(certs, opts, fast=True) if fast else (None, ports)
+        fast_proc, fast_ports = peer.spawn(str(certs.cert), str(certs.key), True) if fast else (None, ports)
         results.environment["tuned_loop"] = "uvloop" if fast else results.environment["loop"]
         try:
             for rnd in range(opts.rounds):
@@ -309,7 +288,7 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 try:
                     samples = await loss.measure(proxy_ports, certs.ca, opts.loss_window, opts.loss_rounds, progress)
                 finally:
-                    _stop(proxy_proc)
+                    peer.stop(proxy_proc)
                 results.loss = loss.curves(samples)
                 from . import netloss
 
@@ -329,7 +308,7 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
         finally:
             for p in (proc, fast_proc):
                 if p is not None:
-                    _stop(p)
+                    peer.stop(p)
     results.zero_rtt_accepted = {k: f"{sum(v)}/{len(v)}" for k, v in accepted.items()}
     if opts.engine_channels:
         progress(f"engine-only costs ({opts.engine_channels} channels)")

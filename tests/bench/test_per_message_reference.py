@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aqueduct.bench import runner
+from aqueduct.bench import peer, runner
 from aqueduct.bench.clients import SEND_BOUND
 from aqueduct.bench.rawquic import STREAMS_BOUND, RawQuicClient
 from aqueduct.bench.report import REFERENCE
@@ -33,7 +33,7 @@ def test_the_peer_counts_every_message_even_when_the_command_ends_while_streams_
 
     async def scenario() -> tuple[int, int, list[float]]:
         certs = make_dev_certs(tmp_path)
-        proc, ports = runner._start_peer(certs, runner.Options())
+        proc, ports = peer.spawn(str(certs.cert), str(certs.key))
         try:
             client = RawQuicClient(ports["aioquic"], certs.ca, per_message=True)
             await client.open()
@@ -43,7 +43,7 @@ def test_the_peer_counts_every_message_even_when_the_command_ends_while_streams_
             await client.close()
             return first.messages, second.messages, trips
         finally:
-            runner._stop(proc)
+            peer.stop(proc)
 
     first, second, trips = asyncio.run(scenario())
     assert (first, second) == (n, 7)
