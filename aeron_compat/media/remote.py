@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aqueduct.api import Receiver, Sender, channel
@@ -249,9 +249,25 @@ class SessionCore:
         """Send the image's position back to the publisher."""
         raise NotImplementedError
 
-    async def run(self) -> None:
-        """Feed the image until end of stream or loss."""
+    def batches(self) -> AsyncIterator[bytes]:
+        """The session's batches in order: they end at the publisher's end of stream, and raise
+        (BatchError, AqueductError, ConnectionError) when the session is lost."""
         raise NotImplementedError
+
+    async def run(self) -> None:
+        """Feed the image until the batches end (end of stream) or fail (lost)."""
+        try:
+            async for batch in self.batches():
+                self.feed(batch)
+            self.image.end_of_stream(self.received)
+        except BatchError:
+            self.net.count("errors")
+            self.image.lost()
+        except (AqueductError, ConnectionError):
+            self.image.lost()
+        finally:
+            if self.image.is_closed:
+                self.shutdown()
 
     def shutdown(self) -> None:
         """Stop receiving and release the transport's resources."""
@@ -279,20 +295,9 @@ class RemoteSession(SessionCore):
         except AqueductError:
             self.shutdown()
 
-    async def run(self) -> None:
-        """Feed the image until the data channel finishes (end of stream) or fails (lost)."""
-        try:
-            async for batch in self.data:
-                self.feed(batch)
-            self.image.end_of_stream(self.received)
-        except BatchError:
-            self.net.count("errors")
-            self.image.lost()
-        except (AqueductError, ConnectionError):
-            self.image.lost()
-        finally:
-            if self.image.is_closed:
-                self.shutdown()
+    def batches(self) -> AsyncIterator[bytes]:
+        """The data channel's messages (it finishes at end of stream)."""
+        return aiter(self.data)
 
     def shutdown(self) -> None:
         """Close both channels."""

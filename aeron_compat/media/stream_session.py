@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from aqueduct.errors import AqueductError
 
 from ..client.publication import PublicationLog
 from ..stream.aio import StreamWriter
-from .batch import BatchError, encode_batch
+from .batch import encode_batch
 from .remote import BATCH_BYTES, RemoteSink, RemoteSubscriber, SessionCore, SessionHost
 from .stream_link import StreamLink, encode_message, read_frame, write_frame
 
@@ -106,25 +107,20 @@ class StreamSession(SessionCore):
         except (AqueductError, ConnectionError):
             self.shutdown()
 
+    async def batches(self) -> AsyncIterator[bytes]:
+        """The stream's frames until it ends (end of stream); an empty frame is the publisher saying "lost"."""
+        while (batch := await read_frame(self.data, FRAME_LIMIT)) is not None:
+            if not batch:
+                raise ConnectionError("the publisher lost its session")
+            yield batch
+
     async def run(self) -> None:
-        """Feed the image until the stream ends (end of stream), says "lost" or fails (lost)."""
+        """SessionCore.run, cancellable by `shutdown` from outside."""
         self._task = asyncio.current_task()
         try:
-            while (batch := await read_frame(self.data, FRAME_LIMIT)) is not None:
-                if not batch:
-                    self.image.lost()
-                    return
-                self.feed(batch)
-            self.image.end_of_stream(self.received)
-        except BatchError:
-            self.net.count("errors")
-            self.image.lost()
-        except (AqueductError, ConnectionError):
-            self.image.lost()
+            await super().run()
         finally:
             self._task = None
-            if self.image.is_closed:
-                self.shutdown()
 
     def shutdown(self) -> None:
         """Stop reading and end our half of the stream (loop)."""
