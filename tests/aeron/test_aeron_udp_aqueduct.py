@@ -2,52 +2,20 @@
 
 from __future__ import annotations
 
-import socket
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from aeron_compat import Aeron, Context, FragmentAssembler, Subscription
+from aeron_compat import Aeron, Context
 from aqueduct.api.connection import link_of
+from tests.aeron.udp_helpers import forget_ports, offer, poll_whole, port, receive, wait_until
 
 STREAM = 77
-_ports: dict[int, int] = {}
-
-
-def port(name: int) -> int:
-    """A free UDP port standing for `name` in this test (fixed numbers collide with concurrent runs)."""
-    if name not in _ports:
-        while True:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-                sock.bind(("127.0.0.1", 0))
-                candidate = sock.getsockname()[1]
-            if candidate not in _ports.values():
-                _ports[name] = candidate
-                break
-    return _ports[name]
 
 
 @pytest.fixture(autouse=True)
 def fresh_ports() -> None:
-    _ports.clear()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Spin on `condition` (the network runs on the drivers' loop threads)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.001)
-
-
-def poll_whole(sub: Subscription, fragment_limit: int) -> list[bytes]:
-    """Poll `sub` through a FragmentAssembler until a whole message came; the messages assembled."""
-    whole: list[bytes] = []
-    assembler = FragmentAssembler(lambda buf, hdr: whole.append(bytes(buf)))
-    wait_until(lambda: sub.poll(assembler, fragment_limit) >= 0 and bool(whole))
-    return whole
+    forget_ports()
 
 
 @pytest.fixture
@@ -64,16 +32,6 @@ def quic() -> Iterator[Callable[[], Aeron]]:
     for client in reversed(opened):
         client.close()
     assert errors == []
-
-
-def receive(sub, count: int) -> list[bytes]:  # type: ignore[no-untyped-def]
-    got: list[bytes] = []
-    wait_until(lambda: sub.poll(lambda buf, hdr: got.append(bytes(buf)), 100) >= 0 and len(got) >= count)
-    return got
-
-
-def offer(pub, data: bytes) -> None:  # type: ignore[no-untyped-def]
-    wait_until(lambda: pub.offer(data) > 0)
 
 
 def test_unicast_delivers_in_order_with_the_peer_as_source(quic: Callable[[], Aeron]) -> None:
