@@ -201,7 +201,7 @@ def _nav() -> list[Any]:
     api: list[Any] = ["reference/index.md"]
     for package in REFERENCE:
         slugs = _slugs(collection, package)
-        pages = [f"reference/{package}/{slug}.md" for slug in slugs.values()]
+        pages = [{name: f"reference/{package}/{slug}.md"} for name, slug in slugs.items()]
         api.append({package: [f"reference/{package}/index.md", *pages]})
     cli = ["reference/cli/index.md", *(f"reference/cli/{prog.replace(' ', '-')}.md" for prog, _ in command_parsers())]
     return [{"API reference": api}, {"Command line": cli}]
