@@ -1,7 +1,8 @@
 """aqueduct: typed, networked message channels over QUIC (the Aqueduct protocol).
 
 Every public name is listed in `__all__` (and by `dir(aqueduct)`); the API names load on first use, so
-`import aqueduct.wire` stays free of asyncio and aioquic.
+`import aqueduct.wire` stays free of asyncio and aioquic. `aqueduct.__version__` is the installed package's
+version (`aqueduct --version` prints it).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,13 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's, so pyproject.toml is the one place it is written
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("aqueduct-py")
+        except PackageNotFoundError:  # imported from a source tree that was never installed
+            return "0+unknown"
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'aqueduct' has no attribute {name!r}")
@@ -96,10 +104,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*__all__, *(name for name in globals() if name.startswith("__"))})
+    return sorted({*__all__, "__version__", *(name for name in globals() if name.startswith("__"))})
 
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AqueductError",

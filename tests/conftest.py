@@ -5,8 +5,9 @@ loaded 2-core machine makes deadlines flaky). Under CI (CI=true) the
 examples are derandomized so a CI run is reproducible; local runs explore
 fresh examples each time.
 
-Fixtures for every folder: `certs` (dev certificates, one set per session)
-and `io_modules_loaded_by` (which I/O modules an import pulls in).
+Fixtures for every folder: `certs` (dev certificates, one set per session),
+`io_modules_loaded_by` (which I/O modules an import pulls in) and `chromium`
+(Debian's headless Chromium, installed once by scripts/chromium.sh).
 """
 
 from __future__ import annotations
@@ -46,3 +47,13 @@ def io_modules_loaded_by() -> Callable[[list[str]], str]:
 def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
     """Development certificates (CA, server cert and key) in a temporary directory, made once per session."""
     return make_dev_certs(Path(tmp_path_factory.mktemp("certs")))
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of a headless Chromium (Debian's; scripts/chromium.sh installs it on first use, as root)."""
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run(["bash", str(root / "scripts" / "chromium.sh")], capture_output=True, text=True,
+                            timeout=900)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip().splitlines()[-1]

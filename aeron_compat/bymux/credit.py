@@ -12,6 +12,7 @@ from __future__ import annotations
 from .codec import MAX_U64
 
 INFINITE = MAX_U64
+"""Credit that never runs out (the largest 64-bit value, as the protocol encodes it)."""
 
 
 class CreditOverflow(ValueError):

@@ -41,6 +41,7 @@ from .state import GlobalState, StreamState
 from .streams import StreamTable
 
 DEFAULT_MAX_PACKET_SIZE = 16 * 1024
+"""The largest packet an endpoint sends unless told otherwise (`max_packet_size=`)."""
 _MIN_PACKET_SIZE = 1 + 8 + 8 + 1
 
 

@@ -60,3 +60,4 @@ class StreamEnded:
 
 
 Event = StreamOpened | DataReceived | CreditReceived | PongReceived | CloseReceived | StopReadReceived | StreamEnded
+"""What `Endpoint.next_event()` returns: one of the event types above."""

@@ -52,10 +52,15 @@ class PublicationResult(IntEnum):
 
 
 NOT_CONNECTED = PublicationResult.NOT_CONNECTED
+"""`offer` found no subscriber image to publish to."""
 BACK_PRESSURED = PublicationResult.BACK_PRESSURED
+"""`offer` would pass the publication's limit (the slowest image's position plus the window): retry later."""
 ADMIN_ACTION = PublicationResult.ADMIN_ACTION
+"""The message did not fit the rest of the term, which became padding: retry at once."""
 CLOSED = PublicationResult.CLOSED
+"""The publication is closed."""
 MAX_POSITION_EXCEEDED = PublicationResult.MAX_POSITION_EXCEEDED
+"""The publication reached the highest position its terms can address."""
 
 
 class Action(IntEnum):

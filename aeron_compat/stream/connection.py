@@ -90,30 +90,37 @@ class Connection:
     # the sending half's state, read through the connection (tests, the adapter, stats)
     @property
     def send_streams(self) -> dict[int, SendStream]:
+        """Our send streams by stream ID."""
         return self.tx.send_streams
 
     @property
     def sent(self) -> dict[int, SentPacket]:
+        """Packets sent and not yet acknowledged, by packet number."""
         return self.tx.sent
 
     @property
     def lost(self) -> list[tuple[int, int, bytes, bool]]:
+        """Data declared lost and waiting to be resent: (stream ID, offset, bytes, fin)."""
         return self.tx.lost
 
     @property
     def overtaken(self) -> dict[int, int]:
+        """Packets overtaken by later acknowledged ones (resent early), by packet number."""
         return self.tx.overtaken
 
     @property
     def cc(self) -> Congestion:
+        """The congestion controller (window, pacing, RTT)."""
         return self.tx.cc
 
     @property
     def hole_bytes(self) -> int:
+        """Bytes sent but neither acknowledged nor declared lost behind an acknowledged packet."""
         return self.tx.hole_bytes
 
     @property
     def queued_bytes(self) -> int:
+        """Bytes the application wrote that have not been sent yet."""
         return self.tx.queued_bytes
 
     # ------------------------------------------------------------------ application side

@@ -58,7 +58,10 @@ def _driver(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser."""
+    from aqueduct import __version__
+
     parser = argparse.ArgumentParser(prog="aeron_compat", description="Aeron programming model on Aqueduct")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     stat = sub.add_parser("stat", help="print driver counters, like AeronStat")
     stat.add_argument("--dir", help="one driver directory, or a base directory "

@@ -20,7 +20,10 @@ _EXTRAS = {"pyarrow": "spark", "pyspark": "spark", "matplotlib": "spark", "panda
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="aqueduct", description="Aqueduct: typed message channels over QUIC")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMANDS:
         importlib.import_module(f"aqueduct.cli.{name}").register(sub)

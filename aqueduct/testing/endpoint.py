@@ -22,12 +22,23 @@ from ..wire.channel_id import Side
 class EngineLike(Protocol):
     """The surface of `aqueduct.core.engine.Engine` the simulator drives."""
 
-    def handle_event(self, event: TransportEvent, now: float) -> None: ...
-    def handle_timer(self, now: float) -> None: ...
-    def next_deadline(self) -> float | None: ...
-    def update_rtt(self, rtt: float) -> None: ...
-    def commands(self) -> list[TransportCommand]: ...
-    def events(self) -> list[AppEvent]: ...
+    def handle_event(self, event: TransportEvent, now: float) -> None:
+        """Take one transport event (stream data, a datagram, the handshake's end, ...) at time `now`."""
+
+    def handle_timer(self, now: float) -> None:
+        """The deadline `next_deadline` gave has come."""
+
+    def next_deadline(self) -> float | None:
+        """When `handle_timer` is next due (None: no timer)."""
+
+    def update_rtt(self, rtt: float) -> None:
+        """The transport's current round-trip time estimate, in seconds."""
+
+    def commands(self) -> list[TransportCommand]:
+        """The transport commands (writes, resets, closes) queued since the last call, taken."""
+
+    def events(self) -> list[AppEvent]:
+        """The application events queued since the last call, taken."""
 
 
 E = TypeVar("E", bound=EngineLike)

@@ -9,20 +9,9 @@ import sys
 from pathlib import Path
 
 import matplotlib.image
-import pytest
 
 from aqueduct.recording import read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
-
-ROOT = Path(__file__).parents[2]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "chromium.sh")], capture_output=True, text=True,
-                            timeout=900)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout.strip().splitlines()[-1]
 
 
 def _browse(chromium: str, page: Path, *args: str) -> subprocess.CompletedProcess[str]:

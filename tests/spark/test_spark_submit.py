@@ -1,6 +1,6 @@
 """The pipeline from the command line: `spark-submit aqueduct/spark/analyze.py` and `aqueduct analyze`.
 
-Three runs share one output directory, as a user's would (README, "Recording
+Three runs share one output directory, as a user's would (docs/recording-spark.md, "Recording
 and Spark"): spark-submit takes a recording into the incremental store and
 writes the HTML report; the recording grows; `aqueduct analyze --incremental
 --html` takes in only the new segments; spark-submit runs a `--sql` query

@@ -39,16 +39,3 @@ def test_mypy_accepts_good_lines_and_rejects_marked_ones(snippet: Path, tmp_path
         got = errors.get(n, [])
         assert any(text in e for e in got), f"line {n}: wanted an error containing {text!r}, got {got}"
 
-
-def test_readme_typed_services_snippet_type_checks_as_it_says(tmp_path: Path) -> None:
-    text = (HERE.parents[1] / "README.md").read_text()
-    block = text[text.index("## Typed services"):].split("```python\n", 1)[1].split("```", 1)[0]
-    snippet = tmp_path / "readme_typed.py"
-    snippet.write_text(block)
-    config = tmp_path / "mypy.ini"
-    config.write_text("[mypy]\n")
-    out, _, _ = api.run([str(snippet), "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
-                         "--config-file", str(config), "--no-error-summary"])
-    errors = [line for line in out.splitlines() if ": error: " in line]
-    wrong = next(n for n, line in enumerate(block.splitlines(), 1) if 'send("x")' in line)
-    assert len(errors) == 1 and f":{wrong}: error: No overload variant of \"send\"" in errors[0], out
