@@ -124,6 +124,7 @@ class StreamHandle:
     pending: bytearray = field(default_factory=bytearray)
     fin: bool = False
     fin_queued: bool = False
+    taken: bool = False  # handed to the application (opened, or returned by accept_stream)
 
     def __post_init__(self) -> None:
         self.reader = asyncio.StreamReader(limit=READER_LIMIT)
@@ -132,7 +133,14 @@ class StreamHandle:
         self.writer = StreamWriter(self)
 
     def pull(self) -> None:
-        """Move received bytes from the engine into the reader while it has room."""
+        """Move received bytes from the engine into the reader while it has room.
+
+        Only once the application has the stream: until then its bytes stay in the engine, counted
+        against the connection's receive bound (a peer opening streams nobody accepts fills that, not
+        a reader per stream).
+        """
+        if not self.taken:
+            return
         eng = self.conn.engine
         while not self.gate.paused:
             data = eng.read(self.stream_id, READER_LIMIT)
@@ -190,6 +198,7 @@ class StreamConnection:
         """A new stream of ours."""
         self.check()
         h = self._handle(self.engine.open_stream())
+        h.taken = True
         return h.reader, h.writer
 
     async def accept_stream(self) -> tuple[asyncio.StreamReader, StreamWriter]:
@@ -208,6 +217,8 @@ class StreamConnection:
         closed.cancel()
         if getter in done:
             h = getter.result()
+            h.taken = True
+            h.pull()
             return h.reader, h.writer
         getter.cancel()
         self.check()

@@ -68,7 +68,7 @@ class Endpoint:
     def receive(self, data: bytes, addr: Address, now_ns: int) -> Connection | None:
         """Handle one datagram from `addr`; returns the connection it went to, if any."""
         try:
-            packet = decode(data, self.profile)
+            packet = decode(data, self.profile, self.config.max_payload)
         except StreamWireError:
             self.counters["malformed"] += 1
             return None

@@ -22,6 +22,7 @@ class StreamConfig:
     max_half_open: int = 256  # per endpoint, DIAL received but not confirmed
     max_streams: int = 1024  # per connection, either side's
     recv_window: int = 4 << 20  # per stream: unread + out-of-order bytes accepted
+    recv_connection_window: int = 8 << 20  # per connection: unread + out-of-order bytes of all its streams
     max_recv_chunks: int = 8192  # per stream: out-of-order fragments held
     send_buffer: int = 8 << 20  # per connection: bytes queued by the application, not yet sent
     max_ack_ranges: int = 128  # received-packet ranges remembered (oldest forgotten)
