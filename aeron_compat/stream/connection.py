@@ -26,13 +26,13 @@ from aeron_compat.stream.errors import (
     StreamReset,
     StreamTimeout,
 )
-from aeron_compat.stream.events import Closed, Established, Event, Readable, StreamOpened, Writable
+from aeron_compat.stream.events import AllAcked, Closed, Established, Event, Readable, StreamOpened, Writable
 from aeron_compat.stream.limits import StreamConfig
 from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, Packet, Profile, Rst, encode
 from aeron_compat.stream.recv import ReceivedPackets, RecvStream
 from aeron_compat.stream.sending import Sender, SendStream, SentPacket
 
-__all__ = ["Address", "Closed", "Connection", "Established", "Event", "Readable", "SentPacket", "State",
+__all__ = ["Address", "AllAcked", "Closed", "Connection", "Established", "Event", "Readable", "SentPacket", "State",
            "StreamOpened", "Writable"]
 
 Address = tuple[str, int]
@@ -163,7 +163,10 @@ class Connection:
             self._finish(None)
 
     def all_sent(self) -> bool:
-        """Nothing queued, nothing lost awaiting resend, nothing unacked."""
+        """Nothing queued, nothing lost awaiting resend, nothing unacked: the peer acknowledged every byte.
+
+        False forever once the connection ended with bytes it never got acknowledged.
+        """
         return self.tx.all_sent()
 
     def state_sizes(self) -> dict[str, int]:
