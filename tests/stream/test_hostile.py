@@ -6,7 +6,6 @@ import random
 from collections.abc import Callable
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
