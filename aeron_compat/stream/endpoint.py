@@ -11,9 +11,11 @@ bytes each, so a flood must not lock out a good dial: the seed has no
 stateless cookie (specs/DECISIONS.md), so a new DIAL from a source address
 holding `max_half_open_per_source` slots evicts that source's oldest, and one
 arriving with all `max_half_open` (or `max_connections`) taken evicts the
-oldest of all; a good dial then fails only if more DIALs than the table holds
-arrive within its round trip. Evicted slots are forgotten silently (no RST,
-no event: the application never saw them). Anything else for an unknown
+oldest slot of the source holding the most: a flood from a few addresses
+churns only its own slots, and a good dial from elsewhere is evicted only by
+a flood from more distinct addresses than the table holds arriving within
+its round trip. Evicted slots are forgotten silently (no RST, no event: the
+application never saw them). Anything else for an unknown
 connection is answered with RST (never a RST for a RST). Connection ids come
 from the injected `random.Random`, so simulations are deterministic.
 `transmit(now)` collects every connection's datagrams; `next_timer(now)` is
@@ -131,7 +133,7 @@ class Endpoint:
             self._evict(next(iter(mine)))
         elif len(self._half_open) >= self.config.max_half_open or (
                 len(self.connections) >= self.config.max_connections and self._half_open):
-            self._evict(next(iter(self._half_open)))
+            self._evict(next(iter(max(self._by_source.values(), key=len))))
         return len(self.connections) < self.config.max_connections and (
             len(self._half_open) < self.config.max_half_open)
 
