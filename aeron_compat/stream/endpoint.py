@@ -133,7 +133,8 @@ class Endpoint:
             self._evict(next(iter(mine)))
         elif len(self._half_open) >= self.config.max_half_open or (
                 len(self.connections) >= self.config.max_connections and self._half_open):
-            self._evict(next(iter(max(self._by_source.values(), key=len))))
+            fullest = max(self._by_source.values(), key=lambda ids: len(ids))
+            self._evict(next(iter(fullest)))
         return len(self.connections) < self.config.max_connections and (
             len(self._half_open) < self.config.max_half_open)
 
