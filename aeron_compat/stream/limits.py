@@ -37,7 +37,8 @@ class StreamConfig:
     handshake_tries: int = 6
     idle_timeout_ns: int = 15_000 * MS
     initial_cwnd_packets: int = 32
-    max_queue_delay_ns: int = 10 * MS  # the window stops growing while srtt is this far above the least RTT
+    max_queue_delay_ns: int = 10 * MS  # the window stops growing while the RTT is this far above the least
+    peer_max_ack_delay_ns: int = 25 * MS  # the most a peer holds an ACK back (OpenWeaver's timer; QUIC's default)
     max_cwnd: int = 4 << 20  # congestion window ceiling in bytes (one stream's receive window: more is refused)
     min_cwnd_packets: int = 4
     avoidance_growth_packets: int = 4  # congestion avoidance: packets added per window acked (Reno: 1)

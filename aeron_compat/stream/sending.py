@@ -93,7 +93,8 @@ class Sender:
                              min_cwnd=config.min_cwnd_packets * config.max_payload,
                              burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns,
                              max_cwnd=config.max_cwnd, growth=config.avoidance_growth_packets,
-                             max_queue_delay_ns=config.max_queue_delay_ns)
+                             max_queue_delay_ns=config.max_queue_delay_ns,
+                             max_ack_delay_ns=config.peer_max_ack_delay_ns)
         self.cc.last_refill_ns = now_ns
 
     def on_ack(self, ack: Ack, now_ns: int) -> None:

@@ -57,7 +57,7 @@ async def listener() -> AsyncIterator[Listener]:
     tree = os.environ.get("REDTEAM_STREAM_TREE", str(ROOT))
     env = dict(os.environ, PYTHONPATH=tree)
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "aeron_compat", "stream", "listen",
-                                                "127.0.0.1:0", env=env, stdout=asyncio.subprocess.PIPE)
+                                                "127.0.0.1:0", env=env, cwd=tree, stdout=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     try:
         first = json.loads(await asyncio.wait_for(proc.stdout.readline(), GUARD))
@@ -185,7 +185,7 @@ class Attacker:
         self.sock.sendto(encode(Conf(self.local_id, self.peer_id)), self.target)
 
     async def data(self, chunks: list[tuple[int, int, bytes]]) -> None:
-        """Send DATA (stream, offset, bytes) as fast as the socket takes it, yielding now and then."""
+        """Send DATA (stream, offset, bytes): 32 datagrams at a time, a millisecond apart."""
         for i, (sid, offset, body) in enumerate(chunks):
             self.pn += 1
             wire = encode(Data(self.local_id, self.peer_id, sid, self.pn, offset, body))
@@ -195,8 +195,8 @@ class Attacker:
                     break
                 except BlockingIOError:
                     await asyncio.sleep(0.001)  # the socket buffer is full: let the kernel drain it
-            if i % 64 == 63:
-                await asyncio.sleep(0)
+            if i % 32 == 31:
+                await asyncio.sleep(0.001)  # the attack's own rate (a burst beyond the socket buffer is dropped)
 
     def close(self) -> None:
         self.sock.close()
@@ -215,18 +215,25 @@ async def _data_attack(name: str, chunks: Callable[[], list[tuple[int, int, byte
                        rounds: int = 1) -> tuple[Rss, GoodClient]:
     async with listener() as server:
         attacker = Attacker(server.address)
+        good = GoodClient(server.address)
+        rss = Rss(server, good)
+        failure: BaseException | None = None
         try:
             await attacker.handshake()
-            async with GoodClient(server.address) as good:
+            async with good:
                 await good.served_during()
-                async with Rss(server, good) as rss:
+                async with rss:
                     for _ in range(rounds):
                         await attacker.data(chunks())
                         await good.served_during()
-            alive = server.proc.returncode is None
+        except Exception as e:  # the figures first (the old code's are the BEFORE column), then the failure
+            failure = e
         finally:
             attacker.close()
-        figures(name, rss, good, listener_alive=alive)
+        alive = server.proc.returncode is None
+        figures(name, rss, good, listener_alive=alive, good_client_error=type(failure).__name__ if failure else None)
+        if failure is not None:
+            raise failure
         assert alive and rss.transfers >= rounds
         return rss, good
 
@@ -260,7 +267,8 @@ def test_thousands_of_one_byte_chunks_then_the_hole() -> None:
         state["sid"] += 2
         return [(sid, off, b"z") for off in range(8191, 0, -1)] + [(sid, 0, b"z")]
 
-    rss, _ = asyncio.run(_data_attack("one-byte chunks then the hole", chunks, rounds=5))
+    rounds = int(os.environ.get("REDTEAM_STREAM_HOLES", "5"))
+    rss, _ = asyncio.run(_data_attack("one-byte chunks then the hole", chunks, rounds=rounds))
     assert rss.growth_mib < RSS_BOUND_MIB
 
 
@@ -285,18 +293,25 @@ def test_a_good_dial_succeeds_during_a_dial_flood() -> None:
                     await asyncio.sleep(0.5)  # the flood's own rhythm, not a synchronisation
 
             flooding = asyncio.ensure_future(flood())
+            good = GoodClient(server.address, fresh_dials=True)
+            rss = Rss(server, good)
+            failure: BaseException | None = None
             try:
                 while sent < 600:  # the table is full before the first good dial
                     await asyncio.sleep(0.05)
-                async with GoodClient(server.address, fresh_dials=True) as good, Rss(server, good) as rss:
+                async with good, rss:
                     while sent < 3000:
                         await good.served_during()
-                flooding.cancel()
+            except Exception as e:  # the figures first, then the failure
+                failure = e
             finally:
                 flooding.cancel()
                 for s in socks:
                     s.close()
-            figures("DIAL flood", rss, good, dials_sent=sent)
+            figures("DIAL flood", rss, good, dials_sent=sent,
+                    good_client_error=type(failure).__name__ if failure else None)
+            if failure is not None:
+                raise failure
             return rss, good
 
     rss, _ = asyncio.run(main())
