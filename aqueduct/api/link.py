@@ -175,7 +175,8 @@ class ConnectionLink:
         if why is not None:
             self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
             return
-        refused = check_peer(self._schema, self.header(SCHEMA_HEADER), self._schema_check)
+        refused = check_peer(self._schema, self.header(SCHEMA_HEADER), self._schema_check,
+                             self.engine.config.max_schema_depth)
         if refused is not None:
             self._refuse(CloseCode.SCHEMA_MISMATCH, refused, SchemaMismatch)
             return
