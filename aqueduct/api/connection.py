@@ -57,8 +57,9 @@ class Connection(Generic[E]):
 
     @property
     def peer_identity(self) -> PeerIdentity | None:
-        """The peer's verified certificate: subject, SANs, SHA-256 fingerprint. On a server that verifies client
-        certificates (`serve(client_ca=...)`) the client's; on a client the server's; None without one."""
+        """The peer's verified certificate: its name (first SAN, else subject CN), subject, SANs, SHA-256 fingerprint.
+        On a server that verifies client certificates (`serve(client_ca=...)`) the client's; on a client the
+        server's; None without one."""
         return handshake_identity(self._link.protocol)
 
     @property
