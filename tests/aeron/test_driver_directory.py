@@ -28,7 +28,7 @@ from aeron_compat.media.link import dev_certs
 NOBODY = 65534
 VICTIM_FILE = b"precious data of the victim, " * 7 + b"end"  # 206 bytes
 
-as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user (uid 65534); CI runs as root")
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user (uid 65534)")
 
 
 def _as_nobody(path: Path) -> Path:
