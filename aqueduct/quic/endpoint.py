@@ -7,6 +7,11 @@ waiting for it. `open_server` listens with aioquic's QuicServer (limited per add
 total and in start-up time: limits.py), a server ticket store for
 resumption, and our protocol for every connection. Both read their socket
 into 64 KiB buffers (`_small_reads`).
+
+A client's socket is connected to its server, so its transport sends
+without naming the address (`ConnectedTransport`): aioquic names it in every
+`sendto`, which the stdlib loop accepts on a connected socket but uvloop
+refuses (EISCONN, reported to `error_received`, nothing sent).
 """
 
 from __future__ import annotations
@@ -48,6 +53,56 @@ def _small_reads(transport: asyncio.BaseTransport) -> None:
     and a munmap: three system calls per packet. uvloop's transport is left alone."""
     if drainable_socket(transport) is not None:
         transport.max_size = MAX_DATAGRAM  # type: ignore[attr-defined]
+
+
+class ConnectedTransport(asyncio.DatagramTransport):
+    """A client's datagram transport on a connected socket: `sendto(data, addr)` sends to the connected peer
+    without naming it (the address is the one the socket is connected to: aioquic's client never changes it)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: asyncio.DatagramTransport) -> None:
+        super().__init__()
+        self._inner = inner
+
+    def sendto(self, data: Any, addr: Any = None) -> None:
+        """Send `data` to the connected peer (`addr` is that peer: not passed on)."""
+        self._inner.sendto(data)
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        """The wrapped transport's (its socket, peername, ...)."""
+        return self._inner.get_extra_info(name, default)
+
+    def is_closing(self) -> bool:
+        """Whether the wrapped transport is closing."""
+        return self._inner.is_closing()
+
+    def close(self) -> None:
+        """Close the wrapped transport."""
+        self._inner.close()
+
+    def abort(self) -> None:
+        """Abort the wrapped transport."""
+        self._inner.abort()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        """Hand the wrapped transport's events to `protocol`."""
+        self._inner.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        """The protocol the wrapped transport reports to."""
+        return self._inner.get_protocol()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # the rest of the wrapped transport as it is (e.g. its max_size)
+
+
+async def _connected_endpoint(factory: Callable[[], AqueductProtocol], sock: socket.socket) -> AqueductProtocol:
+    """Run a client protocol on its connected socket, reading small (`_small_reads`), sending without address."""
+    transport, protocol = await asyncio.get_running_loop().create_datagram_endpoint(factory, sock=sock)
+    _small_reads(transport)
+    protocol._transport = ConnectedTransport(transport)
+    return protocol
 
 
 async def open_client(
@@ -96,8 +151,7 @@ async def open_client(
                    else "the system trust store"),
         )
 
-    transport, protocol = await loop.create_datagram_endpoint(factory, sock=sock)
-    _small_reads(transport)
+    protocol = await _connected_endpoint(factory, sock)
     protocol.early_data_attempted = ticket is not None and ticket.max_early_data_size is not None
     protocol.start_engine()
     protocol.connect(addr, transmit=False)
@@ -121,8 +175,7 @@ async def rebind(protocol: AqueductProtocol) -> tuple[str, int]:
     sock.connect(old_sock.getpeername())
     old.set_protocol(asyncio.DatagramProtocol())  # the old socket's end no longer concerns the connection
     old.close()
-    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: protocol, sock=sock)
-    _small_reads(transport)
+    await _connected_endpoint(lambda: protocol, sock)
     quic = protocol._quic
     quic.change_connection_id()
     quic.send_ping(0)
