@@ -63,6 +63,18 @@ class Connection(Generic[E]):
         return handshake_identity(self._link.protocol)
 
     @property
+    def zero_rtt(self) -> bool:
+        """Whether this connection began in 0-RTT and the server accepted the early data (on a server: whether it
+        accepted the client's). False for a full handshake, a refused ticket (the early data was then resent, no
+        message lost) and until the handshake completed, which it has once any reply arrived. A client gets 0-RTT
+        by connecting with a `session_ticket_store` that holds a ticket of the same server from an earlier
+        connection."""
+        done = self._link.protocol.handshake
+        if not done.done() or done.cancelled() or done.exception() is not None:
+            return False
+        return bool(done.result().early_data_accepted)
+
+    @property
     def identity(self) -> Any:
         """Server: what the `serve(authenticate=...)` callback returned for this client (None without one)."""
         return identity_of(self._link)

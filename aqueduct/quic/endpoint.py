@@ -34,7 +34,7 @@ from .mtls import ClientAuth
 from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
 from .settings import TransportSettings, client_configuration, server_configuration
-from .tickets import ClientTicketStore, ServerTicketStore
+from .tickets import ClientTicketStore, ServerTicketStore, server_key
 from .workers import WorkerGroup, reuse_port
 
 
@@ -123,12 +123,13 @@ async def open_client(
     settings = settings or TransportSettings()
     loop = asyncio.get_running_loop()
     name = server_name or host
-    ticket = tickets.take(name) if tickets is not None else None
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    family, _, _, _, addr = infos[0]
+    ticket_key = server_key(name, str(addr[0]), int(addr[1]))
+    ticket = tickets.take(ticket_key) if tickets is not None else None
     pinned = normalize_fingerprint(fingerprint) if fingerprint is not None else None
     config = client_configuration(settings, server_name=name, ca=ca, pinned=pinned is not None, session_ticket=ticket,
                                   cert=cert, key=key)
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
-    family, _, _, _, addr = infos[0]
     sock = socket.socket(family, socket.SOCK_DGRAM)
     _tune_socket(sock, settings.socket_buffer)
     sock.bind(("::", 0) if family == socket.AF_INET6 else ("0.0.0.0", 0))
@@ -139,7 +140,7 @@ async def open_client(
     def on_ticket(new: SessionTicket) -> None:
         # A pinned client stores tickets only from a server that passed the pin check.
         if tickets is not None and (pinned is None or protocol._handshake_ok):
-            tickets.put(new)
+            tickets.put(ticket_key, new)
 
     quic = PacedQuicConnection(configuration=config, session_ticket_handler=on_ticket)
 
