@@ -24,6 +24,7 @@ import msgspec
 from ..errors import ConnectionLost
 from .pydantic_models import describe_messages_with
 from .pydantic_models import json_schema as pydantic_schema
+from .validation import capabilities
 
 SCHEMA_HEADER = "schema"
 SchemaCheck = Literal["exact", "compatible"]
@@ -44,6 +45,9 @@ def describe(tp: Any) -> dict[str, Any]:
     pydantic_defs: dict[str, Any] = {}
 
     def hook(cls: type) -> dict[str, Any]:
+        caps = capabilities()
+        if caps is not None and caps.declares(cls):
+            return caps.describe(cls)  # (a service: the channel its calls travel on)
         if cls not in halves:
             model = pydantic_schema(cls, pydantic_defs)  # (a pydantic model describes itself, halves and all)
             if model is None:
