@@ -64,9 +64,9 @@ async def serve_calls(rx: Receiver[Any], impl: Service, iface: Interface) -> Non
             limit = settings_of(rx._link).max_concurrent_calls  # (a capability learns its connection late)
         task = loop.create_task(_run(impl, iface, method, call, rx._link))
         task.add_done_callback(lambda _t: slots.release())
-        reply: Sender[Any] = call.reply
-        if reply.networked:
-            _cancel_when_abandoned(task, reply)
+        if call.reply.networked:
+            _cancel_when_abandoned(task, call.reply)
+        del call, task  # (the call task alone holds them: a cancelled call lets its reply sender go at once)
 
 
 def _cancel_when_abandoned(task: asyncio.Task[None], reply: Sender[Any]) -> None:
