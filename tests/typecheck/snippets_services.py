@@ -1,4 +1,4 @@
-# ruff: noqa: F841, E501  (mypy snippets: names bound only to be type-checked, long error markers)
+# ruff: noqa: F841, E501, B007, B018  (mypy snippets: names bound only to be type-checked, long error markers)
 # Checked by tests/typecheck/test_mypy.py, never run: each line whose comment starts with "E:" must get a
 # mypy error containing the rest of that comment, and no other line may get one.
 from __future__ import annotations
