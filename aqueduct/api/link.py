@@ -209,7 +209,15 @@ class ConnectionLink:
     async def _wait(self, handle: int) -> None:
         fut = self._loop.create_future()
         self._waiters.setdefault(handle, []).append(fut)
-        await fut
+        try:
+            await fut
+        finally:
+            if fut.cancelled():  # (a wait given up, as `ended()` under a timeout: its entry goes with it)
+                waiting = self._waiters.get(handle)
+                if waiting is not None and fut in waiting:
+                    waiting.remove(fut)
+                    if not waiting:
+                        del self._waiters[handle]
 
     def _lost(self) -> ConnectionLost:
         ev = self.closed.result() if self.closed.done() else None
