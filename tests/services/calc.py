@@ -5,6 +5,8 @@ from __future__ import annotations
 import abc
 import asyncio
 
+import msgspec
+
 import aqueduct
 from aqueduct import Receiver
 
@@ -39,6 +41,19 @@ class Calculator(aqueduct.Service, errors=[DivisionByZero]):
 
     @abc.abstractmethod
     async def echo_listener(self, listener: Listener) -> Listener: ...
+
+    @abc.abstractmethod
+    async def drop(self, listener: Listener) -> None: ...
+
+    @abc.abstractmethod
+    async def broadcast(self, subs: list[Subscription]) -> int: ...
+
+
+class Subscription(msgspec.Struct):
+    """A message type with a service in a field."""
+
+    topic: str
+    listener: Listener
 
 
 class Calc(Calculator):
@@ -86,6 +101,14 @@ class Calc(Calculator):
 
     async def echo_listener(self, listener: Listener) -> Listener:
         return listener
+
+    async def drop(self, listener: Listener) -> None:
+        pass
+
+    async def broadcast(self, subs: list[Subscription]) -> int:
+        for sub in subs:
+            await sub.listener.notify(sub.topic)
+        return len(subs)
 
 
 class Collect(Listener):
