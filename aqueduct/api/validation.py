@@ -220,8 +220,8 @@ class Capabilities(typing.Protocol):
         """The half a capability travels as (called by the codec as the message is encoded)."""
         ...
 
-    def describe(self, tp: Any) -> dict[str, Any]:
-        """The JSON Schema of a field declared `tp`."""
+    def message_type(self, tp: Any) -> Any:
+        """The type of the messages on the channel a field declared `tp` travels as (for its JSON Schema)."""
         ...
 
 

@@ -18,19 +18,14 @@ passed (ConnectionLost, naming it).
 
 from __future__ import annotations
 
-import json
-import threading
 from typing import Any
 
 from ..api.halves import Sender, channel
-from ..api.schema import describe
 from ..api.validation import Carried, register_capabilities, spec_for
 from ..errors import ConnectionLost
 from .dispatch import serve_calls, spawn
 from .interface import Service, interface_of
 from .stub import is_stub, make_stub, sender_of
-
-_describing = threading.local()
 
 
 class ServiceCapabilities:
@@ -69,18 +64,8 @@ class ServiceCapabilities:
         spawn(serve_calls(rx, obj, iface))
         return tx
 
-    def describe(self, tp: Any) -> dict[str, Any]:
-        iface = interface_of(tp)
-        busy: set[str] = _describing.__dict__.setdefault("busy", set())
-        out: dict[str, Any] = {"x-aqueduct-channel": "Sender"}  # (a service travels as its call sender)
-        if iface.name in busy:  # (an interface that takes itself: described once)
-            return out
-        busy.add(iface.name)
-        try:
-            out["x-message"] = [json.loads(json.dumps(describe(iface.call_type), sort_keys=True))]
-        finally:
-            busy.discard(iface.name)
-        return out
+    def message_type(self, tp: Any) -> Any:
+        return interface_of(tp).call_type
 
 
 register_capabilities(ServiceCapabilities())
