@@ -211,13 +211,10 @@ class ConnectionLink:
         self._waiters.setdefault(handle, []).append(fut)
         try:
             await fut
-        finally:
-            if fut.cancelled():  # (a wait given up, as `ended()` under a timeout: its entry goes with it)
-                waiting = self._waiters.get(handle)
-                if waiting is not None and fut in waiting:
-                    waiting.remove(fut)
-                    if not waiting:
-                        del self._waiters[handle]
+        finally:  # a wait given up (as `ended()` under a timeout) takes its entry with it
+            if fut.cancelled() and fut in (waiting := self._waiters.get(handle, [])):
+                waiting.remove(fut)
+                self._waiters.pop(handle) if not waiting else None
 
     def _lost(self) -> ConnectionLost:
         ev = self.closed.result() if self.closed.done() else None

@@ -148,7 +148,9 @@ def test_cli_prints_schema_and_fingerprint() -> None:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     *schema_lines, last = out.stdout.strip().splitlines()
-    assert json.loads("\n".join(schema_lines)) == describe(OrderV1)
+    printed = json.loads("\n".join(schema_lines))
+    assert printed.pop("$schema") == "https://json-schema.org/draft/2020-12/schema"
+    assert printed == describe(OrderV1)
     assert last == f"fingerprint: {fingerprint(canonical(OrderV1))}"
     bad = subprocess.run([sys.executable, "-m", "aqueduct", "schema", "no_such_module:X"], capture_output=True,
                          text=True, timeout=60)
