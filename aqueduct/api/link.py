@@ -210,7 +210,12 @@ class ConnectionLink:
     async def _wait(self, handle: int) -> None:
         fut = self._loop.create_future()
         self._waiters.setdefault(handle, []).append(fut)
-        await fut
+        try:
+            await fut
+        finally:  # a wait given up (as `ended()` under a timeout) takes its entry with it
+            if fut.cancelled() and fut in (waiting := self._waiters.get(handle, [])):
+                waiting.remove(fut)
+                self._waiters.pop(handle) if not waiting else None
 
     def _lost(self) -> ConnectionLost:
         ev = self.closed.result() if self.closed.done() else None

@@ -133,6 +133,8 @@ class Options:
     loss_rounds: int = 3
     connections: bool = False
     """Also measure the connection rows (connections.py)."""
+    services: bool = False
+    """Also measure the service rows (services.py): service calls beside request and grpcio's unary call."""
     connection_window: float = 1.0
     """Seconds per handshake-rate measurement and per echo-p50 measurement of the connection rows."""
     idle: int = 10_000
@@ -157,6 +159,8 @@ class Results:
     kernel_loss_unavailable: str | None = None
     connections: dict[str, Any] = field(default_factory=dict)
     """Per connection-server kind: idle connections asked for and held, time to open them (connections.py)."""
+    services: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """The service rows (services.py), when asked for: per row, calls_s, p50_us and p99_us per round."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -296,6 +300,10 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 if results.kernel_loss_unavailable is None:
                     results.kernel_loss = loss.curves(
                         await netloss.measure(opts.loss_window, opts.loss_rounds, progress))
+            if opts.services:
+                from . import services
+
+                results.services = await services.measure(Path(tmp), opts.connection_window, opts.rounds, progress)
             if opts.connections:
                 from . import connections
 
