@@ -1,4 +1,4 @@
-"""The Services guide's snippet (docs/services.md) type-checks as it says: mypy rejects exactly the line marked as its error."""
+"""The Services guide's snippet (docs/services.md) type-checks as it says: mypy rejects exactly the marked line."""
 
 from __future__ import annotations
 
