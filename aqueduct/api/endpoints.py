@@ -47,6 +47,8 @@ HeaderItems = Iterable[tuple[str, bytes | str]]
 DEFAULT_PORT = 4433
 DEFAULT_CONNECT_TIMEOUT = 5.0
 """Seconds `connect` waits for the handshake and the server's headers before `ConnectError`."""
+CLOSE_WAIT = 1.0
+"""Seconds a server's close (drain, leaving `serve`) waits for each connection's peer to see it."""
 
 
 def _headers(
@@ -279,20 +281,28 @@ class Server(Generic[C]):
 
         New connections are dropped from now on and `async for conn in server` ends. A connection is closed
         (code SHUTTING_DOWN) as soon as nothing but its entrypoint is open on it; whatever is still busy after
-        `grace` seconds is closed then. Returns once every connection has ended."""
+        `grace` seconds is closed then. Closes run concurrently (each waits at most CLOSE_WAIT seconds for its
+        peer, one that vanished included), so this returns within about `grace` + CLOSE_WAIT seconds, once
+        every connection has ended or that wait is over."""
+        loop = asyncio.get_running_loop()
         self.admission.accepting = False
         self._close()
-        deadline = asyncio.get_running_loop().time() + grace
-        while self.connections:
+        deadline = loop.time() + grace
+        closing: list[asyncio.Future[None]] = []
+
+        def close(conn: Connection[Any], reason: str) -> None:
+            self.connections.discard(conn)
+            closing.append(asyncio.ensure_future(conn.close(CloseCode.SHUTTING_DOWN, reason, timeout=CLOSE_WAIT)))
+
+        while True:
             for conn in [c for c in self.connections if _idle(c)]:
-                self.connections.discard(conn)
-                await conn.close(CloseCode.SHUTTING_DOWN, "server shutting down", timeout=1.0)
-            if asyncio.get_running_loop().time() >= deadline:
+                close(conn, "server shutting down")
+            if not self.connections or loop.time() >= deadline:
                 break
             await asyncio.sleep(poll)  # (a shutdown path: polling the engines' tables is simpler than events)
-        busy = list(self.connections)
-        await asyncio.gather(*(c.close(CloseCode.SHUTTING_DOWN, "server shutting down: grace period over",
-                                       timeout=1.0) for c in busy), return_exceptions=True)
+        for conn in list(self.connections):
+            close(conn, "server shutting down: grace period over")
+        await asyncio.gather(*closing, return_exceptions=True)
 
 
 def _idle(conn: Connection[Any]) -> bool:
@@ -411,7 +421,8 @@ async def _serve(
         yield server
     finally:
         server._close()
-        await asyncio.gather(*(conn.close(timeout=1.0) for conn in list(server.connections)), return_exceptions=True)
+        await asyncio.gather(*(conn.close(timeout=CLOSE_WAIT) for conn in list(server.connections)),
+                             return_exceptions=True)
         quic_server.close()
         if server.metrics is not None:
             server.metrics.stop()
