@@ -232,6 +232,8 @@ class Server(Generic[C]):
         """The `aqueduct.metrics.Metrics` of this server (`serve(metrics=...)`), or None."""
         self.metrics_address: tuple[str, int] | None = None
         """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
+        self.worker_dir: Path | None = None
+        """With `workers=N`: the private directory of the workers' sockets (give it to workers 1..N-1)."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
@@ -329,6 +331,7 @@ class ServeOptions(TypedDict, total=False):
     authenticate: Authenticate | None
     workers: int
     worker: int
+    worker_dir: str | Path | None
 
 
 @overload
@@ -352,7 +355,9 @@ def serve(
     `workers=N, worker=i`: this process is worker i of N processes serving one UDP port (each calls `serve`
     with the same host, port and N; worker 0 may use port 0, the others then need its port): the kernel
     spreads clients over them, and a packet of a connection reaching another worker (after the client's
-    address changed) is handed to its owner. `aqueduct serve --workers N` starts such processes.
+    address changed) is handed to its owner. `aqueduct serve --workers N` starts such processes. They hand
+    packets over through sockets in a private directory worker 0 makes (`server.worker_dir`); the others
+    are given it as `worker_dir` and refuse one that is not their user's alone (quic/workers.py).
 
     With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
     impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
@@ -388,6 +393,7 @@ async def _serve(
     authenticate: Authenticate | None = None,
     workers: int = 1,
     worker: int = 0,
+    worker_dir: str | Path | None = None,
 ) -> AsyncIterator[Server[Any]]:
     server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check, authenticate)
     client_auth = ClientAuth.load(client_ca, required=require_client_cert) if client_ca is not None else None
@@ -397,8 +403,9 @@ async def _serve(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
         headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
         tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
-        worker=worker,
+        worker=worker, worker_dir=worker_dir,
     )
+    server.worker_dir = quic_server.workers.directory if quic_server.workers is not None else None
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])
     server.admission = quic_server

@@ -105,7 +105,16 @@ class LimitedQuicServer(QuicServer):
         self._own_datagram(data, addr)
 
     def forwarded_datagram(self, data: bytes, addr: Any) -> None:
-        """A datagram another worker read for one of this worker's connections (never forwarded again)."""
+        """A datagram another worker read for one of this worker's connections (never forwarded again).
+
+        Only a short-header packet for a connection this worker holds is taken (workers.unpack_forwarded
+        refused the rest of the frame): a forwarded packet never opens a connection or reaches aioquic's
+        version negotiation."""
+        group = self.workers
+        assert group is not None
+        if data[0] & 0x80 or data[1:1 + group.cid_length] not in self._protocols:
+            group.dropped += 1
+            return
         self._own_datagram(data, addr)
 
     def _own_datagram(self, data: bytes, addr: Any) -> None:

@@ -31,6 +31,7 @@ from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 from .hostile import round_trip
 from .live import GUARD, MIB, GoodClient, live_server
+from .nobody import as_nobody, need_root, nobody_process
 from .vanishing import vanished_clients
 
 RSS_BOUND_MIB = 48.0
@@ -114,7 +115,8 @@ async def test_metrics_slowloris_connections_are_closed_and_memory_bounded(certs
                 for i in range(SLOW):
                     reader, writer = await asyncio.open_connection(*server.metrics)
                     # two kinds: a request line and 60 KB of headers that never end, or a request line alone
-                    writer.write(b"GET /metrics HTTP/1.1\r\n" + (b"X-Pad: " + b"a" * 60_000 + b"\r\n" if i % 3 else b""))
+                    pad = b"X-Pad: " + b"a" * 60_000 + b"\r\n" if i % 3 else b""
+                    writer.write(b"GET /metrics HTTP/1.1\r\n" + pad)
                     attackers.append((reader, writer))
                 await asyncio.wait_for(asyncio.gather(*(_closed_by_server(r) for r, _ in attackers)), GUARD)
                 served = await asyncio.wait_for(good.served_during(), GUARD) - before
@@ -152,7 +154,7 @@ async def test_mass_expiry_of_vanished_clients_keeps_new_connections_served(cert
                 while (await scrape_totals(*server.metrics))["aqueduct_connections_open"] > 1:  # (the good one)
                     try:
                         await asyncio.wait_for(round_trip(server.url, certs), GUARD)
-                    except Exception:  # noqa: BLE001  (counted: the assertion says how many)
+                    except Exception:  # (counted: the assertion says how many)
                         failures += 1
                     probes += 1
                 served = await asyncio.wait_for(good.served_during(), GUARD) - before
@@ -192,3 +194,132 @@ async def test_sigterm_drain_with_vanished_clients_ends_within_the_grace(certs: 
                 good_close_code=closed.error_code)
         assert code == 0
         assert closed.error_code == aqueduct.CloseCode.SHUTTING_DOWN
+
+
+# ---- item 5: the workers' inbox, attacked by another local user ----
+
+SQUAT = """
+port = int(sys.argv[1])
+held = []
+for i in range(2):  # the names the workers' inbox used to have: an abstract socket anyone could bind first
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(f"\\0aqueduct-worker-{port}-{i}")
+    held.append(s)
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+FORGE = """
+port, initial = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
+trap = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # where the forged frames ask the server to answer
+trap.bind(("127.0.0.3", 0))
+tport = trap.getsockname()[1]
+host = b"127.0.0.3"
+frames = {  # the old frame format (text host), the old one with a NUL in the host, the new binary one
+    "text": struct.pack("!B", len(host)) + host + struct.pack("!H", tport) + initial,
+    "nul": struct.pack("!B", 10) + b"127.0.0.1\\0" + struct.pack("!H", 4433) + b"\\x40" + bytes(30),
+    "binary": b"\\x04" + socket.inet_aton("127.0.0.3") + struct.pack("!H", tport) + initial,
+}
+targets = [f"\\0aqueduct-worker-{port}-{i}" for i in range(2)]
+with open("/proc/net/unix") as f:  # every socket of the system is listed here, with its path
+    for line in f.read().splitlines()[1:]:
+        parts = line.split()
+        if len(parts) > 7 and "aqueduct-worker" in parts[7]:
+            path = parts[7]
+            targets.append("\\0" + path[1:] if path.startswith("@") else path)
+targets = sorted(set(targets))
+outcome = {}
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for target in targets:
+    for name, frame in frames.items():
+        try:
+            s.sendto(frame, target)
+            outcome[f"{target!r} {name}"] = "delivered"
+        except OSError as exc:
+            outcome[f"{target!r} {name}"] = errno.errorcode.get(exc.errno, str(exc.errno))
+    directory = os.path.dirname(target) if not target.startswith("\\0") else ""
+    if directory:
+        try:
+            os.listdir(directory)
+            outcome[f"list {directory}"] = "listed"
+        except OSError as exc:
+            outcome[f"list {directory}"] = errno.errorcode.get(exc.errno, str(exc.errno))
+trap.settimeout(1.0)  # (a figure only: the assertion is that nothing was delivered)
+answers = 0
+try:
+    while True:
+        trap.recvfrom(65536)
+        answers += 1
+except socket.timeout:
+    pass
+print(json.dumps({"targets": targets, "outcome": outcome, "answers": answers}))
+"""
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def client_initial(certs: DevCerts, port: int) -> bytes:
+    """A real client's first datagram (an Initial packet) to the server on `port`."""
+    from aioquic.quic.connection import QuicConnection
+
+    from .hostile import client_config
+
+    quic = QuicConnection(configuration=client_config(certs))
+    quic.connect(("127.0.0.1", port), now=time.monotonic())
+    return quic.datagrams_to_send(now=time.monotonic())[0][0]
+
+
+@contextlib.asynccontextmanager
+async def workers_server(certs: DevCerts, port: int) -> AsyncIterator[tuple[str, list[int]]]:
+    """`aqueduct serve --echo --workers 2` on `port`; yields (url, pids). Fails saying why it did not start."""
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aqueduct", "serve", "--echo", "--port", str(port), "--cert", str(certs.cert),
+        "--key", str(certs.key), "--workers", "2", "--grace", "1", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        listening = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
+        if not listening.startswith("listening on"):
+            raise AssertionError(f"serve --workers 2 did not start: {(await proc.stderr.read()).decode()!r}")
+        workers = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
+        pids = [int(p) for p in workers.rsplit("pids ", 1)[1].split(", ")]
+        yield f"aqueduct://127.0.0.1:{port}", pids
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), GUARD)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def test_another_user_can_neither_squat_nor_reach_the_workers_inbox(certs: DevCerts) -> None:
+    need_root()
+    port = free_udp_port()
+    async with asyncio.timeout(6 * GUARD), nobody_process(SQUAT, str(port)) as squatter:
+        async with workers_server(certs, port) as (url, pids):  # (c) it starts though the old names are taken
+            squatter.kill()  # (the attacker's own sockets are not what it attacks next)
+            await squatter.wait()
+            async with GoodClient(url, certs) as good:
+                await asyncio.wait_for(good.served_during(), GUARD)
+                before = good.round_trips
+                async with Rss(pids) as mem:
+                    found = await as_nobody(FORGE, str(port), client_initial(certs, port).hex())
+                    # (b) every new client is still served (a NUL in a forwarded host used to close the UDP sockets)
+                    replies = [await asyncio.wait_for(round_trip(url, certs), GUARD) for _ in range(3)]
+                    served = await asyncio.wait_for(good.served_during(), GUARD) - before
+    delivered = [k for k, v in found["outcome"].items() if v == "delivered" or v == "listed"]
+    figures("workers inbox", mem, targets=len(found["targets"]), delivered=len(delivered),
+            outcomes="/".join(sorted(set(found["outcome"].values()))),
+            answers_to_attacker=found["answers"], new_clients_served=len(replies), good_round_trips=served)
+    assert any("aqueduct-workers-" in t for t in found["targets"]), found  # the attacker did find the inbox
+    assert not delivered, f"another user reached the inbox: {delivered}"  # (a)
+    assert found["answers"] == 0
+    assert mem.growth_mib < RSS_BOUND_MIB
