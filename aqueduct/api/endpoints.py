@@ -350,8 +350,9 @@ def serve(
 
     `entrypoint=T`: each connection's `conn.entrypoint` is a `Receiver[T]` (every message converted to T).
     `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
-    `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`), or an
-    `aqueduct.metrics.Metrics` to count into (served by the caller).
+    `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`; `(host, port,
+    aqueduct.metrics.HttpLimits(...))` sets the endpoint's bounds), or an `aqueduct.metrics.Metrics` to count
+    into (served by the caller).
     `workers=N, worker=i`: this process is worker i of N processes serving one UDP port (each calls `serve`
     with the same host, port and N; worker 0 may use port 0, the others then need its port): the kernel
     spreads clients over them, and a packet of a connection reaching another worker (after the client's

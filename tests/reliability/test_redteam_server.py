@@ -128,6 +128,34 @@ async def test_metrics_slowloris_connections_are_closed_and_memory_bounded(certs
         assert mem.growth_mib < RSS_BOUND_MIB
 
 
+async def test_each_metrics_http_limit_applies_as_set() -> None:
+    """In process, with HttpLimits set small: an oversized request is closed at once, a silent one after
+    read_timeout, and a connection beyond max_connections ends the oldest while a scrape is still answered."""
+    from aqueduct.metrics import HttpLimits, Metrics
+
+    metrics = Metrics()
+    http = await metrics.start_http("127.0.0.1", 0, HttpLimits(read_timeout=0.5, max_request_bytes=1024,
+                                                              max_connections=3))
+    host, port = http.sockets[0].getsockname()[:2]
+    try:
+        async with asyncio.timeout(GUARD):
+            big_r, big_w = await asyncio.open_connection(host, port)
+            big_w.write(b"GET / HTTP/1.1\r\nX: " + b"a" * 2048)
+            await _closed_by_server(big_r)  # over max_request_bytes: closed without waiting for read_timeout
+            silent = [await asyncio.open_connection(host, port) for _ in range(3)]
+            scrape = await scrape_totals(host, port)  # a fourth: the oldest silent one is ended, this answered
+            assert "aqueduct_connections_open" in scrape
+            await _closed_by_server(silent[0][0])
+            for reader, _ in silent[1:]:
+                await _closed_by_server(reader)  # read_timeout
+            for _, writer in [*silent, (big_r, big_w)]:
+                writer.close()
+    finally:
+        http.close()
+        await http.wait_closed()
+        metrics.stop()
+
+
 # ---- item 9: mass expiry ----
 
 VANISHED = 300
@@ -210,14 +238,14 @@ time.sleep(3600)
 """
 
 FORGE = """
-port, initial = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
+port, initial, other = int(sys.argv[1]), bytes.fromhex(sys.argv[2]), bytes.fromhex(sys.argv[3])
 trap = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # where the forged frames ask the server to answer
 trap.bind(("127.0.0.3", 0))
 tport = trap.getsockname()[1]
 host = b"127.0.0.3"
 frames = {  # the old frame format (text host), the old one with a NUL in the host, the new binary one
     "text": struct.pack("!B", len(host)) + host + struct.pack("!H", tport) + initial,
-    "nul": struct.pack("!B", 10) + b"127.0.0.1\\0" + struct.pack("!H", 4433) + b"\\x40" + bytes(30),
+    "nul": struct.pack("!B", 10) + b"127.0.0.3\\0" + struct.pack("!H", tport) + other,
     "binary": b"\\x04" + socket.inet_aton("127.0.0.3") + struct.pack("!H", tport) + initial,
 }
 targets = [f"\\0aqueduct-worker-{port}-{i}" for i in range(2)]
@@ -311,7 +339,7 @@ async def test_another_user_can_neither_squat_nor_reach_the_workers_inbox(certs:
                 await asyncio.wait_for(good.served_during(), GUARD)
                 before = good.round_trips
                 async with Rss(pids) as mem:
-                    found = await as_nobody(FORGE, str(port), client_initial(certs, port).hex())
+                    found = await as_nobody(FORGE, str(port), *(client_initial(certs, port).hex() for _ in range(2)))
                     # (b) every new client is still served (a NUL in a forwarded host used to close the UDP sockets)
                     replies = [await asyncio.wait_for(round_trip(url, certs), GUARD) for _ in range(3)]
                     served = await asyncio.wait_for(good.served_during(), GUARD) - before
