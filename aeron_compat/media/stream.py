@@ -20,7 +20,7 @@ from aqueduct.errors import AqueductError
 
 from ..client.context import Context
 from ..client.subscription import Subscription
-from ..stream.aio import StreamConnection, StreamEndpoint, StreamWriter
+from ..marlin.aio import StreamConnection, StreamEndpoint, StreamWriter
 from .aqueduct import AqueductNetwork, _Listener
 from .batch import BatchError
 from .link import ControlLink

@@ -18,7 +18,7 @@ from typing import Any
 
 from aqueduct.errors import AqueductError
 
-from ..stream.aio import StreamConnection, StreamWriter
+from ..marlin.aio import StreamConnection, StreamWriter
 from .batch import BatchError
 from .link import ControlLink
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aqueduct.errors import AqueductError
 
 from ..client.publication import PublicationLog
-from ..stream.aio import StreamWriter
+from ..marlin.aio import StreamWriter
 from .batch import encode_batch
 from .remote import BATCH_BYTES, RemoteSink, RemoteSubscriber, SessionCore, SessionHost
 from .stream_link import StreamLink, encode_message, read_frame, write_frame

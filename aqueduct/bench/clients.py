@@ -23,7 +23,7 @@ from typing import Any
 from aioquic.tls import SessionTicket
 
 import aqueduct
-from aeron_compat.stream.aio import StreamConnection, StreamEndpoint
+from aeron_compat.marlin.aio import StreamConnection, StreamEndpoint
 from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 

@@ -27,7 +27,7 @@ from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
 
 import aqueduct
-from aeron_compat.stream.aio import StreamEndpoint
+from aeron_compat.marlin.aio import StreamEndpoint
 from aqueduct.errors import AqueductError
 
 from ..api.validation import spec_for

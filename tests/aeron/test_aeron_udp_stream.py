@@ -235,8 +235,8 @@ async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
 
 
 def test_hostile_control_messages_are_counted_and_ignored(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.marlin.aio import StreamEndpoint
     from aeron_compat.media.stream_link import encode_message, write_frame
-    from aeron_compat.stream.aio import StreamEndpoint
 
     server = stream()
     sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
@@ -281,7 +281,7 @@ def test_stat_shows_the_drivers_stream_connections(stream: Callable[[], Aeron]) 
 
 
 def test_a_peer_that_breaks_the_framing_is_dropped_and_others_carry_on(stream: Callable[[], Aeron]) -> None:
-    from aeron_compat.stream.aio import StreamEndpoint
+    from aeron_compat.marlin.aio import StreamEndpoint
 
     server, client = stream(), stream()
     sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
@@ -305,9 +305,9 @@ def test_a_peer_that_breaks_the_framing_is_dropped_and_others_carry_on(stream: C
 
 
 def test_a_session_frame_above_its_limit_loses_the_image_and_is_counted(stream: Callable[[], Aeron]) -> None:
+    from aeron_compat.marlin.aio import StreamEndpoint
     from aeron_compat.media.stream_link import encode_message, write_frame
     from aeron_compat.media.stream_session import FRAME_LIMIT
-    from aeron_compat.stream.aio import StreamEndpoint
 
     server = stream()
     lost: list[int] = []

@@ -36,14 +36,14 @@ def test_subpackages_are_floors() -> None:
     packages = subpackage_graph()
     assert packages["aeron_compat.client"] == set()
     # the Marlin Stream media (media/stream.py) carries aeron:udp over stream/'s asyncio endpoint
-    assert packages["aeron_compat.media"] == {"aeron_compat.client", "aeron_compat.stream"}
-    assert packages["aeron_compat.stream"] == set()
+    assert packages["aeron_compat.media"] == {"aeron_compat.client", "aeron_compat.marlin"}
+    assert packages["aeron_compat.marlin"] == set()
     assert packages["aeron_compat.driver"] == {"aeron_compat.client", "aeron_compat.media"}
     assert circles(packages) == []
 
 
 def test_nothing_loose_at_the_root() -> None:
-    # modules live in the subpackage of their concern (client, driver, media, native, bymux, stream,
+    # modules live in the subpackage of their concern (client, driver, media, native, bymux, marlin,
     # tools); the root only re-exports the API and runs the command
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert loose == ["__init__.py", "__main__.py"]
