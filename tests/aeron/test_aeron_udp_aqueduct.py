@@ -230,7 +230,7 @@ def test_lost_connection_makes_images_unavailable_without_end_of_stream(quic: Ca
 def test_hostile_control_messages_are_counted_and_ignored(quic: Callable[[], Aeron]) -> None:
     import asyncio
 
-    from aeron_compat.media.link import dev_certs
+    from aeron_compat.media.aqueduct_link import dev_certs
     from aqueduct.api import channel, connect
 
     server = quic()
@@ -277,7 +277,7 @@ def test_caller_loop_without_a_running_loop_is_refused() -> None:
 
 
 def test_big_messages_are_split_across_batches_and_reassembled(quic: Callable[[], Aeron]) -> None:
-    from aeron_compat.media.remote import BATCH_BYTES
+    from aeron_compat.media.sessions import BATCH_BYTES
 
     server, client = quic(), quic()
     sub = server.add_subscription(f"aeron:udp?endpoint=localhost:{port(25260)}", STREAM)

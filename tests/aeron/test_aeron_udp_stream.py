@@ -66,7 +66,7 @@ def test_fragmented_messages_reassemble_across_the_network(stream: Callable[[], 
 
 
 def test_big_messages_are_split_across_batches_and_reassembled(stream: Callable[[], Aeron]) -> None:
-    from aeron_compat.media.remote import BATCH_BYTES
+    from aeron_compat.media.sessions import BATCH_BYTES
 
     server, client = stream(), stream()
     sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
@@ -200,7 +200,7 @@ def test_lost_connection_makes_images_unavailable_without_end_of_stream(stream: 
     assert receive(sub, 1) == [b"before the crash"]
     network = client.driver.stream_network
     (link,) = network.out_links.values()
-    network.call(link.conn.close)  # type: ignore[attr-defined]  # a StreamLink's connection, reset
+    network.call(link.conn.close)  # type: ignore[attr-defined]  # a MarlinLink's connection, reset
     wait_until(lambda: sub.poll(lambda buf, hdr: None, 10) >= 0 and gone == [False])
     got: list[bytes] = []
 
@@ -236,7 +236,7 @@ async def test_driver_on_the_callers_loop_with_send_and_async_with() -> None:
 
 def test_hostile_control_messages_are_counted_and_ignored(stream: Callable[[], Aeron]) -> None:
     from aeron_compat.marlin.aio import StreamEndpoint
-    from aeron_compat.media.stream_link import encode_message, write_frame
+    from aeron_compat.media.marlin_link import encode_message, write_frame
 
     server = stream()
     sub = server.add_subscription(ch(f"endpoint=localhost:{port(1)}"), STREAM)
@@ -306,8 +306,8 @@ def test_a_peer_that_breaks_the_framing_is_dropped_and_others_carry_on(stream: C
 
 def test_a_session_frame_above_its_limit_loses_the_image_and_is_counted(stream: Callable[[], Aeron]) -> None:
     from aeron_compat.marlin.aio import StreamEndpoint
-    from aeron_compat.media.stream_link import encode_message, write_frame
-    from aeron_compat.media.stream_session import FRAME_LIMIT
+    from aeron_compat.media.marlin_link import encode_message, write_frame
+    from aeron_compat.media.marlin_session import FRAME_LIMIT
 
     server = stream()
     lost: list[int] = []
