@@ -31,10 +31,12 @@ from typing import Any
 
 from ..core.app import Delivery
 from . import peer
-from .clients import AqueductClient, StreamClient, TcpClient
+from .clients import AqueductClient, TcpClient
+from .extras import extra_named, loss_paths
 from .loss import LOSSES, bulk_mb_s
 
-PATHS = ("tcp", "marlin stream", "aqueduct ordered raw")
+PATHS = ("tcp", *loss_paths(), "aqueduct ordered raw")
+"""The measured paths (the extras that ask, e.g. "marlin stream", between TCP and Aqueduct)."""
 
 
 def reason_unavailable() -> str | None:
@@ -101,8 +103,9 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
                 for path in PATHS[rnd % len(PATHS):] + PATHS[:rnd % len(PATHS)]:
                     print(json.dumps({"progress": f"kernel loss round {rnd + 1}/{rounds}: {path} at {loss:.0%} loss"}),
                           flush=True)
-                    client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else StreamClient(ports["stream"])
-                                   if path == "marlin stream" else
+                    extra = extra_named(path)
+                    client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else extra.client(ports[extra.key])
+                                   if extra is not None else
                                    AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED))
                     samples[path].setdefault(str(loss), []).append(await bulk_mb_s(client, window))
     finally:

@@ -27,11 +27,11 @@ from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
 
 import aqueduct
-from aeron_compat.stream.aio import StreamEndpoint
 from aqueduct.errors import AqueductError
 
 from ..api.validation import spec_for
 from ..quic import introspect
+from .extras import extras
 from .framing import Deframer, frame
 from .protocol import (
     CHANNELS,
@@ -251,32 +251,6 @@ async def _tcp_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
         writer.close()
 
 
-# ---------------------------------------------------------------- Marlin Stream
-
-
-async def _stream_accept(endpoint: Any) -> None:
-    """Each Stream connection's streams speak the TCP rows' framed protocol (one command per stream)."""
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def streams(conn: Any) -> None:
-        with contextlib.suppress(AqueductError):
-            while True:
-                reader, writer = await conn.accept_stream()
-                t = asyncio.ensure_future(serve(reader, writer))
-                tasks.add(t)
-                t.add_done_callback(tasks.discard)
-
-    async def serve(reader: Any, writer: Any) -> None:
-        with contextlib.suppress(AqueductError):  # the measuring client resets its connection when done
-            await _tcp_client(reader, writer)
-
-    while True:
-        conn = await endpoint.accept()
-        t = asyncio.ensure_future(streams(conn))
-        tasks.add(t)
-        t.add_done_callback(tasks.discard)
-
-
 # ---------------------------------------------------------------- main
 
 
@@ -314,17 +288,16 @@ async def serve_all(cert: str, key: str) -> None:
     ):
         raw_server = await start_raw_server(cert, key)
         tcp_server = await asyncio.start_server(_tcp_client, "127.0.0.1", 0)
-        stream_ep = await StreamEndpoint.listen("127.0.0.1", 0)
+        served = {extra.key: await extra.serve(_tcp_client) for extra in extras()}
         accept = [asyncio.ensure_future(_aq_accept(server, codec))
                   for server, codec in ((aq_raw, "raw"), (aq_cbor, "cbor"), (aq_tuned, "raw"))]
-        accept.append(asyncio.ensure_future(_stream_accept(stream_ep)))
         ports = {
             "aqueduct-raw": aq_raw.address[1],
             "aqueduct-cbor": aq_cbor.address[1],
             "aqueduct-tuned": aq_tuned.address[1],
             "aioquic": _udp_port(raw_server),
             "tcp": tcp_server.sockets[0].getsockname()[1],
-            "stream": stream_ep.address[1],
+            **{key: extra.port for key, extra in served.items()},
         }
         print(json.dumps(ports), flush=True)
         done = asyncio.Event()
@@ -334,7 +307,8 @@ async def serve_all(cert: str, key: str) -> None:
             task.cancel()
         tcp_server.close()
         raw_server.close()
-        stream_ep.close()
+        for extra in served.values():
+            extra.close()
 
 
 def spawn(cert: str, key: str, uvloop: bool = False) -> tuple[subprocess.Popen[str], dict[str, int]]:

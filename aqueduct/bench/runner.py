@@ -22,7 +22,8 @@ from typing import Any
 from ..core.app import Delivery
 from ..quic.certs import make_dev_certs
 from . import peer
-from .clients import AqueductClient, StreamClient, TcpClient, median, percentile
+from .clients import AqueductClient, TcpClient, median, percentile
+from .extras import extras
 from .rawquic import RawQuicClient
 
 MB = 1_000_000
@@ -104,7 +105,7 @@ TRANSPORTS = [
     Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
     Transport(PER_MESSAGE, "aioquic per message", ("msg64", "msg16k", "rtt_p50", "rtt_p99")),
     Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
-    Transport("marlin stream", "stream", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
+    *(Transport(extra.name, extra.key, extra.workloads) for extra in extras()),  # e.g. aeron_compat's Marlin Stream
 ]
 BY_NAME = {t.name: t for t in TRANSPORTS}
 
@@ -171,8 +172,9 @@ def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
         return AqueductClient(port, ca, t.codec, t.mode, tuned=t.tuned, typed=t.typed)
     if t.family == "tcp":
         return TcpClient(ports["tcp"])
-    if t.family == "stream":
-        return StreamClient(ports["stream"])
+    extra = next((e for e in extras() if e.key == t.family), None)
+    if extra is not None:
+        return extra.client(ports[t.family])
     return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams",
                          per_message=t.family == "aioquic per message")
 
