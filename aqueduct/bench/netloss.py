@@ -1,4 +1,5 @@
-"""Goodput under kernel loss: TCP, Marlin Stream and Aqueduct-on-QUIC losing the same packets, in one run.
+"""Goodput under kernel loss: TCP, Marlin Stream, Aqueduct-on-QUIC and raw aioquic losing the same packets, in
+one run.
 
     aqueduct bench --loss-curves        (as root; or: python -m aqueduct.bench.netloss inner ...)
 
@@ -8,7 +9,8 @@ whose loopback belongs to it alone: the benchmark peer (peer.py) and the measuri
 an iptables rule in that namespace drops each packet arriving on its loopback with probability `loss`
 (`-m statistic --mode random`: independent loss, both directions, whatever the protocol). Every path then
 meets the same kernel-level loss: TCP's own retransmission and congestion control, Marlin Stream's, and
-aioquic's under Aqueduct. A cell is bulk MB/s (256 KiB messages for `window` seconds, rate = the peer's count
+aioquic's under Aqueduct and alone (raw aioquic with its defaults, the rawquic.py baseline: which losses
+are Aqueduct's and which aioquic's). A cell is bulk MB/s (256 KiB messages for `window` seconds, rate = the peer's count
 / time to the count's arrival, as everywhere in the bench); rounds alternate the paths, and each ratio
 compares a loss level with the same path at 0%.
 
@@ -31,10 +33,12 @@ from typing import Any
 
 from ..core.app import Delivery
 from . import peer
-from .clients import AqueductClient, StreamClient, TcpClient
+from .clients import AqueductClient, TcpClient
 from .loss import LOSSES, bulk_mb_s
+from .marlin import StreamClient
+from .rawquic import RawQuicClient
 
-PATHS = ("tcp", "marlin stream", "aqueduct ordered raw")
+PATHS = ("tcp", "marlin stream", "aqueduct ordered raw", "aioquic")
 
 
 def reason_unavailable() -> str | None:
@@ -102,7 +106,8 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
                     print(json.dumps({"progress": f"kernel loss round {rnd + 1}/{rounds}: {path} at {loss:.0%} loss"}),
                           flush=True)
                     client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else StreamClient(ports["stream"])
-                                   if path == "marlin stream" else
+                                   if path == "marlin stream" else RawQuicClient(ports["aioquic"], certs.ca)
+                                   if path == "aioquic" else
                                    AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED))
                     samples[path].setdefault(str(loss), []).append(await bulk_mb_s(client, window))
     finally:
