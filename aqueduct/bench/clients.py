@@ -26,6 +26,7 @@ import aqueduct
 from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 
+from ..quic.settings import TransportSettings
 from .framing import Deframer, frame
 from .protocol import (
     CHANNELS,
@@ -75,12 +76,12 @@ class AqueductClient:
     """Workloads over one Aqueduct connection with one codec and one delivery mode."""
 
     def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, tuned: bool = False,
-                 typed: bool = False) -> None:
+                 typed: bool = False, settings: TransportSettings | None = None) -> None:
         self.url = f"aqueduct://127.0.0.1:{port}"
         self.ca = ca
         self.codec = codec
         self.mode = mode
-        self.settings = bench_settings(tuned)
+        self.settings = settings or bench_settings(tuned)
         self.conn: aqueduct.Connection[Any] | None = None
         self.tickets = WaitableTickets()
         self.typed = typed

@@ -10,9 +10,11 @@ an iptables rule in that namespace drops each packet arriving on its loopback wi
 (`-m statistic --mode random`: independent loss, both directions, whatever the protocol). Every path then
 meets the same kernel-level loss: TCP's own retransmission and congestion control, Marlin Stream's, and
 aioquic's under Aqueduct and alone (raw aioquic with its defaults, the rawquic.py baseline: which losses
-are Aqueduct's and which aioquic's). A cell is bulk MB/s (256 KiB messages for `window` seconds, rate = the peer's count
-/ time to the count's arrival, as everywhere in the bench); rounds alternate the paths, and each ratio
-compares a loss level with the same path at 0%.
+are Aqueduct's and which aioquic's). "aqueduct ordered raw cubic" is Aqueduct with aioquic's CUBIC for the
+sending client instead of its default Reno: the evidence for the `congestion_control` default
+(specs/DECISIONS.md, "Congestion control"). A cell is bulk MB/s (256 KiB messages for `window` seconds,
+rate = the peer's count / time to the count's arrival, as everywhere in the bench); rounds alternate the
+paths, and each ratio compares a loss level with the same path at 0%.
 
 It needs root (a namespace, iptables) and the `ip` and `iptables` commands (scripts/netns_tools.sh
 installs them); `reason_unavailable()` says why it cannot run, and the report prints that instead.
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..core.app import Delivery
@@ -37,8 +40,9 @@ from .clients import AqueductClient, TcpClient
 from .loss import LOSSES, bulk_mb_s
 from .marlin import StreamClient
 from .rawquic import RawQuicClient
+from .settings import bench_settings
 
-PATHS = ("tcp", "marlin stream", "aqueduct ordered raw", "aioquic")
+PATHS = ("tcp", "marlin stream", "aqueduct ordered raw", "aioquic", "aqueduct ordered raw cubic")
 
 
 def reason_unavailable() -> str | None:
@@ -108,7 +112,9 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
                     client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else StreamClient(ports["stream"])
                                    if path == "marlin stream" else RawQuicClient(ports["aioquic"], certs.ca)
                                    if path == "aioquic" else
-                                   AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED))
+                                   AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED,
+                                                  settings=replace(bench_settings(), congestion_control="cubic")
+                                                  if path.endswith(" cubic") else None))
                     samples[path].setdefault(str(loss), []).append(await bulk_mb_s(client, window))
     finally:
         _drop(0)
