@@ -199,12 +199,12 @@ def table(results: Results) -> str:
         ratio = f"{c.ratio:.2f}x" if c.ratio is not None else "-"
         lines.append(f"{title:<40} {c.transport:<26} {_fmt(c.median):>10} {_fmt(c.low):>10} {_fmt(c.high):>10}  "
                      f"{ratio:>8}")
-    if any(name in PEER_NAMES for name in results.samples) or results.peers_unavailable:
+    if any(name in PEER_NAMES for name in [*results.samples, *results.unmeasured]):
         lines.append("peer rows: each server alone in its process, each round measured by a fresh process; "
                      "request/reply 'vs ref' = median / grpcio TLS's; CPU per call: client process and server "
                      "processes (NATS: responder + nats-server); memory per idle connection: first round only")
-    for name, why in results.peers_unavailable.items():
-        lines.append(f"peer {name}: {why}")
+    for name, why in results.unmeasured.items():
+        lines.append(f"{'peer ' if name in PEER_NAMES else ''}{name}: {why}")
     if results.zero_rtt_accepted:
         lines.append("0-RTT accepted: " + ", ".join(f"{k} {v}" for k, v in results.zero_rtt_accepted.items()))
     m = results.api_memory
@@ -237,7 +237,7 @@ def table(results: Results) -> str:
     for t in targets(results):
         mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
         value = "-" if t.value is None else _fmt(t.value)
-        lines.append(f"  {t.name:<58} {value:>10}  goal {t.goal:<16} {mark}")
+        lines.append(f"  {t.name:<66} {value:>10}  goal {t.goal:<16} {mark}")
     lines.append(f"run took {results.seconds:.0f} s; load average at start "
                  f"{', '.join(f'{x:.1f}' for x in results.environment.get('load_average', []))}")
     return "\n".join(lines)
@@ -262,7 +262,7 @@ def as_json(results: Results) -> dict[str, Any]:
         "loss_curves": results.loss,
         "kernel_loss_curves": results.kernel_loss,
         "connections": results.connections,
-        "peers_unavailable": results.peers_unavailable,
+        "unmeasured": results.unmeasured,
         "targets": [t.__dict__ for t in targets(results)],
         "seconds": results.seconds,
     }

@@ -175,8 +175,9 @@ class Results:
     kernel_loss_unavailable: str | None = None
     connections: dict[str, Any] = field(default_factory=dict)
     """Per connection-server kind: idle connections asked for and held, time to open them (connections.py)."""
-    peers_unavailable: dict[str, str] = field(default_factory=dict)
-    """Peer rows not measured, and why (library or program missing, server did not start, a round failed)."""
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    """Rows not measured (or not in every round), and why: a peer's library or program missing, its server did
+    not start, a measuring process failed (the run goes on without that row's round)."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -244,22 +245,23 @@ async def _measure_remote(t: Transport, port: int, ca: Path, opts: Options, fast
 
     cmd = [sys.executable, "-m", "aqueduct.bench.remote", "--port", str(port), "--ca", str(ca), "--transport", t.name,
            "--window", str(opts.window), *(["--uvloop"] if fast else [])]
-    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
-    out, _ = await proc.communicate()
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
     if proc.returncode != 0:
-        raise RuntimeError(f"the measuring process for {t.name!r} failed ({proc.returncode})")
+        tail = err.decode(errors="replace").strip().splitlines()
+        raise RuntimeError(f"its measuring process ended {proc.returncode}: {tail[-1] if tail else 'no message'}")
     for key, value in json.loads(out).items():
         record(key, value)
 
 
 async def _measure_peer(row: PeerRow, server: dict[str, Any], ca: Path, opts: Options, rnd: int,
                         record: Callable[[str, float], None], results: Results) -> None:
-    """A peer row's round in its measuring process; a failure is reported (peers_unavailable), not raised."""
+    """A peer row's round in its measuring process; a failure is reported (`unmeasured`), not raised."""
     try:
         values = await peer_servers.measure_row(row, server, ca, opts.window, opts.setups,
                                                 opts.peer_idle if rnd == 0 else 0, opts.uvloop)
     except RuntimeError as e:
-        results.peers_unavailable[row.name] = f"round {rnd + 1} failed: {e}"
+        results.unmeasured[row.name] = f"round {rnd + 1} failed: {e}"
         return
     for key, value in values.items():
         record(key, value)
@@ -298,8 +300,8 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
             servers.start(peer_servers.kinds_of(peer_rows), certs.cert, certs.key, opts.uvloop)
             for row in peer_rows:
                 if row.kind in servers.reasons:
-                    results.peers_unavailable[row.name] = f"not measured: {servers.reasons[row.kind]}"
-            rows = [r for r in rows if r.name not in results.peers_unavailable]
+                    results.unmeasured[row.name] = f"not measured: {servers.reasons[row.kind]}"
+            rows = [r for r in rows if r.name not in results.unmeasured]
             for rnd in range(opts.rounds):
                 shift = rnd % max(1, len(rows))
                 for t in rows[shift:] + rows[:shift]:
@@ -313,7 +315,10 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                         await _measure_peer(t, servers.info[t.kind], certs.ca, opts, rnd, record, results)
                         continue
                     if t.tuned:
-                        await _measure_remote(t, fast_ports["aqueduct-tuned"], certs.ca, opts, fast, record)
+                        try:
+                            await _measure_remote(t, fast_ports["aqueduct-tuned"], certs.ca, opts, fast, record)
+                        except RuntimeError as e:
+                            results.unmeasured[t.name] = f"round {rnd + 1} failed: {e}"
                         continue
                     client = _make_client(t, ports, certs.ca)
                     await client.open()

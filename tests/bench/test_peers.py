@@ -103,7 +103,7 @@ def test_a_tiny_peer_run_fills_the_rows_and_compares_requests_with_grpc_tls(nats
     opts = Options(rounds=1, window=0.05, setups=1, api_channels=0, engine_channels=0, only=names, peers=True,
                    peer_idle=4)
     results = asyncio.run(run(opts))
-    assert results.peers_unavailable == {}
+    assert results.unmeasured == {}
     cells = {(c.transport, c.workload): c for c in report.cells(results)}
     for row in ROWS:
         if row.name in names:

@@ -3,7 +3,7 @@
 Each server kind runs in a process of its own (serve.py), started once per run; each (row, round) is
 measured by a fresh measuring process (measure.py), so client CPU is that row's alone. A kind whose
 library or program is missing, whose server does not start, or a measurement that fails, is reported
-as the reason in `Results.peers_unavailable`, and the run goes on.
+as the reason in `Results.unmeasured`, and the run goes on.
 """
 
 from __future__ import annotations
