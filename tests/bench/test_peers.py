@@ -83,7 +83,7 @@ async def test_request_reply_and_streaming_give_correct_answers(row: str, certs:
 
 
 @pytest.mark.timeout(60)
-async def test_the_pair_variant_pipelines_and_checks_nothing_is_lost(certs: DevCerts) -> None:
+async def test_the_pair_variant_pipelines_32_and_checks_every_reply(certs: DevCerts) -> None:
     module = importlib.import_module("aqueduct.bench.peers.aqueduct")
     served = await module.serve(str(certs.cert), str(certs.key), "")
     client = module.Client(served.info, certs.ca, "pair")

@@ -27,7 +27,7 @@ import aqueduct
 
 from .. import aqserver
 from ..clients import AqueductClient, Rate
-from ..protocol import REQUEST, pack
+from ..protocol import REQUEST, pack, unpack
 from ..settings import bench_settings
 from .serve import Served
 
@@ -83,7 +83,8 @@ class Client:
             sent.append(time.perf_counter())
             await tx.send(message)
         while sent:
-            await rx.recv()
+            if unpack("raw", await rx.recv())[0] != body:
+                raise RuntimeError("a reply differs from its request")
             now = time.perf_counter()
             out.append(now - sent.popleft())
             if now < deadline:
