@@ -70,6 +70,7 @@ from .client.codes import (
     RegistrationError,
 )
 from .client.context import Context
+from .client.directory import UnsafeDirectory
 from .client.fragment_assembler import ControlledFragmentAssembler, FragmentAssembler
 from .client.header import Header
 from .client.idle import (
@@ -115,5 +116,6 @@ __all__ = [
     "RegistrationError",
     "SleepingIdleStrategy",
     "Subscription",
+    "UnsafeDirectory",
     "YieldingIdleStrategy",
 ]

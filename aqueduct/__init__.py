@@ -32,11 +32,9 @@ if TYPE_CHECKING:
         Watch,
         broadcast,
         channel,
-        connect,
         oneshot,
         reconnecting,
         request,
-        serve,
         watch,
     )
     from .core.app import Delivery
@@ -63,14 +61,29 @@ if TYPE_CHECKING:
     from .quic.mtls import PeerIdentity
     from .quic.settings import TransportSettings
     from .quic.tickets import FileTicketStore, MemoryTicketStore
+    from .services import (
+        CallInfo,
+        RemoteError,
+        Service,
+        ServiceConnection,
+        call_options,
+        connect,
+        current_call,
+        serve,
+    )
 
 _LAZY = {
     **dict.fromkeys(
         ["Attempt", "Backoff", "Broadcast", "CborCodec", "Codec", "CodecError", "CodecMismatch", "Connection",
          "Message", "OneshotReceiver", "OneshotSender", "RawCodec", "RawMessage", "Receiver", "SchemaMismatch",
-         "Sender", "Server", "Stats", "Watch", "broadcast", "channel", "connect", "oneshot", "reconnecting", "request",
-         "serve", "watch"],
+         "Sender", "Server", "Stats", "Watch", "broadcast", "channel", "oneshot", "reconnecting", "request",
+         "watch"],
         ".api",
+    ),
+    **dict.fromkeys(
+        ["CallInfo", "RemoteError", "Service", "ServiceConnection", "call_options", "connect", "current_call",
+         "serve"],
+        ".services",
     ),
     "Delivery": ".core.app",
     "EngineConfig": ".core.config",
@@ -113,6 +126,7 @@ __all__ = [
     "AuthenticationFailed",
     "Backoff",
     "Broadcast",
+    "CallInfo",
     "CborCodec",
     "ChannelCancelled",
     "ChannelClosed",
@@ -143,9 +157,12 @@ __all__ = [
     "RawMessage",
     "Receiver",
     "ReceiverDropped",
+    "RemoteError",
     "SchemaMismatch",
     "Sender",
     "Server",
+    "Service",
+    "ServiceConnection",
     "Stats",
     "Timeout",
     "TransportSettings",
@@ -153,8 +170,10 @@ __all__ = [
     "Watch",
     "WouldBlock",
     "broadcast",
+    "call_options",
     "channel",
     "connect",
+    "current_call",
     "oneshot",
     "reconnecting",
     "request",

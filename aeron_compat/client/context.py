@@ -39,7 +39,8 @@ class Context:
     """Client and driver settings; every field has a working default."""
 
     aeron_dir: str | Path | None = None
-    """Driver directory (counters snapshot); None: a fresh one under `counters.base_dir()`."""
+    """Driver directory (counters snapshot); None: a fresh one under `counters.base_dir()`. It must be private to
+    this user (or is created so, mode 0700): another user's, or one others may write, raises `UnsafeDirectory`."""
     driver: Driver | None = None
     """Use this running driver (e.g. a `MediaDriver`) instead of embedding a new one."""
     driver_mode: str = "embedded"

@@ -4,6 +4,8 @@
 # channels with `transport=stream`, within the driver's Marlin Stream network.
 # Matching is synchronous: an ipc publication added while a subscription exists is connected
 # when add_publication returns.  A daemon "conductor" thread only writes counters snapshots.
+# Its directory (and, for the default one, the base directory) is private to this user or refused
+# before anything is written or swept there (client/directory.py).
 """`MediaDriver`: the process's endpoint."""
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..client.codes import RegistrationError
 from ..client.context import Context
 from ..client.counters import Counters, base_dir, sweep_stale_driver_dirs, write_snapshot
+from ..client.directory import private_dir
 from ..client.ids import next_correlation_id
 from ..client.image import Image
 from ..client.logbuffer import compute_position, position_bits_to_shift
@@ -66,7 +69,8 @@ class MediaDriver:
         self._own_dir = self.ctx.aeron_dir is None
         self.directory = Path(self.ctx.aeron_dir or base_dir() / f"driver-{os.getpid()}-{self.driver_id}")
         if self._own_dir:
-            sweep_stale_driver_dirs(self.directory.parent)
+            sweep_stale_driver_dirs(private_dir(self.directory.parent))
+        private_dir(self.directory)
         self._stop = threading.Event()
         self._conductor: threading.Thread | None = None
         if self.ctx.counters_interval > 0:

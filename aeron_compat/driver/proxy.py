@@ -10,14 +10,19 @@
 # Commands that need an answer (addpub, addsub, destinations, counters) wait for the reply; the
 # reader thread builds the new objects before it reads further, so no event beats its object.
 # If the driver goes away, publications become not connected and images unavailable (lost).
+# Before trusting the socket the client checks that the directory is private to this user
+# (client/directory.py) and, once connected, that the process serving it runs as this user
+# (SO_PEERCRED): a socket another user put there or serves is refused with UnsafeDirectory.
 """`DriverProxy`: a connection to the standalone driver (`aeron_compat driver`)."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import select
 import socket
+import struct
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +30,8 @@ from typing import Any
 
 from ..client.codes import RegistrationError
 from ..client.context import Context
-from ..client.counters import Counters
+from ..client.counters import Counters, base_dir
+from ..client.directory import UnsafeDirectory, private_dir, user_name
 from ..client.image import Image
 from ..client.logbuffer import Frame
 from ..client.publication import PublicationLog
@@ -86,10 +92,17 @@ class DriverProxy:
         self.counters = Counters()
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            if ctx.aeron_dir is None:
+                private_dir(base_dir(), create=False)
+            private_dir(self.directory, create=False)
             self.sock.connect(str(self.directory / SOCKET_NAME))
         except OSError as exc:
             self.sock.close()
             raise RegistrationError(f"aeron_dir: no standalone driver at {self.directory} ({exc})") from None
+        except UnsafeDirectory:
+            self.sock.close()
+            raise
+        self._check_server()
         self.closed = False
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()  # publication sharing and reference counts
@@ -106,6 +119,17 @@ class DriverProxy:
         self._read_lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="aeron-driver-proxy", daemon=True)
         self._reader.start()
+
+    def _check_server(self) -> None:
+        """Refuse a driver that runs as another user (where the platform tells: SO_PEERCRED)."""
+        if not hasattr(socket, "SO_PEERCRED"):
+            return
+        creds = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, _gid = struct.unpack("3i", creds)
+        if uid != os.geteuid():
+            self.sock.close()
+            raise UnsafeDirectory(self.directory / SOCKET_NAME, f"served by pid {pid} as {user_name(uid)}, not by "
+                                  f"this user, {user_name(os.geteuid())}", uid)
 
     # --- sending -----------------------------------------------------------------------------------
     def send(self, data: bytes) -> None:

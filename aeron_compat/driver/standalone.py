@@ -2,6 +2,8 @@
 # matching and its Aqueduct endpoint for aeron:udp) on behalf of every client process that uses
 # its directory.  The directory holds `driver.lock` (flock'ed: one driver per directory),
 # `driver.sock` (the Unix socket clients connect to) and `counters.json` (for `aeron_compat stat`).
+# The directory (and the base directory holding the default one) must be private to this user, or is
+# created so (client/directory.py); the lock is opened without following symbolic links.
 # Everything runs on one asyncio loop.  Per client (ClientSession):
 #   publications  the driver makes a log (its own session per client) and mirrors it: frames the
 #                 client appended arrive as 'F' messages and go to the log's sinks; the log's
@@ -25,6 +27,7 @@ from typing import IO, Any
 from ..client.codes import END_FLAG, HDR_TYPE_DATA, AeronError
 from ..client.context import Context
 from ..client.counters import SNAPSHOT_NAME, base_dir
+from ..client.directory import open_private, private_dir
 from ..client.image import Image
 from ..client.publication import PublicationLog
 from ..client.subscription import Subscription
@@ -235,8 +238,10 @@ class StandaloneDriver:
         self.stopping = asyncio.Event()
 
     def _lock(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        f = open(self.directory / LOCK_NAME, "a+")
+        if self.directory == default_dir():
+            private_dir(base_dir())
+        private_dir(self.directory)
+        f = os.fdopen(open_private(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT), "r+")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

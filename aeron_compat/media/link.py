@@ -25,13 +25,14 @@ from aqueduct.errors import AqueductError
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 from ..client.counters import base_dir
+from ..client.directory import private_dir
 
 _link_ids = itertools.count(1)
 
 
 def dev_certs(directory: Path | None = None) -> DevCerts:
     """The user's shared development CA and loopback certificate (made once, atomically)."""
-    target = directory or base_dir() / "dev-certs"
+    target = directory or private_dir(base_dir()) / "dev-certs"  # (another user's base could plant a CA)
     names = DevCerts(target / "ca.pem", target / "ca.key", target / "cert.pem", target / "key.pem")
     if not names.key.exists():
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,16 @@ import random
 import socket
 from dataclasses import dataclass, field
 
-from aeron_compat.stream.connection import Address, Closed, Connection, Established, Readable, StreamOpened, Writable
+from aeron_compat.stream.connection import (
+    Address,
+    AllAcked,
+    Closed,
+    Connection,
+    Established,
+    Readable,
+    StreamOpened,
+    Writable,
+)
 from aeron_compat.stream.endpoint import Endpoint
 from aeron_compat.stream.errors import StreamError
 from aeron_compat.stream.limits import StreamConfig
@@ -97,12 +106,14 @@ class StreamWriter:
         self._h.conn.check()
 
     async def flushed(self) -> None:
-        """Wait until every byte written was acknowledged by the peer."""
+        """Wait until the peer acknowledged every byte written on the connection (woken by the ACK that
+        settles the last one); raises the connection's error if it ended with bytes unacknowledged."""
         await self.drain()
-        while not self._h.conn.engine.all_sent():
-            self._h.conn.check()
-            await self._h.conn.writable.wait()
-            self._h.conn.writable.clear()
+        conn = self._h.conn
+        while not conn.engine.all_sent():
+            conn.check()
+            conn.acked.clear()
+            await conn.acked.wait()
 
     def close(self) -> None:
         """End the stream (FIN after what was written)."""
@@ -124,6 +135,7 @@ class StreamHandle:
     pending: bytearray = field(default_factory=bytearray)
     fin: bool = False
     fin_queued: bool = False
+    taken: bool = False  # handed to the application (opened, or returned by accept_stream)
 
     def __post_init__(self) -> None:
         self.reader = asyncio.StreamReader(limit=READER_LIMIT)
@@ -132,7 +144,14 @@ class StreamHandle:
         self.writer = StreamWriter(self)
 
     def pull(self) -> None:
-        """Move received bytes from the engine into the reader while it has room."""
+        """Move received bytes from the engine into the reader while it has room.
+
+        Only once the application has the stream: until then its bytes stay in the engine, counted
+        against the connection's receive bound (a peer opening streams nobody accepts fills that, not
+        a reader per stream).
+        """
+        if not self.taken:
+            return
         eng = self.conn.engine
         while not self.gate.paused:
             data = eng.read(self.stream_id, READER_LIMIT)
@@ -167,6 +186,7 @@ class StreamConnection:
         self.incoming: asyncio.Queue[StreamHandle] = asyncio.Queue()
         self.established = asyncio.Event()
         self.writable = asyncio.Event()
+        self.acked = asyncio.Event()  # set by the ACK that settles everything sent (and at the close)
         self.closed = asyncio.Event()
 
     @property
@@ -190,6 +210,7 @@ class StreamConnection:
         """A new stream of ours."""
         self.check()
         h = self._handle(self.engine.open_stream())
+        h.taken = True
         return h.reader, h.writer
 
     async def accept_stream(self) -> tuple[asyncio.StreamReader, StreamWriter]:
@@ -208,6 +229,8 @@ class StreamConnection:
         closed.cancel()
         if getter in done:
             h = getter.result()
+            h.taken = True
+            h.pull()
             return h.reader, h.writer
         getter.cancel()
         self.check()
@@ -230,10 +253,13 @@ class StreamConnection:
                 if h.pending or (h.fin and not h.fin_queued):
                     h.push()
             self.writable.set()
+        elif isinstance(ev, AllAcked):
+            self.acked.set()
         elif isinstance(ev, Closed):
             self.closed.set()
             self.established.set()
             self.writable.set()
+            self.acked.set()
             exc = ev.error or StreamError("connection closed")
             for h in self.streams.values():
                 if not h.reader.at_eof():

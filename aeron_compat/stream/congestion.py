@@ -5,6 +5,9 @@ per round trip); the first congestion event halves it and switches to
 congestion avoidance (grow by one packet per window acked: sublinear). Events
 are counted once per round: a loss of a packet sent before the last event
 started does not halve again (else one burst loss would collapse the window).
+Window growth also stops while the RTT (less the peer's largest ACK delay)
+stands `max_queue_delay_ns` above the least seen: the window is then filling a
+queue, not the path (a proxy's socket buffers parked the whole 4 MiB window).
 Pacing is a token bucket refilled at `gain * cwnd / srtt` (gain 2 in slow
 start, 1.25 after), holding at most a burst of packets; `next_send_ns` says
 when the next packet may go.
@@ -32,8 +35,10 @@ class Congestion:
     events: int = 0
     growth: int = 1  # packets added per window acked in congestion avoidance
     granularity_ns: int = 1_000_000  # the timer's: a wait shorter than this lasts this long
-    max_queue_delay_ns: int = 0  # no growth while srtt exceeds the least RTT seen by this much (0: off)
+    max_queue_delay_ns: int = 0  # no growth while queue_rtt exceeds the least RTT seen by this much (0: off)
+    max_ack_delay_ns: int = 0  # how long the peer may hold an ACK back (taken off each sample for queue_rtt)
     min_rtt_ns: int = 1 << 62
+    queue_rtt_ns: int = 0  # smoothed RTT less the peer's ACK delay (0: no sample yet)
 
     def __post_init__(self) -> None:
         self.tokens = float(self.burst * self.mss)
@@ -45,11 +50,18 @@ class Congestion:
     def on_rtt(self, sample_ns: int) -> None:
         self.srtt_ns = max(1, (7 * self.srtt_ns + sample_ns) // 8)
         self.min_rtt_ns = min(self.min_rtt_ns, max(1, sample_ns))
+        # as QUIC's estimator (RFC 9002, 5.3) takes the peer's ACK delay off a sample, never below the least
+        # RTT; the wire does not carry the delay, so the most the peer may hold an ACK back is taken off
+        adjusted = sample_ns - min(self.max_ack_delay_ns, max(0, sample_ns - self.min_rtt_ns))
+        self.queue_rtt_ns = adjusted if not self.queue_rtt_ns else max(1, (7 * self.queue_rtt_ns + adjusted) // 8)
 
     @property
     def queueing(self) -> bool:
-        """The smoothed RTT stands `max_queue_delay_ns` above the least one: more window only queues."""
-        return bool(self.max_queue_delay_ns) and self.srtt_ns > self.min_rtt_ns + self.max_queue_delay_ns
+        """The RTT, less the peer's ACK delay, stands `max_queue_delay_ns` above the least one: more window
+        only queues. (A delayed-ACK timer inflates every sample by up to its length, queue or not: a peer
+        acking every 25 ms used to hold the window at its floor.)"""
+        return bool(self.max_queue_delay_ns and self.queue_rtt_ns) and (
+            self.queue_rtt_ns > self.min_rtt_ns + self.max_queue_delay_ns)
 
     def on_acked(self, nbytes: int, sent_ns: int) -> None:
         if sent_ns <= self.recovery_start_ns or self.queueing:

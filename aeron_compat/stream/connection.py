@@ -26,13 +26,13 @@ from aeron_compat.stream.errors import (
     StreamReset,
     StreamTimeout,
 )
-from aeron_compat.stream.events import Closed, Established, Event, Readable, StreamOpened, Writable
+from aeron_compat.stream.events import AllAcked, Closed, Established, Event, Readable, StreamOpened, Writable
 from aeron_compat.stream.limits import StreamConfig
 from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, Packet, Profile, Rst, encode
 from aeron_compat.stream.recv import ReceivedPackets, RecvStream
 from aeron_compat.stream.sending import Sender, SendStream, SentPacket
 
-__all__ = ["Address", "Closed", "Connection", "Established", "Event", "Readable", "SentPacket", "State",
+__all__ = ["Address", "AllAcked", "Closed", "Connection", "Established", "Event", "Readable", "SentPacket", "State",
            "StreamOpened", "Writable"]
 
 Address = tuple[str, int]
@@ -72,6 +72,7 @@ class Connection:
         self._hs_deadline = now_ns + config.handshake_retry_ns
         self._last_recv_ns = now_ns
         self.recv_streams: dict[int, RecvStream] = {}
+        self.recv_held = 0  # bytes all recv_streams hold (readable + out of order), within recv_connection_window
         self.received = ReceivedPackets(config.max_ack_ranges)
         self._ack_pending = 0
         self._ack_now = False  # an ACK is due at the next poll
@@ -150,7 +151,11 @@ class Connection:
     def read(self, stream_id: int, limit: int = -1) -> bytes:
         """In-order bytes received on a stream (b"" when none yet or at the end)."""
         s = self.recv_streams.get(stream_id)
-        return s.read(limit) if s is not None else b""
+        if s is None:
+            return b""
+        data = s.read(limit)
+        self.recv_held -= len(data)
+        return data
 
     def at_eof(self, stream_id: int) -> bool:
         """The peer's FIN arrived and all bytes before it were read."""
@@ -165,7 +170,10 @@ class Connection:
             self._finish(None)
 
     def all_sent(self) -> bool:
-        """Nothing queued, nothing lost awaiting resend, nothing unacked."""
+        """Nothing queued, nothing lost awaiting resend, nothing unacked: the peer acknowledged every byte.
+
+        False forever once the connection ended with bytes it never got acknowledged.
+        """
         return self.tx.all_sent()
 
     def state_sizes(self) -> dict[str, int]:
@@ -177,7 +185,7 @@ class Connection:
             "lost_pending": len(self.lost),
             "overtaken": len(self.overtaken),
             "ack_ranges": len(self.received),
-            "recv_buffered_bytes": sum(s.buffered + len(s.readable) for s in self.recv_streams.values()),
+            "recv_buffered_bytes": self.recv_held,
             "recv_chunks": sum(len(s.chunks) for s in self.recv_streams.values()),
         }
 
@@ -238,8 +246,10 @@ class Connection:
             if p.stream_id not in self.send_streams:
                 self.events.append(StreamOpened(p.stream_id))
         before = (len(s.readable), s.fin_offset)
-        if not s.accept(p.offset, p.data, p.fin):
+        held = s.held
+        if not s.accept(p.offset, p.data, p.fin, self.config.recv_connection_window - self.recv_held):
             return
+        self.recv_held += s.held - held
         if (len(s.readable), s.fin_offset) != before or (p.fin and s.finished):
             self.events.append(Readable(p.stream_id))
         in_order = p.packet_number == self.received.largest + 1 and len(self.received) <= 1

@@ -5,8 +5,17 @@ bytes are counted and dropped, never raised), then routed: a packet with a
 destination id goes to the connection holding that local id if its source id
 and address match the peer's; a DIAL (destination 0) goes to a connection
 already dialing that address (simultaneous open) or with that peer id
-(a retransmitted DIAL), else, when listening and within `max_connections` /
-`max_half_open`, to a new connection. Anything else for an unknown
+(a retransmitted DIAL), else, when listening, to a new half-open connection.
+Half-open connections (DIAL received, not confirmed) cost a DIAL of ten
+bytes each, so a flood must not lock out a good dial: the seed has no
+stateless cookie (specs/DECISIONS.md), so a new DIAL from a source address
+holding `max_half_open_per_source` slots evicts that source's oldest, and one
+arriving with all `max_half_open` (or `max_connections`) taken evicts the
+oldest slot of the source holding the most: a flood from a few addresses
+churns only its own slots, and a good dial from elsewhere is evicted only by
+a flood from more distinct addresses than the table holds arriving within
+its round trip. Evicted slots are forgotten silently (no RST, no event: the
+application never saw them). Anything else for an unknown
 connection is answered with RST (never a RST for a RST). Connection ids come
 from the injected `random.Random`, so simulations are deterministic.
 `transmit(now)` collects every connection's datagrams; `next_timer(now)` is
@@ -37,8 +46,10 @@ class Endpoint:
         self.listening = listening
         self.rng = rng or random.Random()
         self.connections: dict[int, Connection] = {}
-        self.counters = {"malformed": 0, "rst_sent": 0, "refused": 0, "stray": 0}
+        self.counters = {"malformed": 0, "rst_sent": 0, "refused": 0, "stray": 0, "evicted": 0}
         self._out: list[tuple[bytes, Address]] = []
+        self._half_open: dict[int, str] = {}  # local id -> source host of a DIAL we answered, oldest first
+        self._by_source: dict[str, dict[int, None]] = {}  # source host -> its half-open ids, oldest first
 
     def _new_id(self) -> int:
         while True:
@@ -68,13 +79,14 @@ class Endpoint:
     def receive(self, data: bytes, addr: Address, now_ns: int) -> Connection | None:
         """Handle one datagram from `addr`; returns the connection it went to, if any."""
         try:
-            packet = decode(data, self.profile)
+            packet = decode(data, self.profile, self.config.max_payload)
         except StreamWireError:
             self.counters["malformed"] += 1
             return None
         conn = self._route(packet, addr, now_ns)
         if conn is not None:
             conn.on_packet(packet, now_ns)  # a listener's connection reports Established once (conn.incoming)
+            self._settle(conn)
         return conn
 
     def _route(self, packet: Packet, addr: Address, now_ns: int) -> Connection | None:
@@ -95,13 +107,14 @@ class Endpoint:
             if not self.listening:
                 self._rst(packet, addr)
                 return None
-            half_open = sum(1 for c in self.connections.values() if c.state is State.DIAL_RECV)
-            if len(self.connections) >= self.config.max_connections or half_open >= self.config.max_half_open:
+            if not self._make_room(addr[0]):
                 self.counters["refused"] += 1
                 return None
             new = Connection(self.config, self.profile, self._new_id(), addr, now_ns, dialer=False,
                              peer_id=packet.src_conn_id, dialconf_payload=answer)
             self.connections[new.local_id] = new
+            self._half_open[new.local_id] = addr[0]
+            self._by_source.setdefault(addr[0], {})[new.local_id] = None
             return None  # the new connection already queued its DIALCONF
         conn = self.connections.get(packet.dst_conn_id)
         if conn is None or conn.peer != addr or conn.state is State.CLOSED or (
@@ -112,6 +125,36 @@ class Endpoint:
                 self.counters["stray"] += 1
             return None
         return conn
+
+    def _make_room(self, host: str) -> bool:
+        """Room for one more half-open connection from `host`, evicting as the module docstring says."""
+        mine = self._by_source.get(host)
+        if mine is not None and len(mine) >= self.config.max_half_open_per_source:
+            self._evict(next(iter(mine)))
+        elif len(self._half_open) >= self.config.max_half_open or (
+                len(self.connections) >= self.config.max_connections and self._half_open):
+            fullest = max(self._by_source.values(), key=lambda ids: len(ids))
+            self._evict(next(iter(fullest)))
+        return len(self.connections) < self.config.max_connections and (
+            len(self._half_open) < self.config.max_half_open)
+
+    def _evict(self, cid: int) -> None:
+        self.counters["evicted"] += 1
+        self._forget_half_open(cid)
+        del self.connections[cid]
+
+    def _forget_half_open(self, cid: int) -> None:
+        host = self._half_open.pop(cid, None)
+        if host is not None:
+            mine = self._by_source[host]
+            del mine[cid]
+            if not mine:
+                del self._by_source[host]
+
+    def _settle(self, conn: Connection) -> None:
+        """A half-open connection that got confirmed or ended no longer holds a half-open slot."""
+        if conn.state is not State.DIAL_RECV and conn.local_id in self._half_open:
+            self._forget_half_open(conn.local_id)
 
     def _rst(self, packet: Packet, addr: Address) -> None:
         self.counters["rst_sent"] += 1
@@ -130,6 +173,7 @@ class Endpoint:
             t = conn.next_timer()
             if t is not None and t <= now_ns:
                 conn.on_timer(now_ns)
+                self._settle(conn)
 
     def next_timer(self, now_ns: int) -> int | None:
         """The earliest time a timer or a paced send is due."""
@@ -150,6 +194,7 @@ class Endpoint:
             if conn.state is State.CLOSED:
                 for d in conn.poll(0):
                     self._out.append((d, conn.peer))
+                self._forget_half_open(cid)
                 del self.connections[cid]
         return out
 

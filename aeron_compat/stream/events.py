@@ -32,10 +32,15 @@ class Writable:
 
 
 @dataclass(frozen=True, slots=True)
+class AllAcked:
+    """An ACK left nothing queued, lost or unacknowledged: the peer has every byte sent so far."""
+
+
+@dataclass(frozen=True, slots=True)
 class Closed:
     """The connection ended; `error` is None for a local close."""
 
     error: StreamError | None
 
 
-Event = Established | StreamOpened | Readable | Writable | Closed
+Event = Established | StreamOpened | Readable | Writable | AllAcked | Closed

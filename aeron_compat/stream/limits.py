@@ -19,9 +19,11 @@ class StreamConfig:
 
     max_payload: int = 1350  # DATA bytes per packet
     max_connections: int = 1024  # per endpoint, established or half-open
-    max_half_open: int = 256  # per endpoint, DIAL received but not confirmed
+    max_half_open: int = 256  # per endpoint, DIAL received but not confirmed (when full, the oldest gives way)
+    max_half_open_per_source: int = 32  # of those, per source address (when full, its own oldest gives way)
     max_streams: int = 1024  # per connection, either side's
     recv_window: int = 4 << 20  # per stream: unread + out-of-order bytes accepted
+    recv_connection_window: int = 8 << 20  # per connection: unread + out-of-order bytes of all its streams
     max_recv_chunks: int = 8192  # per stream: out-of-order fragments held
     send_buffer: int = 8 << 20  # per connection: bytes queued by the application, not yet sent
     max_ack_ranges: int = 128  # received-packet ranges remembered (oldest forgotten)
@@ -35,7 +37,8 @@ class StreamConfig:
     handshake_tries: int = 6
     idle_timeout_ns: int = 15_000 * MS
     initial_cwnd_packets: int = 32
-    max_queue_delay_ns: int = 10 * MS  # the window stops growing while srtt is this far above the least RTT
+    max_queue_delay_ns: int = 10 * MS  # the window stops growing while the RTT is this far above the least
+    peer_max_ack_delay_ns: int = 25 * MS  # the most a peer holds an ACK back (OpenWeaver's timer; QUIC's default)
     max_cwnd: int = 4 << 20  # congestion window ceiling in bytes (one stream's receive window: more is refused)
     min_cwnd_packets: int = 4
     avoidance_growth_packets: int = 4  # congestion avoidance: packets added per window acked (Reno: 1)

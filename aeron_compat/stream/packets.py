@@ -12,7 +12,8 @@ key-exchange bytes. ACK bodies
 are the same in both: entry count N (2), largest acked (8), then N 8-byte
 entries alternating range, gap, range... where a range counts packets
 downward from the current high mark (so a range of 1 acks only `largest`).
-`decode` raises `StreamWireError` (and nothing else) for anything malformed;
+`decode` raises `StreamWireError` (and nothing else) for anything malformed,
+including DATA longer than the caller's `max_data`;
 `encode` is its exact inverse for every packet `decode` returns.
 """
 
@@ -173,8 +174,12 @@ def encode(packet: Packet, profile: Profile = "seed") -> bytes:
     return head.pack(VERSION, kind, packet.src_conn_id, packet.dst_conn_id)
 
 
-def decode(datagram: bytes, profile: Profile = "seed") -> Packet:
-    """The packet in `datagram`; raises `StreamWireError` if it is not one."""
+def decode(datagram: bytes, profile: Profile = "seed", max_data: int | None = None) -> Packet:
+    """The packet in `datagram`; raises `StreamWireError` if it is not one.
+
+    `max_data` caps a DATA packet's length (an endpoint passes its `max_payload`: a longer DATA is
+    refused here, before any of it is buffered); None leaves it to the 16-bit length field.
+    """
     p = _check(profile)
     if len(datagram) < HEADER_SIZE:
         raise StreamWireError(f"datagram of {len(datagram)} bytes is shorter than the header")
@@ -192,6 +197,8 @@ def decode(datagram: bytes, profile: Profile = "seed") -> Packet:
         extra = OW_TRAILER if p == "openweaver" else 0
         if rest - 20 != length + extra:
             raise StreamWireError(f"DATA length {length} (+{extra}) but {rest - 20} bytes follow")
+        if max_data is not None and length > max_data:
+            raise StreamWireError(f"DATA of {length} bytes exceeds the {max_data}-byte maximum payload")
         if off + length > U64:
             raise StreamWireError("DATA runs past the largest stream offset")
         end = DATA_HEADER_SIZE + length

@@ -5,15 +5,22 @@ ranges, newest first, at most `max_ranges` of them (older ones are forgotten:
 the peer has long since given up on them or resent their data under new
 numbers); `ack_entries` turns them into the wire's range/gap/range entries.
 `RecvStream` holds one stream's bytes by offset: data at the read offset moves
-straight to `readable`, anything ahead waits in `chunks` until the hole is
-filled, and data beyond `read_offset + window` is refused (not acked) so the
-sender resends it later: that is the receiver's flow limit.
+straight to `readable`, anything ahead waits in `chunks` (a sorted dict of
+disjoint ranges: a piece is trimmed to the bytes its neighbours lack, so
+overlapping resends are never held twice) until the hole is filled, and data
+beyond `read_offset + window` is refused (not acked) so the sender resends it
+later: that is the receiver's flow limit. The connection passes `room`, what
+its own bound (`recv_connection_window`) still allows, to each `accept`.
+Placing and draining cost O(log n) per chunk touched, so thousands of tiny
+out-of-order chunks cost n log n, never n squared.
 """
 
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+
+from sortedcontainers import SortedDict
 
 from aeron_compat.stream.errors import StreamProtocolError
 
@@ -75,13 +82,19 @@ class ReceivedPackets:
 
 @dataclass
 class RecvStream:
-    """One stream's reassembly buffer."""
+    """One stream's reassembly buffer.
+
+    `chunks` maps offset -> bytes for data ahead of the read offset: a sorted dict of disjoint ranges
+    (sortedcontainers), so a piece is placed, trimmed against its neighbours and later drained in
+    O(log n) per chunk it touches, and no byte is held twice. `held` (readable plus chunks) is what the
+    connection counts against its own bound (`accept`'s `room`).
+    """
 
     window: int
     max_chunks: int
     read_offset: int = 0  # first byte not yet moved to `readable`
     readable: bytearray = field(default_factory=bytearray)
-    chunks: dict[int, bytes] = field(default_factory=dict)
+    chunks: SortedDict = field(default_factory=SortedDict)  # offset -> bytes, disjoint, all past read_offset
     buffered: int = 0  # bytes in `chunks`
     fin_offset: int | None = None
     delivered_fin: bool = False
@@ -90,54 +103,107 @@ class RecvStream:
     def consumed(self) -> int:
         return self.read_offset - len(self.readable)
 
-    def accept(self, offset: int, data: bytes, fin: bool) -> bool:
-        """Take one DATA's bytes; False if refused for lack of room (the packet must not be acked)."""
+    @property
+    def held(self) -> int:
+        """Bytes this stream holds: readable plus out of order."""
+        return self.buffered + len(self.readable)
+
+    def received_end(self) -> int:
+        """One past the highest byte received so far."""
+        if not self.chunks:
+            return self.read_offset
+        last, data = self.chunks.peekitem(-1)
+        return int(last) + len(data)
+
+    def accept(self, offset: int, data: bytes, fin: bool, room: int | None = None) -> bool:
+        """Take one DATA's bytes; False if refused for lack of room (the packet must not be acked).
+
+        `room` is what the connection still lets this stream add to what it holds (None: no bound). Data
+        at the read offset of a stream with nothing readable is taken even beyond it, so a reader the
+        bound has starved always gets the bytes it waits for (the bound is then exceeded by at most one
+        packet per stream).
+        """
         end = offset + len(data)
         if fin:
             if self.fin_offset is not None and self.fin_offset != end:
                 raise StreamProtocolError(f"FIN moved from {self.fin_offset} to {end}")
-            if end < self.read_offset + self.buffered_end_gap():
+            if end < self.received_end():
                 raise StreamProtocolError("FIN below data already received")
         if self.fin_offset is not None and end > self.fin_offset:
             raise StreamProtocolError(f"data up to {end} past FIN at {self.fin_offset}")
         if end > self.consumed + self.window:
             return False
-        if end <= self.read_offset:
+        start = max(offset, self.read_offset)
+        if end <= start:
             if fin:
                 self.fin_offset = end
             return True
-        if offset > self.read_offset and offset not in self.chunks and len(self.chunks) >= self.max_chunks:
-            return False
-        if fin:
-            self.fin_offset = end
         if offset <= self.read_offset:
-            self.readable += data[self.read_offset - offset:]
+            if room is not None and self.readable and end - start - self._covered(start, end) > room:
+                return False
+            if fin:
+                self.fin_offset = end
+            self.readable += data[start - offset:]
             self.read_offset = end
             self._drain()
-        else:
-            old = self.chunks.get(offset)
-            if old is None or len(old) < len(data):
-                self.buffered += len(data) - (len(old) if old else 0)
-                self.chunks[offset] = data
+            return True
+        return self._insert(offset, data, fin, room)
+
+    def _covered(self, start: int, end: int) -> int:
+        """Bytes of [start, end) some chunk already holds."""
+        chunks = self.chunks
+        total = 0
+        i = max(chunks.bisect_right(start) - 1, 0)
+        for key in chunks.islice(i):
+            if key >= end:
+                break
+            total += max(0, min(end, key + len(chunks[key])) - max(start, key))
+        return total
+
+    def _insert(self, offset: int, data: bytes, fin: bool, room: int | None) -> bool:
+        """Place out-of-order data: trimmed to what its neighbours lack; chunks it covers whole give way to it."""
+        chunks = self.chunks
+        start, stop = offset, offset + len(data)
+        i = chunks.bisect_right(start) - 1
+        if i >= 0:
+            left, ldata = chunks.peekitem(i)
+            if left + len(ldata) >= stop:
+                if fin:
+                    self.fin_offset = stop
+                return True  # nothing new
+            start = max(start, left + len(ldata))
+        inside = list(chunks.irange(start, stop, inclusive=(True, False)))
+        if inside and inside[-1] + len(chunks[inside[-1]]) > stop:
+            stop = inside.pop()  # the right neighbour keeps its bytes; ours end where it starts
+        if stop <= start:
+            if fin:
+                self.fin_offset = offset + len(data)
+            return True  # nothing new
+        gone = sum(len(chunks[k]) for k in inside)
+        if len(chunks) - len(inside) + 1 > self.max_chunks:
+            return False
+        if room is not None and stop - start - gone > room:
+            return False
+        if fin:
+            self.fin_offset = offset + len(data)
+        for k in inside:
+            del chunks[k]
+        chunks[start] = data[start - offset:stop - offset]
+        self.buffered += stop - start - gone
         return True
 
-    def buffered_end_gap(self) -> int:
-        """Bytes beyond the read offset that some chunk already covers (for the FIN check)."""
-        if not self.chunks:
-            return 0
-        return max(o + len(d) for o, d in self.chunks.items()) - self.read_offset
-
     def _drain(self) -> None:
-        while self.chunks:
-            ready = [o for o in self.chunks if o <= self.read_offset]
-            if not ready:
+        """Move every chunk the read offset has reached into `readable` (each chunk is visited once)."""
+        chunks = self.chunks
+        while chunks:
+            key = chunks.keys()[0]
+            if key > self.read_offset:
                 return
-            for o in ready:
-                d = self.chunks.pop(o)
-                self.buffered -= len(d)
-                if o + len(d) > self.read_offset:
-                    self.readable += d[self.read_offset - o:]
-                    self.read_offset = o + len(d)
+            d = chunks.pop(key)
+            self.buffered -= len(d)
+            if key + len(d) > self.read_offset:
+                self.readable += d[self.read_offset - key:]
+                self.read_offset = key + len(d)
 
     def read(self, limit: int = -1) -> bytes:
         """Up to `limit` in-order bytes (all when negative)."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from aeron_compat.stream.congestion import Congestion
 from aeron_compat.stream.errors import StreamError, StreamLimitExceeded
-from aeron_compat.stream.events import Event, Writable
+from aeron_compat.stream.events import AllAcked, Event, Writable
 from aeron_compat.stream.limits import StreamConfig
 from aeron_compat.stream.packets import Ack
 
@@ -88,16 +88,19 @@ class Sender:
         # lost (the 50 ms rule or the tail-loss timer does that); pn -> send time, ascending
         self.overtaken: dict[int, int] = {}
         self.tlp_deadline: int | None = None
+        self.abandoned = False  # the connection ended with bytes queued, lost or unacked (`clear`)
         self.cc = Congestion(mss=config.max_payload, cwnd=config.initial_cwnd_packets * config.max_payload,
                              min_cwnd=config.min_cwnd_packets * config.max_payload,
                              burst=config.pacing_burst_packets, srtt_ns=config.initial_rtt_ns,
                              max_cwnd=config.max_cwnd, growth=config.avoidance_growth_packets,
-                             max_queue_delay_ns=config.max_queue_delay_ns)
+                             max_queue_delay_ns=config.max_queue_delay_ns,
+                             max_ack_delay_ns=config.peer_max_ack_delay_ns)
         self.cc.last_refill_ns = now_ns
 
     def on_ack(self, ack: Ack, now_ns: int) -> None:
         newest: SentPacket | None = None
         sent = self.sent
+        outstanding = bool(sent)
         oldest = min(next(iter(sent), ack.largest), next(iter(self.overtaken), ack.largest))
         acked = ack.acked(oldest)  # what is below the oldest unacked packet is settled already
         if self.overtaken and acked and acked[-1][0] <= next(reversed(self.overtaken)):
@@ -142,6 +145,8 @@ class Sender:
                 self.mark_lost(pn, now_ns)
             self.expire_overtaken(cutoff, now_ns)
         self.tlp_deadline = now_ns + self.tlp_ns() if self.sent else None
+        if outstanding and self.all_sent():
+            self._events.append(AllAcked())
 
     def resend_overtaken(self, now_ns: int) -> None:
         """Send again, now, the data of every unacked packet `reorder_threshold` or more below the largest acked.
@@ -334,8 +339,8 @@ class Sender:
             self.order.append(stream_id)
 
     def all_sent(self) -> bool:
-        """Nothing queued, nothing lost awaiting resend, nothing unacked."""
-        return not self.queued_bytes and not self.lost and not self.sent
+        """Nothing queued, nothing lost awaiting resend, nothing unacked (and nothing dropped at a close)."""
+        return not self.queued_bytes and not self.lost and not self.sent and not self.abandoned
 
     def open(self, stream_id: int) -> None:
         """A stream this side opened (`Connection.open_stream`), with nothing queued yet."""
@@ -351,7 +356,8 @@ class Sender:
             self.expire_overtaken(now_ns, now_ns)  # in flight too: lost (their data went already)
 
     def clear(self) -> None:
-        """The connection ended: drop everything unsent and unacked."""
+        """The connection ended: drop everything unsent and unacked (remembered as `abandoned`)."""
+        self.abandoned = self.abandoned or not self.all_sent()
         self.sent.clear()
         self.overtaken.clear()
         self.in_flight = self.hole_bytes = 0

@@ -66,9 +66,15 @@ class CborCodec:
                 encoder.encode(cbor2.CBORTag(LAGGED_TAG, value.n))
                 return
             if not isinstance(value, Sender | Receiver):
+                caps = validation.capabilities()
+                if caps is not None and (type(value) is validation.Carried or caps.is_capability(value)):
+                    value = caps.to_half(value.obj if type(value) is validation.Carried else value)
+                    default(encoder, value)  # (a capability travels as a half: a service's call sender)
+                    return
                 # dataclasses, msgspec Structs, enums, ...: their builtins (halves inside kept for this hook)
                 try:
-                    plain = msgspec.to_builtins(value, builtin_types=validation.PASS_THROUGH)
+                    plain = msgspec.to_builtins(value, builtin_types=validation.PASS_THROUGH,
+                                                enc_hook=validation.enc_hook)
                 except TypeError:
                     raise CodecError(f"cannot encode {type(value).__name__} as CBOR") from None
                 encoder.encode(plain)

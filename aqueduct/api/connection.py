@@ -57,9 +57,22 @@ class Connection(Generic[E]):
 
     @property
     def peer_identity(self) -> PeerIdentity | None:
-        """The peer's verified certificate: subject, SANs, SHA-256 fingerprint. On a server that verifies client
-        certificates (`serve(client_ca=...)`) the client's; on a client the server's; None without one."""
+        """The peer's verified certificate: its name (first SAN, else subject CN), subject, SANs, SHA-256 fingerprint.
+        On a server that verifies client certificates (`serve(client_ca=...)`) the client's; on a client the
+        server's; None without one."""
         return handshake_identity(self._link.protocol)
+
+    @property
+    def zero_rtt(self) -> bool:
+        """Whether this connection began in 0-RTT and the server accepted the early data (on a server: whether it
+        accepted the client's). False for a full handshake, a refused ticket (the early data was then resent, no
+        message lost) and until the handshake completed, which it has once any reply arrived. A client gets 0-RTT
+        by connecting with a `session_ticket_store` that holds a ticket of the same server from an earlier
+        connection."""
+        done = self._link.protocol.handshake
+        if not done.done() or done.cancelled() or done.exception() is not None:
+            return False
+        return bool(done.result().early_data_accepted)
 
     @property
     def identity(self) -> Any:

@@ -175,7 +175,8 @@ class ConnectionLink:
         if why is not None:
             self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
             return
-        refused = check_peer(self._schema, self.header(SCHEMA_HEADER), self._schema_check)
+        refused = check_peer(self._schema, self.header(SCHEMA_HEADER), self._schema_check,
+                             self.engine.config.max_schema_depth)
         if refused is not None:
             self._refuse(CloseCode.SCHEMA_MISMATCH, refused, SchemaMismatch)
             return
@@ -209,7 +210,12 @@ class ConnectionLink:
     async def _wait(self, handle: int) -> None:
         fut = self._loop.create_future()
         self._waiters.setdefault(handle, []).append(fut)
-        await fut
+        try:
+            await fut
+        finally:  # a wait given up (as `ended()` under a timeout) takes its entry with it
+            if fut.cancelled() and fut in (waiting := self._waiters.get(handle, [])):
+                waiting.remove(fut)
+                self._waiters.pop(handle) if not waiting else None
 
     def _lost(self) -> ConnectionLost:
         ev = self.closed.result() if self.closed.done() else None

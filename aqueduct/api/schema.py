@@ -9,14 +9,24 @@ connection header `schema`; their SHA-256 is the fingerprint both sides compare.
 `aqueduct.SchemaMismatch` naming both fingerprints and the first differing path; with "compatible" a
 peer whose schema differs only by optional fields (properties that neither side requires) is accepted.
 A peer that announces no schema (or no headers at all) is served: validation still protects the edge.
+
+The peer's schema bytes are hostile input: their size is capped at the wire (EngineConfig
+max_header_value_bytes), and before they are parsed `nesting_exceeds` scans them for JSON nesting deeper than
+max_schema_depth (a linear scan, no recursion): a 200 KB `[[[...]]]` once raised RecursionError out of the
+datagram callback. Past the cap, or not JSON, the peer is refused with SCHEMA_MISMATCH like any other
+difference; the comparisons below then recurse at most max_schema_depth deep.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import hashlib
 import json
+import re
+import types
 import typing
+from itertools import accumulate
 from typing import Any, Literal
 
 import msgspec
@@ -24,6 +34,7 @@ import msgspec
 from ..errors import ConnectionLost
 from .pydantic_models import describe_messages_with
 from .pydantic_models import json_schema as pydantic_schema
+from .validation import capabilities
 
 SCHEMA_HEADER = "schema"
 SchemaCheck = Literal["exact", "compatible"]
@@ -39,76 +50,140 @@ def describe(tp: Any) -> dict[str, Any]:
 
     halves = {Sender: "Sender", Receiver: "Receiver", OneshotSender: "OneshotSender",
               OneshotReceiver: "OneshotReceiver"}
-    inner: dict[type, list[Any]] = {}
-    _collect_halves(tp, halves, inner, set())
     pydantic_defs: dict[str, Any] = {}
+    caps = capabilities()
 
     def hook(cls: type) -> dict[str, Any]:
+        if caps is not None and caps.declares(cls):
+            return {"x-aqueduct-channel": "Sender"}  # (a service travels as its call sender; _fill says of what)
         if cls not in halves:
             model = pydantic_schema(cls, pydantic_defs)  # (a pydantic model describes itself, halves and all)
             if model is None:
                 raise NotImplementedError
             return model
-        out: dict[str, Any] = {"x-aqueduct-channel": halves[cls]}
-        messages = sorted({json.dumps(describe(m), sort_keys=True) for m in inner.get(cls, []) if m is not Any})
-        if messages:
-            out["x-message"] = [json.loads(m) for m in messages]
-        return out
+        return {"x-aqueduct-channel": halves[cls]}
 
-    schema = msgspec.json.schema(tp, schema_hook=hook)
-    if pydantic_defs:
-        schema.setdefault("$defs", {}).update(pydantic_defs)
+    (root,), components = msgspec.json.schema_components([tp], schema_hook=hook, ref_template="#/$defs/{name}")
+    # msgspec describes a half by its class alone; each field's annotation says what travels on it
+    for name, hints in _field_hints(tp).items():
+        props = components.get(name, {}).get("properties", {})
+        for field, hint in hints.items():
+            if field in props:
+                _fill(props[field], hint, halves)
+    _fill(root, tp, halves)
+    schema = dict(root)
+    if components or pydantic_defs:
+        schema["$defs"] = {**components, **pydantic_defs}
     return _structural(schema)
 
 
 describe_messages_with(describe)
 
 
-def _structural(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema without type names: `$defs` renamed T0, T1, ... in the order a walk from the root meets
-    them, titles dropped. Two types of the same shape under other names describe the same messages."""
-    defs: dict[str, Any] = schema.get("$defs", {})
-    names: dict[str, str] = {}
+def _fill(node: Any, hint: Any, halves: dict[type, str]) -> None:
+    """Put into `node` (the schema msgspec made for an annotation `hint`) the message type of every half in it."""
+    if not isinstance(node, dict):
+        return
+    origin = typing.get_origin(hint) or hint
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        _fill(node, args[0], halves)
+        return
+    caps = capabilities()
+    if origin in halves or (caps is not None and caps.declares(origin)):
+        inner = (args[0] if args else Any) if origin in halves else caps.message_type(origin)  # type: ignore[union-attr]
+        if inner is not Any and "x-message" not in node:
+            node["x-message"] = [describe(inner)]  # (a document of its own: _structural hoists its $defs)
+        return
+    if origin in (typing.Union, types.UnionType):
+        options = node.get("anyOf", [node])
+        for arg in args:
+            arg_origin = typing.get_origin(arg) or arg
+            name = halves.get(arg_origin) or ("Sender" if caps is not None and caps.declares(arg_origin) else None)
+            if name is not None:
+                spot = next((o for o in options if isinstance(o, dict) and o.get("x-aqueduct-channel") == name
+                             and "x-message" not in o), None)
+                if spot is not None:
+                    _fill(spot, arg, halves)
+        return
+    if origin in (list, set, frozenset, collections.abc.Sequence, collections.abc.Set) and args:
+        _fill(node.get("items"), args[0], halves)
+    elif origin in (dict, collections.abc.Mapping) and len(args) == 2:
+        _fill(node.get("additionalProperties"), args[1], halves)
 
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                old = ref.removeprefix("#/$defs/")
-                if old not in names:
-                    names[old] = f"T{len(names)}"
-                    renamed[names[old]] = walk(defs.get(old, {}))
-                return {**{k: walk(v) for k, v in node.items() if k != "$ref"}, "$ref": f"#/$defs/{names[old]}"}
-            return {k: walk(v) for k, v in node.items() if k not in ("title", "$defs")}
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
 
-    renamed: dict[str, Any] = {}
-    out: dict[str, Any] = walk(schema)
-    if renamed:
-        out["$defs"] = renamed
+def _field_hints(tp: Any) -> dict[str, dict[str, Any]]:
+    """The field annotations of every struct, dataclass and TypedDict reachable from `tp`, by the name msgspec
+    gives its definition (the field's name as encoded)."""
+    out: dict[str, dict[str, Any]] = {}
+    seen: set[int] = set()
+
+    def visit(t: Any) -> None:
+        if id(t) in seen:
+            return
+        seen.add(id(t))
+        for arg in typing.get_args(t):
+            visit(arg)
+        hints: dict[str, Any] | None = None
+        if isinstance(t, type) and issubclass(t, msgspec.Struct):
+            hints = {f.encode_name: f.type for f in msgspec.structs.fields(t)}
+        elif isinstance(t, type) and (dataclasses.is_dataclass(t) or typing.is_typeddict(t)):
+            hints = typing.get_type_hints(t)
+        if hints is not None:
+            out.setdefault(t.__name__, hints)
+            for hint in hints.values():
+                visit(hint)
+
+    visit(tp)
     return out
 
 
-def _collect_halves(tp: Any, halves: dict[type, str], inner: dict[type, list[Any]], seen: set[int]) -> None:
-    """Every `Half[X]` annotation reachable from `tp`, by half class (msgspec's schema loses the X)."""
-    if id(tp) in seen:
-        return
-    seen.add(id(tp))
-    origin = typing.get_origin(tp) or tp
-    if origin in halves:
-        args = typing.get_args(tp)
-        inner.setdefault(origin, []).append(args[0] if args else Any)
-        return
-    for arg in typing.get_args(tp):
-        _collect_halves(arg, halves, inner, seen)
-    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
-        for f in msgspec.structs.fields(tp):
-            _collect_halves(f.type, halves, inner, seen)
-    elif dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
-        for hint in typing.get_type_hints(tp).values():
-            _collect_halves(hint, halves, inner, seen)
+def _structural(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema without type names: `$defs` renamed T0, T1, ... in the order a walk from the root meets
+    them (a discriminator's mapping too), titles dropped. Two types of the same shape under other names
+    describe the same messages. A nested document (a half's message type, with `$defs` of its own) has its
+    definitions hoisted into the root's, so every `$ref` resolves against the root as JSON Schema wants."""
+    renamed: dict[str, Any] = {}
+
+    def document(doc: dict[str, Any]) -> Any:
+        defs: dict[str, Any] = doc.get("$defs", {})
+        names: dict[str, str] = {}
+
+        def name_of(ref: str) -> str:
+            old = ref.removeprefix("#/$defs/")
+            if old not in names:
+                names[old] = new = f"T{len(renamed)}"
+                renamed[new] = None  # (reserved before the walk: a recursive type meets itself)
+                renamed[new] = walk(defs.get(old, {}))
+            return f"#/$defs/{names[old]}"
+
+        def walk(node: Any) -> Any:
+            if isinstance(node, dict):
+                if node is not doc and "$defs" in node:
+                    return document(node)
+                out: dict[str, Any] = {}
+                for key, value in node.items():
+                    if key in ("title", "$defs"):
+                        continue
+                    if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+                        out[key] = name_of(value)
+                    elif key == "discriminator" and isinstance(value, dict) and isinstance(value.get("mapping"), dict):
+                        mapping = {tag: name_of(ref) if isinstance(ref, str) and ref.startswith("#/$defs/") else ref
+                                   for tag, ref in value["mapping"].items()}
+                        out[key] = {**value, "mapping": mapping}
+                    else:
+                        out[key] = walk(value)
+                return out
+            if isinstance(node, list):
+                return [walk(v) for v in node]
+            return node
+
+        return walk(doc)
+
+    out: dict[str, Any] = document(schema)
+    if renamed:
+        out["$defs"] = renamed
+    return out
 
 
 def canonical(tp: Any) -> bytes:
@@ -167,10 +242,28 @@ def compatible(ours: Any, theirs: Any) -> bool:
     return bool(ours == theirs)
 
 
-def check_peer(ours: bytes | None, theirs: bytes | None, mode: SchemaCheck) -> str | None:
-    """Why the peer's announced schema is refused, or None if it is accepted."""
+DEFAULT_MAX_DEPTH = 64
+"""Deepest JSON nesting accepted in a peer's schema (EngineConfig.max_schema_depth)."""
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def nesting_exceeds(doc: bytes, limit: int) -> bool:
+    """Whether JSON text nests arrays and objects more than `limit` deep (strings skipped; one linear pass in C,
+    no recursion: ~40 ms for 128 KiB of brackets). Text that is not JSON may pass: the parser then refuses it."""
+    brackets = _JSON_STRING.sub(b"", doc).translate(None, _NOT_BRACKET)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > limit
+
+
+def check_peer(ours: bytes | None, theirs: bytes | None, mode: SchemaCheck,
+               max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
+    """Why the peer's announced schema is refused, or None if it is accepted (`max_depth`: see nesting_exceeds)."""
     if ours is None or theirs is None or ours == theirs:
         return None
+    if nesting_exceeds(theirs, max_depth):
+        return (f"schema mismatch: the peer's schema header nests deeper than {max_depth} (max_schema_depth; "
+                f"fingerprint {fingerprint(theirs)})")
     try:
         a, b = json.loads(ours), json.loads(theirs)
     except ValueError:

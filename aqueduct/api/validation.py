@@ -42,6 +42,8 @@ class TypeSpec:
         # the type can hold a half (a custom type, or Any) or a byte string
         halves, raw = _holds(tp)
         self._wire_kw: dict[str, Any] = {"builtin_types": PASS_THROUGH} if halves or raw else {}
+        if halves:
+            self._wire_kw["enc_hook"] = enc_hook
         self._check_kw: dict[str, Any] = {"dec_hook": _check_hook} if halves else {}
         self._convert_kw: dict[str, Any] = {"dec_hook": _adopt_hook} if halves else {}
         if raw:
@@ -122,7 +124,19 @@ _HALVES_MODULE = re.compile(r"aqueduct\.api\.halves\.(?:\w+\.)?")
 # ---- halves inside typed messages ----
 BYTES: tuple[type, ...] = (bytes, bytearray, memoryview)
 """Byte strings stay byte strings (CBOR carries them as such; msgspec would make them base64 text)."""
-PASS_THROUGH: tuple[type, ...] = BYTES
+
+
+class Carried:
+    """A capability on its way: `to_builtins` wraps it in this (a pass-through type) so the codec can turn it
+    into the half it travels as, at the moment the message is really sent (validation alone creates nothing)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+
+PASS_THROUGH: tuple[type, ...] = (*BYTES, Carried)
 """Types `to_builtins` hands on unchanged (the codec encodes them); halves.py adds the half classes."""
 
 _HALF_ORIGINS: dict[type, str] = {}
@@ -156,6 +170,8 @@ def _matching_half(tp: Any, obj: Any) -> tuple[Any, Any]:
 def _check_hook(tp: Any, obj: Any) -> Any:
     """Sending: a half stands where the type wants one; a typed half must carry the declared type, an
     untyped one takes it (with its local partner: the reply receiver of a request learns the reply type)."""
+    if _CAPABILITY is not None and _CAPABILITY.declares(tp):
+        return _CAPABILITY.check(tp, obj)
     half, inner = _matching_half(tp, obj)
     spec = half._spec
     if spec is None:
@@ -167,6 +183,8 @@ def _check_hook(tp: Any, obj: Any) -> Any:
 
 def _adopt_hook(tp: Any, obj: Any) -> Any:
     """Receiving: a half stands where the type wants one; it takes the declared message type."""
+    if _CAPABILITY is not None and _CAPABILITY.declares(tp):
+        return _CAPABILITY.arrive(tp, obj)
     half, inner = _matching_half(tp, obj)
     if half._spec is None:
         half._spec = spec_for(inner)
@@ -176,6 +194,56 @@ def _adopt_hook(tp: Any, obj: Any) -> Any:
 def _kind_hook(tp: Any, obj: Any) -> Any:
     """A model built in application code: a half of the right kind stands where the type wants one."""
     return _matching_half(tp, obj)[0]
+
+
+# ---- capabilities: values that travel as a channel half (aqueduct/services registers them) ----
+class Capabilities(typing.Protocol):
+    """What a higher floor registers so that its objects travel inside messages as channel halves."""
+
+    def declares(self, tp: Any) -> bool:
+        """Whether a field declared as `tp` holds a capability."""
+        ...
+
+    def is_capability(self, obj: Any) -> bool:
+        """Whether `obj` (a value being sent) travels as a capability."""
+        ...
+
+    def check(self, tp: Any, obj: Any) -> Any:
+        """Sending: `obj` (a `Carried`) fits a field declared `tp`: the object; TypeError otherwise."""
+        ...
+
+    def arrive(self, tp: Any, half: Any) -> Any:
+        """Receiving: what a half that arrived in a field declared `tp` becomes; TypeError if it does not fit."""
+        ...
+
+    def to_half(self, obj: Any) -> Any:
+        """The half a capability travels as (called by the codec as the message is encoded)."""
+        ...
+
+    def message_type(self, tp: Any) -> Any:
+        """The type of the messages on the channel a field declared `tp` travels as (for its JSON Schema)."""
+        ...
+
+
+_CAPABILITY: Capabilities | None = None
+
+
+def register_capabilities(capabilities: Capabilities) -> None:
+    """Called once by aqueduct.services: its objects may stand in messages (as channel halves)."""
+    global _CAPABILITY
+    _CAPABILITY = capabilities
+
+
+def capabilities() -> Capabilities | None:
+    """The registered capabilities (the codec asks), or None."""
+    return _CAPABILITY
+
+
+def enc_hook(obj: Any) -> Any:
+    """msgspec's `enc_hook` for values that hold capabilities: each travels `Carried` to the codec."""
+    if _CAPABILITY is not None and _CAPABILITY.is_capability(obj):
+        return Carried(obj)
+    raise TypeError(f"Encoding objects of type {type(obj).__name__} is unsupported")
 
 
 _PYDANTIC_HALF = half_schema_method(_check_hook, _adopt_hook, _kind_hook)

@@ -64,8 +64,8 @@ class WaitableTickets(aqueduct.MemoryTicketStore):
         super().__init__()
         self.arrived = asyncio.Event()
 
-    def put(self, ticket: SessionTicket) -> None:
-        super().put(ticket)
+    def put(self, server: str, ticket: SessionTicket) -> None:
+        super().put(server, ticket)
         self.arrived.set()
 
 

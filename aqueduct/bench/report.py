@@ -179,6 +179,17 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
+def service_lines(results: Results) -> list[str]:
+    """The service rows (`--services`): calls/s, p50 and p99 per kind and calls in flight, medians of rounds."""
+    if not results.services:
+        return []
+    lines = ["service rows (medians over rounds; one run, same peer process):"]
+    for row, values in results.services.items():
+        rate, p50, p99 = (_fmt(statistics.median(values[k])) for k in ("calls_s", "p50_us", "p99_us"))
+        lines.append(f"  {row:<46} {rate:>8} calls/s  p50 {p50:>8} us  p99 {p99:>8} us")
+    return lines
+
+
 def table(results: Results) -> str:
     """The terminal table: one row per cell, then memory, engine costs and targets."""
     cs = cells(results)
@@ -224,6 +235,7 @@ def table(results: Results) -> str:
                      f"(opened in {hold['opened_seconds']:.1f} s, 32 at a time, {hold['failed']:,} attempts failed); "
                      f"connect to the idle server {hold['connect_ms_idle_server']:.1f} ms; new connections that "
                      f"failed while it held them: {hold.get('loaded_connects_failed', 0)}")
+    lines += service_lines(results)
     if results.loss:
         lines.append("goodput under loss (bulk MB/s through the impairment proxy, both ways; TCP cannot pass it):")
         lines += [_loss_line(r) for r in results.loss]
@@ -263,6 +275,7 @@ def as_json(results: Results) -> dict[str, Any]:
         "kernel_loss_curves": results.kernel_loss,
         "connections": results.connections,
         "unmeasured": results.unmeasured,
+        "services": results.services,
         "targets": [t.__dict__ for t in targets(results)],
         "seconds": results.seconds,
     }

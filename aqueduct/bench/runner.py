@@ -147,6 +147,8 @@ class Options:
     loss_rounds: int = 3
     connections: bool = False
     """Also measure the connection rows (connections.py)."""
+    services: bool = False
+    """Also measure the service rows (services.py): service calls beside request and grpcio's unary call."""
     connection_window: float = 1.0
     """Seconds per handshake-rate measurement and per echo-p50 measurement of the connection rows."""
     idle: int = 10_000
@@ -178,6 +180,8 @@ class Results:
     unmeasured: dict[str, str] = field(default_factory=dict)
     """Rows not measured (or not in every round), and why: a peer's library or program missing, its server did
     not start, a measuring process failed (the run goes on without that row's round)."""
+    services: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """The service rows (services.py), when asked for: per row, calls_s, p50_us and p99_us per round."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -351,6 +355,10 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                 if results.kernel_loss_unavailable is None:
                     results.kernel_loss = loss.curves(
                         await netloss.measure(opts.loss_window, opts.loss_rounds, progress))
+            if opts.services:
+                from . import services
+
+                results.services = await services.measure(Path(tmp), opts.connection_window, opts.rounds, progress)
             if opts.connections:
                 from . import connections
 

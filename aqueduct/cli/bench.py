@@ -36,6 +36,9 @@ def register(sub: Any) -> None:
     p.add_argument("--uvloop", action="store_true", help="run both processes on uvloop (extra 'fast')")
     p.add_argument("--loss-curves", action="store_true",
                    help="also measure Marlin Stream and Aqueduct bulk at 0/1/5%% loss through the impairment proxy")
+    p.add_argument("--services", action="store_true",
+                   help="also measure service calls/s and p50/p99 (1 and 32 in flight) beside aqueduct.request with a "
+                        "fresh oneshot and grpcio's aio unary call (if installed: the bench extra)")
     p.add_argument("--connections", action="store_true",
                    help="also measure handshakes/s, memory per idle connection and echo with --idle connections held")
     p.add_argument("--idle", type=int, default=10_000, help="idle connections held by --connections (default 10000)")
@@ -87,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
                    only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves,
-                   connections=args.connections, idle=args.idle, connection_window=args.connection_window,
-                   idle_budget=args.idle_budget, peers=args.peers, peer_idle=args.peer_idle)
+                   connections=args.connections, services=args.services, idle=args.idle,
+                   connection_window=args.connection_window, idle_budget=args.idle_budget, peers=args.peers,
+                   peer_idle=args.peer_idle)
 
     def progress(line: str) -> None:
         if not args.quiet:

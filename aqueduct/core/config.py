@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..wire.headers import DEFAULT_HEADER_LIMITS, HeaderLimits
 from ..wire.reader import DEFAULT_MAX_FRAME_SIZE
 
 
@@ -20,6 +21,18 @@ class EngineConfig:
 
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     """Largest frame (and so message payload) accepted or sent."""
+    max_header_bytes: int = DEFAULT_HEADER_LIMITS.total_bytes
+    """The peer's encoded header data (its ConnectionControl) at most: a larger declared length closes the
+    connection (LIMIT_EXCEEDED) as soon as it arrives, before its bytes are buffered or `authenticate` runs."""
+    max_headers: int = DEFAULT_HEADER_LIMITS.count
+    """Key/value pairs in the peer's header data at most (LIMIT_EXCEEDED past it, while reading)."""
+    max_header_name_bytes: int = DEFAULT_HEADER_LIMITS.name_bytes
+    """One header key of the peer's at most (LIMIT_EXCEEDED)."""
+    max_header_value_bytes: int = DEFAULT_HEADER_LIMITS.value_bytes
+    """One header value of the peer's at most (LIMIT_EXCEEDED); the `schema` header is the largest we send."""
+    max_schema_depth: int = 64
+    """Nesting of the peer's `schema` header (JSON arrays and objects) at most, checked before it is parsed:
+    deeper closes the connection with SCHEMA_MISMATCH (api/schema.py; its size is max_header_value_bytes)."""
     max_channels: int = 100_000
     """Senders plus receivers alive at once on this connection."""
     max_pending_receivers: int = 10_000
@@ -58,3 +71,9 @@ class EngineConfig:
     send nothing until `Engine.accept_peer()`: an authentication callback decides meanwhile (api/auth.py)."""
     replay_safe_0rtt: bool = False
     """Server only: 0-RTT data may be processed before the handshake completes (replay proven impossible)."""
+
+    @property
+    def header_limits(self) -> HeaderLimits:
+        """The max_header_* caps as the wire reads them."""
+        return HeaderLimits(self.max_header_bytes, self.max_headers, self.max_header_name_bytes,
+                            self.max_header_value_bytes)

@@ -381,7 +381,8 @@ class Engine:
     def state_sizes(self) -> dict[str, int]:
         """Sizes of every table, for leak checks: all near zero once quiescent with every handle dropped.
 
-        The connection control stream stays in `streams` for the connection's life.
+        The connection control stream stays in `streams`, and the peer's headers in `peer_header_bytes`, for the
+        connection's life.
         """
         return {
             "senders": len(self._senders),
@@ -396,6 +397,7 @@ class Engine:
             "ack_ranges": sum(r.acks.ranges_held() for r in self._receivers.values() if r.acks is not None)
             + sum(s.acks.ranges_held() for s in self._senders.values() if s.acks is not None),
             "partial_frames": len(self._flow.partial_since),
+            "peer_header_bytes": self._startup.peer_header_bytes,
         }
 
     # ---- internals ----

@@ -85,6 +85,7 @@ class Incoming:
         self._ctx = ctx
         self._side = ctx.side
         self._max = ctx.config.max_frame_size
+        self._headers = ctx.config.header_limits
         self._buffered_max = ctx.config.max_buffered_bytes
         self._streams = streams
         self._halves = halves
@@ -383,7 +384,7 @@ class Incoming:
         self._flow.partial_bytes -= dropped
         self._credit(rec.stream_id, dropped - rec.pre)
         rec.pre = 0
-        rec.reader = FrameReader(self._max)
+        rec.reader = FrameReader(self._max, self._headers)
         rec.stalled, rec.stalled_bytes, rec.stalled_fin = None, 0, False
         half = rec.half
         role = rec.role
@@ -408,7 +409,7 @@ class Incoming:
                 if not self._intake.queue_unreliable(*plain):
                     self._intake.on_message(Message(*plain[:2], (), plain[2]), False, None, 0)
                 return
-        frames = decode_frames(data, self._max)
+        frames = decode_frames(data, self._max, self._headers)
         for i, frame in enumerate(frames):
             if type(frame) is Message:
                 self._intake.on_message(frame, False, None, 0)

@@ -75,6 +75,11 @@ class Startup:
             streams.open_connection_stream(encode_frames([Version(), ConnectionControl(headers)]))
             self.entrypoint = halves.add_sender(ENTRYPOINT, reachable=True, exposed=True).handle
 
+    @property
+    def peer_header_bytes(self) -> int:
+        """Bytes of the peer's headers kept for the connection's life (bounded by max_header_bytes)."""
+        return sum(len(k) + len(v) for k, v in self.peer_headers or ())
+
     def bind(self, dispatch: Callable[[TransportEvent], None]) -> None:
         """Where admitted events go (incoming.py)."""
         self._dispatch = dispatch

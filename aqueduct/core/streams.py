@@ -159,14 +159,16 @@ class StreamIds:
 class StreamTable:
     """The stream records of one connection, and our writes that open, end or reset streams."""
 
-    __slots__ = ("_ctx", "_ids", "_max", "_out", "_records", "get", "need_version")
+    __slots__ = ("_ctx", "_headers", "_ids", "_max", "_out", "_records", "get", "need_version")
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._out = ctx.out
         self._max = ctx.config.max_frame_size
+        self._headers = ctx.config.header_limits
         self._ids = StreamIds(ctx.side)
-        self._records: dict[int, StreamRec] = {0: StreamRec(0, Role.CONNECTION, FrameReader(self._max), out_done=False)}
+        self._records: dict[int, StreamRec] = {
+            0: StreamRec(0, Role.CONNECTION, FrameReader(self._max, self._headers), out_done=False)}
         self.get = self._records.get
         """The record of a stream, or None."""
         self.need_version = ctx.side is Side.CLIENT
@@ -188,7 +190,7 @@ class StreamTable:
     def accept(self, stream_id: int) -> StreamRec:
         """A record for a stream the peer opened (the caller checked that it did)."""
         uni = is_uni(stream_id)
-        rec = StreamRec(stream_id, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self._max))
+        rec = StreamRec(stream_id, Role.NEW_UNI if uni else Role.NEW_BIDI, FrameReader(self._max, self._headers))
         rec.out_done = uni
         self._records[stream_id] = rec
         return rec
@@ -203,7 +205,8 @@ class StreamTable:
         """Open a bidi stream (a control stream of `half`, reading `role`) with `data`; return its ID."""
         sid = self._ids.bidi()
         self._out.command(SendStreamData(sid, VERSION_BYTES + data if self.need_version else data))
-        self._records[sid] = StreamRec(sid, role, FrameReader(self._max), half=half, out_done=False, out_started=True)
+        self._records[sid] = StreamRec(sid, role, FrameReader(self._max, self._headers), half=half, out_done=False,
+                                       out_started=True)
         return sid
 
     def open_reply(self, rec: StreamRec) -> None:

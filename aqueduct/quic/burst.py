@@ -6,6 +6,9 @@ handed over the last datagram it closes the burst, and each connection that join
 and schedules its transmit once, in the order they joined (a client does the same for its own socket's
 bursts). So a burst of N datagrams for one connection costs one pass of events through the engine, one
 pump and one transmit, not N.
+
+A joiner's `end_burst` never raises: a connection whose events fail to be handled closes itself (protocol.py,
+INTERNAL_ERROR), so one faulty connection cannot keep the others of its burst from theirs.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ class Joiner(Protocol):
     """A connection that can take part in a burst."""
 
     def end_burst(self) -> None:
-        """The burst it joined ended: handle the events of its datagrams and schedule a transmit."""
+        """The burst it joined ended: handle the events of its datagrams and schedule a transmit (never raises)."""
 
 
 class Burst:

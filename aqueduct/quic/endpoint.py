@@ -7,6 +7,11 @@ waiting for it. `open_server` listens with aioquic's QuicServer (limited per add
 total and in start-up time: limits.py), a server ticket store for
 resumption, and our protocol for every connection. Both read their socket
 into 64 KiB buffers (`_small_reads`).
+
+A client's socket is connected to its server, so its transport sends
+without naming the address (`ConnectedTransport`): aioquic names it in every
+`sendto`, which the stdlib loop accepts on a connected socket but uvloop
+refuses (EISCONN, reported to `error_received`, nothing sent).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from .mtls import ClientAuth
 from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
 from .settings import TransportSettings, client_configuration, server_configuration
-from .tickets import ClientTicketStore, ServerTicketStore
+from .tickets import ClientTicketStore, ServerTicketStore, server_key
 from .workers import WorkerGroup, reuse_port
 
 
@@ -50,6 +55,56 @@ def _small_reads(transport: asyncio.BaseTransport) -> None:
         transport.max_size = MAX_DATAGRAM  # type: ignore[attr-defined]
 
 
+class ConnectedTransport(asyncio.DatagramTransport):
+    """A client's datagram transport on a connected socket: `sendto(data, addr)` sends to the connected peer
+    without naming it (the address is the one the socket is connected to: aioquic's client never changes it)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: asyncio.DatagramTransport) -> None:
+        super().__init__()
+        self._inner = inner
+
+    def sendto(self, data: Any, addr: Any = None) -> None:
+        """Send `data` to the connected peer (`addr` is that peer: not passed on)."""
+        self._inner.sendto(data)
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        """The wrapped transport's (its socket, peername, ...)."""
+        return self._inner.get_extra_info(name, default)
+
+    def is_closing(self) -> bool:
+        """Whether the wrapped transport is closing."""
+        return self._inner.is_closing()
+
+    def close(self) -> None:
+        """Close the wrapped transport."""
+        self._inner.close()
+
+    def abort(self) -> None:
+        """Abort the wrapped transport."""
+        self._inner.abort()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        """Hand the wrapped transport's events to `protocol`."""
+        self._inner.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        """The protocol the wrapped transport reports to."""
+        return self._inner.get_protocol()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # the rest of the wrapped transport as it is (e.g. its max_size)
+
+
+async def _connected_endpoint(factory: Callable[[], AqueductProtocol], sock: socket.socket) -> AqueductProtocol:
+    """Run a client protocol on its connected socket, reading small (`_small_reads`), sending without address."""
+    transport, protocol = await asyncio.get_running_loop().create_datagram_endpoint(factory, sock=sock)
+    _small_reads(transport)
+    protocol._transport = ConnectedTransport(transport)
+    return protocol
+
+
 async def open_client(
     host: str,
     port: int,
@@ -68,12 +123,13 @@ async def open_client(
     settings = settings or TransportSettings()
     loop = asyncio.get_running_loop()
     name = server_name or host
-    ticket = tickets.take(name) if tickets is not None else None
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    family, _, _, _, addr = infos[0]
+    ticket_key = server_key(name, str(addr[0]), int(addr[1]))
+    ticket = tickets.take(ticket_key) if tickets is not None else None
     pinned = normalize_fingerprint(fingerprint) if fingerprint is not None else None
     config = client_configuration(settings, server_name=name, ca=ca, pinned=pinned is not None, session_ticket=ticket,
                                   cert=cert, key=key)
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
-    family, _, _, _, addr = infos[0]
     sock = socket.socket(family, socket.SOCK_DGRAM)
     _tune_socket(sock, settings.socket_buffer)
     sock.bind(("::", 0) if family == socket.AF_INET6 else ("0.0.0.0", 0))
@@ -84,7 +140,7 @@ async def open_client(
     def on_ticket(new: SessionTicket) -> None:
         # A pinned client stores tickets only from a server that passed the pin check.
         if tickets is not None and (pinned is None or protocol._handshake_ok):
-            tickets.put(new)
+            tickets.put(ticket_key, new)
 
     quic = PacedQuicConnection(configuration=config, session_ticket_handler=on_ticket)
 
@@ -96,8 +152,7 @@ async def open_client(
                    else "the system trust store"),
         )
 
-    transport, protocol = await loop.create_datagram_endpoint(factory, sock=sock)
-    _small_reads(transport)
+    protocol = await _connected_endpoint(factory, sock)
     protocol.early_data_attempted = ticket is not None and ticket.max_early_data_size is not None
     protocol.start_engine()
     protocol.connect(addr, transmit=False)
@@ -121,8 +176,7 @@ async def rebind(protocol: AqueductProtocol) -> tuple[str, int]:
     sock.connect(old_sock.getpeername())
     old.set_protocol(asyncio.DatagramProtocol())  # the old socket's end no longer concerns the connection
     old.close()
-    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: protocol, sock=sock)
-    _small_reads(transport)
+    await _connected_endpoint(lambda: protocol, sock)
     quic = protocol._quic
     quic.change_connection_id()
     quic.send_ping(0)
@@ -145,6 +199,7 @@ async def open_server(
     client_auth: ClientAuth | None = None,
     workers: int = 1,
     worker: int = 0,
+    worker_dir: str | Path | None = None,
 ) -> tuple[asyncio.DatagramTransport, LimitedQuicServer]:
     """Listen on host:port; `on_connection` gets each new protocol (before its handshake completes).
 
@@ -153,7 +208,9 @@ async def open_server(
 
     `workers` > 1: this is worker `worker` of that many processes sharing the port (workers.py): the socket
     is bound with SO_REUSEPORT, connection IDs carry the worker, and packets of this worker's connections
-    that reach another worker are handed over (the first worker may use port 0; the others need its port)."""
+    that reach another worker are handed over (the first worker may use port 0; the others need its port, and
+    `worker_dir`, the private directory of the group's sockets that worker 0 made: `server.workers.directory`).
+    Worker 0 refuses a port some other socket already has."""
     settings = settings or TransportSettings()
     tickets = tickets if tickets is not None else ServerTicketStore()
     config = server_configuration(settings, cert=cert, key=key)
@@ -172,9 +229,12 @@ async def open_server(
         on_connection(protocol)
         return protocol
 
-    group = WorkerGroup(worker, workers, config.connection_id_length) if workers > 1 else None
+    group = WorkerGroup(worker, workers, config.connection_id_length, worker_dir) if workers > 1 else None
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
     family = infos[0][0]
+    if group is not None and worker == 0 and port != 0:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:  # (raises if anyone serves it: this group is new)
+            probe.bind(infos[0][4])
     sock = socket.socket(family, socket.SOCK_DGRAM)
     _tune_socket(sock, settings.socket_buffer)
     if group is not None:
@@ -194,8 +254,8 @@ async def open_server(
     _small_reads(transport)
     if group is not None:
         try:
-            await group.start(sock.getsockname()[1], family == socket.AF_INET6, server.forwarded_datagram)
-        except OSError:
+            await group.start(family == socket.AF_INET6, server.forwarded_datagram)
+        except BaseException:
             transport.close()
             raise
     return transport, server

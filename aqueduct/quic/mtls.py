@@ -11,9 +11,16 @@ one connection's TLS context into a `ClientVerifyingContext`, which:
 - refuses an empty Certificate with the `certificate_required` alert when
   `auth.required` (else the connection goes on without a client identity);
 - after aioquic checked the CertificateVerify signature, verifies the chain
-  against `auth`'s CA file with cryptography's client verifier (validity
-  dates, signatures up to a root in the file, clientAuth extended key usage);
-  failure is the `bad_certificate` alert;
+  against `auth`'s CA file with OpenSSL's verifier (through pyOpenSSL, as
+  aioquic verifies servers): RFC 5280 path validation (validity dates,
+  signatures up to a certificate of the file, every issuer a CA), so version
+  1 certificates and certificates without subjectAltName or key identifiers
+  (what `openssl x509 -req -CA` makes) pass, as they do with nginx or
+  Python's `ssl`. Then the use: every certificate of the verified chain that
+  restricts its extended key usage must allow clientAuth (or any use), and a
+  leaf that states its key usage must allow digitalSignature (RFC 8446
+  4.4.2.2: the key signs CertificateVerify). Failure is the
+  `bad_certificate` alert;
 - refuses to finish a handshake that requires a certificate but has none
   (a resumed session would skip the request: servers that authenticate
   clients by certificate issue no session tickets, see endpoint.py).
@@ -27,7 +34,7 @@ reads a certificate as the application sees it (`conn.peer_identity`).
 
 from __future__ import annotations
 
-import datetime
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +43,8 @@ from aioquic import tls
 from aioquic._buffer import Buffer
 from aioquic.quic.packet import QuicErrorCode
 from cryptography import x509
-from cryptography.x509 import verification
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from OpenSSL import crypto
 
 from .certs import fingerprint
 from .credentials import check_ca_file
@@ -52,6 +60,9 @@ class PeerIdentity:
     """Its subject alternative names (DNS names, IP addresses, URIs, e-mail addresses) as text."""
     fingerprint: str
     """SHA-256 of the certificate's DER, lowercase hex (as `aqueduct cert` prints it)."""
+    name: str
+    """The peer's name: its first subject alternative name, else its subject's common name (CN-only and
+    version 1 certificates), else the whole subject string."""
 
     @classmethod
     def of(cls, cert: x509.Certificate) -> PeerIdentity:
@@ -61,7 +72,10 @@ class PeerIdentity:
             sans = tuple(str(getattr(name, "value", name)) for name in ext)
         except x509.ExtensionNotFound:
             sans = ()
-        return cls(cert.subject.rfc4514_string(), sans, fingerprint(cert))
+        subject = cert.subject.rfc4514_string()
+        common_names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+        name = sans[0] if sans else str(common_names[0].value) if common_names else subject
+        return cls(subject, sans, fingerprint(cert), name)
 
 
 class AlertCertificateRequired(tls.Alert):
@@ -85,18 +99,46 @@ class ClientAuth:
         roots = tuple(x509.load_pem_x509_certificates(Path(ca_file).read_bytes()))
         return cls(Path(ca_file), roots, required)
 
+    @functools.cached_property
+    def _store(self) -> crypto.X509Store:
+        """The CA file's certificates as OpenSSL trust anchors (any of them, root or not: PARTIAL_CHAIN)."""
+        store = crypto.X509Store()
+        for root in self.roots:
+            store.add_cert(crypto.X509.from_cryptography(root))
+        store.set_flags(crypto.X509StoreFlags.PARTIAL_CHAIN)
+        return store
+
     def verify(self, leaf: x509.Certificate, chain: list[x509.Certificate]) -> None:
-        """Raise the bad_certificate alert unless `leaf` (with `chain`) leads to one of the roots for clientAuth."""
-        verifier = (
-            verification.PolicyBuilder()
-            .store(verification.Store(list(self.roots)))
-            .time(datetime.datetime.now(datetime.UTC))
-            .build_client_verifier()
+        """Raise the bad_certificate alert unless `leaf` (with `chain`) leads to the CA file for a TLS client."""
+        context = crypto.X509StoreContext(
+            self._store, crypto.X509.from_cryptography(leaf), [crypto.X509.from_cryptography(c) for c in chain]
         )
         try:
-            verifier.verify(leaf, chain)
-        except verification.VerificationError as exc:
+            verified = [c.to_cryptography() for c in context.get_verified_chain()]
+        except crypto.X509StoreContextError as exc:
             raise tls.AlertBadCertificate(f"client certificate not accepted: {exc}") from None
+        refusal = _client_use_refusal(verified)
+        if refusal is not None:
+            raise tls.AlertBadCertificate(f"client certificate not accepted: {refusal}")
+
+
+_CLIENT_USES = {ExtendedKeyUsageOID.CLIENT_AUTH, ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE}
+
+
+def _client_use_refusal(verified: list[x509.Certificate]) -> str | None:
+    """Why a verified chain (leaf first) may not authenticate a TLS client, or None if it may."""
+    for cert in verified:
+        try:
+            uses = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        except x509.ExtensionNotFound:
+            continue
+        if not _CLIENT_USES & set(uses):
+            return f"{cert.subject.rfc4514_string()} is not for TLS clients (extended key usage without clientAuth)"
+    try:
+        usage = verified[0].extensions.get_extension_for_class(x509.KeyUsage).value
+    except x509.ExtensionNotFound:
+        return None
+    return None if usage.digital_signature else "its key usage does not allow digitalSignature"
 
 
 class ClientVerifyingContext(tls.Context):

@@ -13,6 +13,9 @@ a certificate fingerprint, the server's certificate must match; nothing
 reaches the engine before these pass. It also provides what the API layer
 needs for backpressure: whether a stream's (or the connection's) unacked
 send buffer is over its bound, and a way to wait until it is not.
+
+How a connection ends (aioquic's termination, a failed handshake, a fault
+while handling its events, a vanished server) is endings.py's.
 """
 
 from __future__ import annotations
@@ -33,13 +36,14 @@ from aioquic.tls import Epoch
 from ..core import transport as tp
 from ..core.app import AppEvent
 from ..core.config import EngineConfig
-from ..errors import ConnectError, ConnectionLost
+from ..errors import ConnectionLost
 from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from . import introspect
 from .burst import Burst
 from .certs import fingerprint
 from .drain import drain, drainable_socket
+from .endings import Endings
 from .paced import PacedQuicConnection
 from .settings import TransportSettings, paced_engine_config
 from .writes import StreamWrites
@@ -61,18 +65,13 @@ BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate a
 AppListener = Callable[[list[AppEvent]], None]
 
 
-def _is_tls_alert(code: int) -> bool:
-    """A QUIC CRYPTO_ERROR: a TLS alert (RFC 9001 section 4.8)."""
-    return QuicErrorCode.CRYPTO_ERROR <= code < QuicErrorCode.CRYPTO_ERROR + 256
-
-
 def consume_exception(fut: asyncio.Future[Any]) -> None:
     """Mark a future's exception as seen (it is also reported through other paths)."""
     if not fut.cancelled():
         fut.exception()
 
 
-class AqueductProtocol(QuicConnectionProtocol):
+class AqueductProtocol(Endings, QuicConnectionProtocol):
     """Feeds aioquic events to an Engine and executes the Engine's commands."""
 
     def __init__(
@@ -125,6 +124,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._rtt_told = 0.0  # the smoothed RTT last given to the engine
         self._wrote = False  # the application wrote since the last transmit: its packet carries any pending ACK
         self.burst: Burst | None = None  # a server connection's: the burst its server is handing over
+        self._unreachable = 0  # ICMP port unreachables since the server's last packet (a client's)
 
     @property
     def quic(self) -> PacedQuicConnection:
@@ -168,24 +168,27 @@ class AqueductProtocol(QuicConnectionProtocol):
         Stream data and datagrams at the head of aioquic's queue (nearly all events; one per datagram
         message) go straight to the engine, with one clock reading for the batch; the rest, in order, take
         aioquic's own dispatch (connection IDs, waiters) and then `quic_event_received`."""
-        engine = self.engine
-        if engine is None and not self._quic._is_client:
-            engine = self.start_engine()
-        if engine is not None:
-            queue = self._quic._events
-            now = self._loop.time()
-            while queue:
-                event = queue[0]
-                translated: tp.TransportEvent
-                if type(event) is qe.StreamDataReceived:
-                    translated = tp.StreamDataReceived(event.stream_id, event.data, event.end_stream)
-                elif type(event) is qe.DatagramFrameReceived:
-                    translated = tp.DatagramReceived(event.data)
-                else:
-                    break
-                queue.popleft()
-                engine.handle_event(translated, now)
-        super()._process_events()
+        try:
+            engine = self.engine
+            if engine is None and not self._quic._is_client:
+                engine = self.start_engine()
+            if engine is not None:
+                queue = self._quic._events
+                now = self._loop.time()
+                while queue:
+                    event = queue[0]
+                    translated: tp.TransportEvent
+                    if type(event) is qe.StreamDataReceived:
+                        translated = tp.StreamDataReceived(event.stream_id, event.data, event.end_stream)
+                    elif type(event) is qe.DatagramFrameReceived:
+                        translated = tp.DatagramReceived(event.data)
+                    else:
+                        break
+                    queue.popleft()
+                    engine.handle_event(translated, now)
+            super()._process_events()
+        except Exception as exc:
+            self._internal_error(exc)
         self.pump()
 
     def quic_event_received(self, event: qe.QuicEvent) -> None:
@@ -231,40 +234,16 @@ class AqueductProtocol(QuicConnectionProtocol):
             self.handshake.set_result(event)
         return True
 
-    def _fail_handshake(self, why: str, code: int) -> None:
-        if not self.handshake.done():
-            self.handshake.set_exception(ConnectError(why, code))
-
-    def error_received(self, exc: Exception) -> None:
-        """An ICMP error on a client's (connected) socket: port unreachable before the handshake ends the attempt."""
-        if self.side is Side.CLIENT and isinstance(exc, ConnectionRefusedError) and not self.handshake.done():
-            self._fail_handshake(f"nothing is listening at {self._peer} (ICMP port unreachable)", 0)
-            self.close_connection(0, "port unreachable")  # the socket closes once aioquic has ended it
-
-    def _handshake_failure(self, event: tp.ConnectionTerminated) -> ConnectError:
-        reason = event.reason or f"connection closed (code {event.error_code})"
-        if self.side is Side.CLIENT and _is_tls_alert(event.error_code) and self.quic.closed_locally:
-            # our TLS stack refused the server's certificate: say what it was checked against
-            name = self._quic.configuration.server_name
-            return ConnectError(f"TLS verification of {name} failed against {self._trust}: {reason}", event.error_code)
-        return ConnectError(reason, event.error_code)
-
-    def _on_terminated(self, event: tp.ConnectionTerminated) -> None:
-        for timer in (self._engine_timer, self._keepalive):
-            if timer is not None:
-                timer.cancel()
-        self._engine_timer = self._keepalive = None
-        if not self.handshake.done():
-            self.handshake.set_exception(self._handshake_failure(event))
-        if not self.terminated.done():
-            self.terminated.set_result(event)
-        if self.side is Side.CLIENT and self._transport is not None:
-            # a client owns its UDP socket (open_client made it): release it, or each connection leaks one
-            self._loop.call_soon(self._transport.close)
-
     # ---- commands down ----
     def pump(self) -> None:
-        """Execute the engine's commands, deliver its events, re-arm timers, wake writers (no transmit)."""
+        """Execute the engine's commands, deliver its events, re-arm timers, wake writers (no transmit).
+        Never raises: a failure closes this connection (`_internal_error`)."""
+        try:
+            self._pump()
+        except Exception as exc:
+            self._internal_error(exc)
+
+    def _pump(self) -> None:
         engine = self.engine
         if engine is None:
             return
@@ -319,6 +298,7 @@ class AqueductProtocol(QuicConnectionProtocol):
         """A packet: process it now (in a server's burst: when it ends, burst.py), transmit at the end of the turn,
         after the tasks it woke, so their answers share packets with aioquic's ACKs (no extra packet or wake-up)."""
         self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
+        self._unreachable = 0
         if (burst := self.burst) is not None and burst.open:
             burst.joined[self] = None
             return
@@ -327,7 +307,8 @@ class AqueductProtocol(QuicConnectionProtocol):
         self.end_burst()
 
     def end_burst(self) -> None:
-        """Handle the events of the datagrams received (a burst's, or one) and transmit at the end of the turn."""
+        """Handle the events of the datagrams received (a burst's, or one) and transmit at the end of the turn.
+        Never raises (nor does `_process_events`): a failure closes this connection and leaves the burst's others."""
         self._process_events()
         self._transmit_soon()
 
@@ -405,8 +386,11 @@ class AqueductProtocol(QuicConnectionProtocol):
         self._engine_timer = None
         self._engine_timer_at = None
         if self.engine is not None:
-            self.engine.handle_timer(self._loop.time())
-            self.flush()
+            try:
+                self.engine.handle_timer(self._loop.time())
+                self.flush()
+            except Exception as exc:
+                self._internal_error(exc)
 
     def _arm_keepalive(self) -> None:  # the client's job: its PINGs reset both ends' idle timers
         interval = self.settings.keepalive

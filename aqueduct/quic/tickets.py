@@ -1,8 +1,12 @@
 """Session ticket stores: the client's (for resumption and 0-RTT) and the server's.
 
 Client: `MemoryTicketStore` or `FileTicketStore` keep the newest ticket per
-server name; `take` removes it, so a ticket is offered at most once (the
-server issues a fresh one on every connection).
+server, keyed by `server_key`: the server name together with the address
+connected to, since one name (one certificate) may stand for several
+servers (ports, hosts) that cannot read each other's tickets; presenting
+another's ticket silently costs the 0-RTT. `take` removes the ticket, so a
+ticket is offered at most once (the server issues a fresh one on every
+connection).
 
 Server: `ServerTicketStore` holds the tickets this process issued. With
 `single_use=True` a ticket is removed the moment a ClientHello presents it,
@@ -26,14 +30,20 @@ import cbor2
 from aioquic.tls import CipherSuite, SessionTicket
 
 
+def server_key(server_name: str, host: str, port: int) -> str:
+    """The key a client keeps a server's tickets under: `name@host:port` (`name@[v6]:port`), the address being
+    the one connected to (resolved)."""
+    return f"{server_name}@[{host}]:{port}" if ":" in host else f"{server_name}@{host}:{port}"
+
+
 class ClientTicketStore(Protocol):
-    """Where a client keeps session tickets between connections."""
+    """Where a client keeps session tickets between connections, one per server (see `server_key`)."""
 
-    def put(self, ticket: SessionTicket) -> None:
-        """Remember a ticket the server issued (keyed by its server name)."""
+    def put(self, server: str, ticket: SessionTicket) -> None:
+        """Remember a ticket the server `server` (a `server_key`) issued."""
 
-    def take(self, server_name: str) -> SessionTicket | None:
-        """Remove and return a still-valid ticket for `server_name`, if any."""
+    def take(self, server: str) -> SessionTicket | None:
+        """Remove and return a still-valid ticket of `server` (a `server_key`), if any."""
 
 
 def _valid(ticket: SessionTicket) -> bool:
@@ -41,18 +51,18 @@ def _valid(ticket: SessionTicket) -> bool:
 
 
 class MemoryTicketStore:
-    """Client tickets in memory, newest per server name."""
+    """Client tickets in memory, newest per server (name and address)."""
 
     def __init__(self) -> None:
         self._tickets: dict[str, SessionTicket] = {}
 
-    def put(self, ticket: SessionTicket) -> None:
-        """Remember `ticket`."""
-        self._tickets[ticket.server_name] = ticket
+    def put(self, server: str, ticket: SessionTicket) -> None:
+        """Remember `ticket` of `server`."""
+        self._tickets[server] = ticket
 
-    def take(self, server_name: str) -> SessionTicket | None:
-        """Remove and return the ticket for `server_name`, if still valid."""
-        ticket = self._tickets.pop(server_name, None)
+    def take(self, server: str) -> SessionTicket | None:
+        """Remove and return the ticket of `server`, if still valid."""
+        ticket = self._tickets.pop(server, None)
         return ticket if ticket is not None and _valid(ticket) else None
 
 
@@ -87,7 +97,8 @@ def _ticket_from_map(m: dict[str, Any]) -> SessionTicket:
 
 
 class FileTicketStore:
-    """Client tickets in a CBOR file (mode 0600), newest per server name; unreadable files count as empty."""
+    """Client tickets in a CBOR file (mode 0600), newest per server (name and address); unreadable files count as
+    empty."""
 
     def __init__(self, path: str | Path) -> None:
         self._path = Path(path)
@@ -106,16 +117,16 @@ class FileTicketStore:
         tmp.chmod(0o600)
         tmp.replace(self._path)
 
-    def put(self, ticket: SessionTicket) -> None:
-        """Remember `ticket` in the file."""
+    def put(self, server: str, ticket: SessionTicket) -> None:
+        """Remember `ticket` of `server` in the file."""
         tickets = self._load()
-        tickets[ticket.server_name] = ticket
+        tickets[server] = ticket
         self._save(tickets)
 
-    def take(self, server_name: str) -> SessionTicket | None:
-        """Remove and return the ticket for `server_name` from the file, if still valid."""
+    def take(self, server: str) -> SessionTicket | None:
+        """Remove and return the ticket of `server` from the file, if still valid."""
         tickets = self._load()
-        ticket = tickets.pop(server_name, None)
+        ticket = tickets.pop(server, None)
         if ticket is not None:
             self._save(tickets)
         return ticket if ticket is not None and _valid(ticket) else None

@@ -7,17 +7,18 @@ frozen dataclass costs several times more to construct; treat it as frozen.
 frame starting at `pos` and returns it with the position after it, raising
 `Incomplete` when the buffer ends early (see reader.py for whole-buffer and
 incremental decoding) and ProtocolError for malformed bytes. `limit` is the
-largest length any byte array inside a frame may declare.
+largest length any byte array inside a frame may declare; a ConnectionControl's
+header data is read under its own caps (`headers`, see headers.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from .errors import CloseCode, ProtocolError, encoding_error
-from .headers import Headers, encode_headers, read_headers
+from .headers import DEFAULT_HEADER_LIMITS, HeaderLimits, Headers, encode_headers, read_headers
 from .ranges import encode_ranges, read_ranges
 from .varint import (
     SMALL_VARINTS,
@@ -246,8 +247,10 @@ def _read_version(buf: bytes, pos: int, limit: int) -> tuple[Frame, int]:
     return Version(raw.decode("ascii")), end
 
 
-def _read_connection_control(buf: bytes, pos: int, limit: int) -> tuple[Frame, int]:
-    headers, end = read_headers(buf, pos + 1, limit)
+def _read_connection_control(buf: bytes, pos: int, limit: int, limits: HeaderLimits) -> tuple[Frame, int]:
+    if limit < limits.total_bytes:  # (a frame is never longer than `limit`, header data included)
+        limits = replace(limits, total_bytes=limit)
+    headers, end = read_headers(buf, pos + 1, limits)
     return ConnectionControl(headers), end
 
 
@@ -281,7 +284,6 @@ def _read_message(buf: bytes, pos: int, limit: int) -> tuple[Frame, int]:
 
 _READERS: dict[int, Callable[[bytes, int, int], tuple[Frame, int]]] = {
     FrameType.VERSION: _read_version,
-    FrameType.CONNECTION_CONTROL: _read_connection_control,
     FrameType.CHANNEL_CONTROL: _reader_int(ChannelControl),
     FrameType.MESSAGE: _read_message,
     FrameType.SENT_UNRELIABLE: _reader_int(SentUnreliable),
@@ -293,12 +295,14 @@ _READERS: dict[int, Callable[[bytes, int, int], tuple[Frame, int]]] = {
 }
 
 
-def read_frame(buf: bytes, pos: int, limit: int) -> tuple[Frame, int]:
+def read_frame(buf: bytes, pos: int, limit: int, headers: HeaderLimits = DEFAULT_HEADER_LIMITS) -> tuple[Frame, int]:
     """Read the frame at `pos`; return it and the position after it."""
     try:
         kind = buf[pos]
     except IndexError:
         raise Incomplete(pos + 1) from None
+    if kind == FrameType.CONNECTION_CONTROL:
+        return _read_connection_control(buf, pos, limit, headers)
     reader = _READERS.get(kind)
     if reader is None:
         raise ProtocolError(f"unknown frame type {kind} at offset {pos}", CloseCode.FRAME_ENCODING)

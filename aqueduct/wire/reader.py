@@ -7,7 +7,9 @@ long it will be, the reader does not parse it again until that many bytes
 are there, so a large message arriving in small chunks costs two parses
 (its first piece, its last) and one join; `absorb` keeps a piece that
 cannot complete it without any parse. A declared length beyond
-`max_frame_size` is rejected before buffering. `feed_sized` also says how
+`max_frame_size` is rejected before buffering, as is a ConnectionControl
+whose header data declares more than its `HeaderLimits` allow (headers.py).
+`feed_sized` also says how
 many bytes each frame took; Message frames without attachments (nearly
 every frame) are read by `read_plain_message`, short of the general reader.
 For the engine's short paths, `read_plain_run` reads a run of them (one
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from .errors import encoding_error
 from .frames import FRAME_TYPES, Frame, Message, read_frame
+from .headers import DEFAULT_HEADER_LIMITS, HeaderLimits
 from .varint import Incomplete, read_varint
 
 DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
@@ -31,13 +34,14 @@ def _truncated(buf: bytes, pos: int) -> str:
     return f"{_NAMES.get(buf[pos], 'frame')} frame at offset {pos} is truncated"
 
 
-def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> list[Frame]:
+def decode_frames(data: bytes | bytearray | memoryview, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                  headers: HeaderLimits = DEFAULT_HEADER_LIMITS) -> list[Frame]:
     """Decode a complete buffer of one or more frames."""
     buf = bytes(data)
     if not buf:
         raise encoding_error("no frame in an empty buffer")
     frames: list[Frame] = []
-    pos, needed = _read_frames(buf, max_frame_size, frames, [])
+    pos, needed = _read_frames(buf, max_frame_size, frames, [], headers)
     if needed:
         raise encoding_error(_truncated(buf, pos))
     return frames
@@ -211,7 +215,8 @@ def read_plain_run(buf: bytes, pos: int, limit: int, payloads: list[bytes], size
     return (channel, first, pos) if first >= 0 else (0, 0, pos)
 
 
-def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) -> tuple[int, int]:
+def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int],
+                 headers: HeaderLimits = DEFAULT_HEADER_LIMITS) -> tuple[int, int]:
     """Append every complete frame of `buf` (and its size); return (position reached, bytes still needed
     for the frame starting there, or 0 when the buffer ended on a frame boundary)."""
     pos = 0
@@ -229,7 +234,7 @@ def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) 
                     pos = stop
                     continue
             start = pos
-            frame, pos = read_frame(buf, pos, limit)
+            frame, pos = read_frame(buf, pos, limit, headers)
             frames.append(frame)
             sizes.append(pos - start)
     except Incomplete as inc:
@@ -240,8 +245,10 @@ def _read_frames(buf: bytes, limit: int, frames: list[Frame], sizes: list[int]) 
 class FrameReader:
     """Incremental decoder for one stream's bytes."""
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+                 headers: HeaderLimits = DEFAULT_HEADER_LIMITS) -> None:
         self.max_frame_size = max_frame_size
+        self.headers = headers
         self._parts: list[bytes] = []
         self.buffered = 0
         """Bytes held for a frame not yet complete."""
@@ -288,7 +295,7 @@ class FrameReader:
             buf = bytes(chunk)
         frames: list[Frame] = []
         sizes: list[int] = []
-        pos, needed = _read_frames(buf, self.max_frame_size, frames, sizes)
+        pos, needed = _read_frames(buf, self.max_frame_size, frames, sizes, self.headers)
         self._needed = needed
         if needed:
             rest = buf[pos:]

@@ -9,6 +9,7 @@ from typing import Any
 
 import aqueduct
 from aqueduct.quic.certs import DevCerts
+from aqueduct.quic.tickets import server_key
 
 GUARD = 20.0
 """Upper bound on any single wait: a failure guard, never a synchronisation."""
@@ -44,3 +45,11 @@ async def running(
 async def guard(aw: Awaitable[Any]) -> Any:
     """Await with the failure-guard timeout."""
     return await asyncio.wait_for(aw, GUARD)
+
+
+def readdress_ticket(store: aqueduct.MemoryTicketStore, issuer: tuple[str, int], target: tuple[str, int]) -> None:
+    """Keep the ticket the server at `issuer` gave (server name 127.0.0.1) under `target`'s address: the client
+    then presents it at `target` (an on-path proxy, or a server that never issued it)."""
+    ticket = store.take(server_key("127.0.0.1", *issuer))
+    assert ticket is not None
+    store.put(server_key("127.0.0.1", *target), ticket)

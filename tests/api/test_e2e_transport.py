@@ -22,7 +22,7 @@ from aqueduct.quic.certs import DevCerts, fingerprint
 from aqueduct.quic.settings import ALPN, TransportSettings
 from aqueduct.wire.frames import ConnectionControl, Version, encode_frames
 
-from .conftest import guard, running
+from .conftest import guard, readdress_ticket, running
 
 
 def collector() -> tuple[list[Any], asyncio.Queue[Any], Any]:
@@ -61,10 +61,12 @@ async def test_zero_rtt_accepted(certs: DevCerts, single_use: bool) -> None:
 
 async def test_zero_rtt_rejected_delivers_every_early_message_once(certs: DevCerts) -> None:
     seen, queue, handler = collector()
-    async with running(certs, handler) as (url_a, _):
+    async with running(certs, handler) as (url_a, server_a):
         store = await _first_ticket(url_a, certs)
+        address_a = server_a.address
     # A different server (same name and certificate) does not know the ticket: 0-RTT is rejected.
-    async with running(certs, handler) as (url_b, _):
+    async with running(certs, handler) as (url_b, server_b):
+        readdress_ticket(store, address_a, server_b.address)
         conn = await aqueduct.connect(url_b, ca=certs.ca, session_ticket_store=store)
         assert link_of(conn).protocol.early_data_attempted
         for i in range(5):
@@ -125,6 +127,7 @@ async def test_replayed_zero_rtt_flight_is_never_processed_twice(certs: DevCerts
         proxy.upstream = upstream
         try:
             phost, pport = proxy_transport.get_extra_info("sockname")[:2]
+            readdress_ticket(store, server.address, (phost, pport))
             conn = await aqueduct.connect(
                 f"aqueduct://{phost}:{pport}", ca=certs.ca, session_ticket_store=store, settings=settings,
                 server_name="127.0.0.1",
@@ -271,8 +274,8 @@ class SignalingFileStore(aqueduct.FileTicketStore):
         super().__init__(path)
         self.arrived = asyncio.Event()
 
-    def put(self, ticket: SessionTicket) -> None:
-        super().put(ticket)
+    def put(self, server: str, ticket: SessionTicket) -> None:
+        super().put(server, ticket)
         self.arrived.set()
 
 

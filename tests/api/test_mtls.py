@@ -12,6 +12,7 @@ import pytest
 import aqueduct
 from aqueduct.metrics import Metrics
 from aqueduct.quic.certs import DevCerts, fingerprint, make_client_cert, make_dev_certs
+from aqueduct.quic.tickets import server_key
 
 from .conftest import guard, running
 
@@ -103,11 +104,11 @@ async def test_a_server_verifying_clients_issues_no_tickets(certs: DevCerts, ali
     async def handler(conn: aqueduct.Connection) -> None:
         await conn.wait_closed()
 
-    async with running(certs, handler, client_ca=certs.ca) as (url, _server):
+    async with running(certs, handler, client_ca=certs.ca) as (url, server):
         for _ in range(2):
             async with aqueduct.connect(url, ca=certs.ca, cert=alice[0], key=alice[1], session_ticket_store=store):
                 pass
-    assert store.take("127.0.0.1") is None
+    assert store.take(server_key("127.0.0.1", "127.0.0.1", server.address[1])) is None
 
 
 @pytest.mark.parametrize("which", ["client_ca", "cert"])

@@ -62,7 +62,8 @@ def test_schema_names_the_channel_and_its_message_type() -> None:
     schema = describe(OrderV1)
     reply = schema["$defs"]["T0"]["properties"]["reply"]
     assert reply["x-aqueduct-channel"] == "OneshotSender"
-    assert reply["x-message"][0]["$defs"]["T0"]["properties"]["px"] == {"type": "number"}
+    assert reply["x-message"] == [{"$ref": "#/$defs/T1"}]  # (the message type's definition hoisted to the root)
+    assert schema["$defs"]["T1"]["properties"]["px"] == {"type": "number"}
     assert fingerprint(canonical(OrderV1)) == fingerprint(canonical(OrderV1))
     assert len({fingerprint(canonical(t)) for t in (OrderV1, OrderV2, OrderV1Plus, OrderOtherReply)}) == 4
 
@@ -77,8 +78,7 @@ def test_exact_and_compatible_checks() -> None:
     assert check_peer(v1, plus, "compatible") is None and check_peer(plus, v1, "compatible") is None
     assert check_peer(v1, v2, "compatible") is not None
     assert check_peer(v1, other, "compatible") is not None
-    assert first_difference(json.loads(v1), json.loads(other)) == "$.$defs.T0.properties.reply.x-message[0]" \
-        ".$defs.T0.properties.px.type"
+    assert first_difference(json.loads(v1), json.loads(other)) == "$.$defs.T1.properties.px.type"  # (the reply's)
 
 
 class Renamed(msgspec.Struct):  # OrderV1's shape under another name: the same schema
@@ -148,7 +148,9 @@ def test_cli_prints_schema_and_fingerprint() -> None:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     *schema_lines, last = out.stdout.strip().splitlines()
-    assert json.loads("\n".join(schema_lines)) == describe(OrderV1)
+    printed = json.loads("\n".join(schema_lines))
+    assert printed.pop("$schema") == "https://json-schema.org/draft/2020-12/schema"
+    assert printed == describe(OrderV1)
     assert last == f"fingerprint: {fingerprint(canonical(OrderV1))}"
     bad = subprocess.run([sys.executable, "-m", "aqueduct", "schema", "no_such_module:X"], capture_output=True,
                          text=True, timeout=60)

@@ -24,7 +24,7 @@ from aqueduct.bench.clients import WaitableTickets
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
 
-from .conftest import guard
+from .conftest import guard, readdress_ticket
 
 ENDED = re.compile(r"ended: (\d+) entrypoint messages")
 
@@ -157,6 +157,7 @@ async def attack(
     attacker.upstream = upstream
     try:
         phost, pport = proxy.get_extra_info("sockname")[:2]
+        readdress_ticket(store, address, (phost, pport))
         conn = await aqueduct.connect(f"aqueduct://{phost}:{pport}", ca=certs.ca, codec=RawCodec(),
                                       session_ticket_store=store, server_name="127.0.0.1", settings=settings)
         assert link_of(conn).protocol.early_data_attempted

@@ -61,7 +61,7 @@ EXPORTS = {
     "ChannelUriStringBuilder", "Context", "ControlledFragmentAssembler", "ExclusivePublication", "FragmentAssembler",
     "Header", "Image", "InvalidChannelError", "MediaDriver", "MessageTooLongError", "NoOpIdleStrategy", "Publication",
     "PublicationClosedError", "PublicationResult", "RegistrationError", "SleepingIdleStrategy", "Subscription",
-    "YieldingIdleStrategy",
+    "UnsafeDirectory", "YieldingIdleStrategy",
 }
 
 

@@ -10,7 +10,7 @@ from aioquic.tls import CipherSuite, SessionTicket
 from cryptography import x509
 
 from aqueduct.quic.certs import DevCerts, fingerprint, normalize_fingerprint
-from aqueduct.quic.tickets import FileTicketStore, MemoryTicketStore, ServerTicketStore
+from aqueduct.quic.tickets import FileTicketStore, MemoryTicketStore, ServerTicketStore, server_key
 
 
 def _ticket(name: str = "localhost", label: bytes = b"t1", hours: int = 1) -> SessionTicket:
@@ -44,22 +44,32 @@ def test_fingerprint_forms(certs: DevCerts) -> None:
 
 def test_memory_store_hands_out_a_ticket_once() -> None:
     store = MemoryTicketStore()
-    store.put(_ticket())
-    assert store.take("localhost") is not None
-    assert store.take("localhost") is None
-    store.put(_ticket(hours=-1))
-    assert store.take("localhost") is None  # expired
+    store.put("localhost@127.0.0.1:4433", _ticket())
+    assert store.take("localhost@127.0.0.1:4433") is not None
+    assert store.take("localhost@127.0.0.1:4433") is None
+    store.put("localhost@127.0.0.1:4433", _ticket(hours=-1))
+    assert store.take("localhost@127.0.0.1:4433") is None  # expired
 
 
 def test_file_store_round_trips_and_survives_garbage(tmp_path: Path) -> None:
     path = tmp_path / "tickets.cbor"
-    FileTicketStore(path).put(_ticket())
-    got = FileTicketStore(path).take("localhost")
+    FileTicketStore(path).put("localhost@127.0.0.1:4433", _ticket())
+    got = FileTicketStore(path).take("localhost@127.0.0.1:4433")
     assert got is not None and got.ticket == b"t1" and got.other_extensions == [(42, b"x")]
     assert got.cipher_suite is CipherSuite.AES_128_GCM_SHA256
-    assert FileTicketStore(path).take("localhost") is None
+    assert FileTicketStore(path).take("localhost@127.0.0.1:4433") is None
     path.write_bytes(b"\xff\x00garbage")
-    assert FileTicketStore(path).take("localhost") is None
+    assert FileTicketStore(path).take("localhost@127.0.0.1:4433") is None
+
+
+def test_tickets_are_kept_per_server_name_and_address() -> None:
+    store = MemoryTicketStore()
+    a, b = server_key("localhost", "127.0.0.1", 4433), server_key("localhost", "127.0.0.1", 4434)
+    assert (a, server_key("localhost", "::1", 4433)) == ("localhost@127.0.0.1:4433", "localhost@[::1]:4433")
+    store.put(a, _ticket(label=b"a"))
+    store.put(b, _ticket(label=b"b"))
+    assert store.take(server_key("localhost", "127.0.0.2", 4433)) is None
+    assert getattr(store.take(b), "ticket", None) == b"b" and getattr(store.take(a), "ticket", None) == b"a"
 
 
 def test_server_store_single_use() -> None:

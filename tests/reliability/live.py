@@ -9,6 +9,8 @@ connections (`aqueduct_state_size{table}`, i.e. `Engine.state_sizes()`).
 `GoodClient` keeps doing echo round trips on its own connection from
 127.0.0.1 while the attacker (hostile.RawPeer, raw aioquic from 127.0.0.2)
 works, so "other connections are served meanwhile" is measured, not assumed.
+With `typed=True` the server is typed_serve.py (the echo rule behind a typed
+entrypoint, so it reads a peer's `schema` header) and the good client speaks it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -25,6 +28,8 @@ from prometheus_client.parser import text_string_to_metric_families
 import aqueduct
 from aqueduct.api.codec import RawCodec, RawMessage
 from aqueduct.quic.certs import DevCerts
+
+from .typed_serve import Ping
 
 GUARD = 30.0
 SAMPLE = 0.05
@@ -48,6 +53,8 @@ class LiveServer:
     port: int
     metrics: tuple[str, int]
     url: str = ""
+    typed: bool = False
+    """Whether it is typed_serve.py (entrypoint Ping, CBOR) rather than `aqueduct serve --echo`."""
 
     async def scrape(self) -> Sample:
         reader, writer = await asyncio.open_connection(*self.metrics)
@@ -74,19 +81,21 @@ class LiveServer:
 
 
 @contextlib.asynccontextmanager
-async def live_server(certs: DevCerts, limits: dict[str, object], *extra: str) -> AsyncIterator[LiveServer]:
+async def live_server(certs: DevCerts, limits: dict[str, object], *extra: str,
+                      typed: bool = False) -> AsyncIterator[LiveServer]:
     args = [f"{k}={v}" for k, v in limits.items()]
+    program = ([str(Path(__file__).with_name("typed_serve.py"))] if typed
+               else ["-m", "aqueduct", "serve", "--echo", "--port", "0", "--metrics-port", "0"])
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "aqueduct", "serve", "--echo", "--port", "0", "--cert", str(certs.cert), "--key",
-        str(certs.key), "--metrics-port", "0", *[a for arg in args for a in ("--limit", arg)], *extra,
-        stdout=asyncio.subprocess.PIPE)
+        sys.executable, *program, "--cert", str(certs.cert), "--key", str(certs.key),
+        *[a for arg in args for a in ("--limit", arg)], *extra, stdout=asyncio.subprocess.PIPE)
     try:
         assert proc.stdout is not None
         listening = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
         metrics = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
         port = int(listening.split()[-1].rpartition(":")[2])
         mhost, _, mport = metrics.split()[-1].removeprefix("http://").removesuffix("/metrics").rpartition(":")
-        yield LiveServer(proc, port, (mhost, int(mport)), f"aqueduct://127.0.0.1:{port}")
+        yield LiveServer(proc, port, (mhost, int(mport)), f"aqueduct://127.0.0.1:{port}", typed)
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -137,28 +146,34 @@ class Watch:
 
 
 class GoodClient:
-    """A well-behaved client doing echo round trips on one connection until stopped; counts them."""
+    """A well-behaved client doing echo round trips on one connection until stopped; counts them.
+    `typed`: against typed_serve.py (a Ping with a typed reply channel, the server's schema announced)."""
 
-    def __init__(self, url: str, certs: DevCerts, **options: Any) -> None:
-        self.url, self.certs, self.options = url, certs, options
+    def __init__(self, url: str, certs: DevCerts, *, typed: bool = False, **options: Any) -> None:
+        self.url, self.certs, self.typed = url, certs, typed
+        self.options = {"entrypoint": Ping, **options} if typed else {"codec": RawCodec(), **options}
         self.round_trips = 0
         self._stop = asyncio.Event()
         self._progress = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> GoodClient:
-        conn = await asyncio.wait_for(aqueduct.connect(self.url, ca=self.certs.ca, codec=RawCodec(), **self.options),
-                                      GUARD)
+        conn = await asyncio.wait_for(aqueduct.connect(self.url, ca=self.certs.ca, **self.options), GUARD)
         self._task = asyncio.ensure_future(self._run(conn))
         return self
 
     async def _run(self, conn: aqueduct.Connection) -> None:
         async with conn:
             while not self._stop.is_set():
-                tx, rx = aqueduct.channel()
-                await conn.entrypoint.send(RawMessage(b"ping", [tx]))
-                reply = await asyncio.wait_for(rx.recv(), GUARD)
-                assert reply.data == b"ping"
+                if self.typed:
+                    tx, rx = aqueduct.channel(bytes)
+                    await conn.entrypoint.send(Ping(b"ping", tx))
+                    assert await asyncio.wait_for(rx.recv(), GUARD) == b"ping"
+                else:
+                    tx, rx = aqueduct.channel()
+                    await conn.entrypoint.send(RawMessage(b"ping", [tx]))
+                    reply = await asyncio.wait_for(rx.recv(), GUARD)
+                    assert reply.data == b"ping"
                 self.round_trips += 1
                 self._progress.set()
                 self._progress = asyncio.Event()

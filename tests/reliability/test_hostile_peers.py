@@ -26,6 +26,7 @@ from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
 from aqueduct.wire.errors import CloseCode
 from aqueduct.wire.frames import Message, SentUnreliable, encode_frame
 from aqueduct.wire.varint import encode_varint
+from tests.api.conftest import readdress_ticket
 
 from .hostile import (
     BYTES_BOUND,
@@ -290,6 +291,7 @@ async def test_replayed_zero_rtt_flights_are_held_bounded_and_never_processed(ce
             await asyncio.wait_for(store.arrived.wait(), GUARD)
         proxy = await ImpairProxy.start(server.address)
         proxy.record = True
+        readdress_ticket(store, server.address, proxy.address)
         conn = await aqueduct.connect(f"aqueduct://127.0.0.1:{proxy.address[1]}", ca=certs.ca, codec=RawCodec(),
                                       session_ticket_store=store, server_name="127.0.0.1")
         assert link_of(conn).protocol.early_data_attempted

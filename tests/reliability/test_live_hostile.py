@@ -43,10 +43,12 @@ def to_server(i: int) -> int:
 
 async def run_attack(certs: DevCerts, name: str, attack: Any, expected: int, limits: dict[str, object] | None = None,
                      *, hello: bool = True, kind: str = "application", serve: tuple[str, ...] = (),
-                     peer_options: dict[str, Any] | None = None) -> tuple[Watch, int]:
-    """Serve, start a good client, attack, wait for the attacker's close; check memory, tables, code, service."""
-    async with asyncio.timeout(4 * GUARD), live_server(certs, {**LIMITS, **(limits or {})}, *serve) as server:
-        async with GoodClient(server.url, certs, **(peer_options or {})) as good:
+                     peer_options: dict[str, Any] | None = None, typed: bool = False) -> tuple[Watch, int]:
+    """Serve, start a good client, attack, wait for the attacker's close; check memory, tables, code, service.
+    `typed`: the server is live.py's typed one (it reads the `schema` header), not `aqueduct serve --echo`."""
+    async with asyncio.timeout(4 * GUARD), live_server(certs, {**LIMITS, **(limits or {})}, *serve,
+                                                       typed=typed) as server:
+        async with GoodClient(server.url, certs, typed=typed, **(peer_options or {})) as good:
             await asyncio.wait_for(good.served_during(), GUARD)
             async with Watch(server) as watch:
                 peer = await raw_peer(server.port, certs, wait=hello)

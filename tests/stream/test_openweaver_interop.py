@@ -15,9 +15,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from nacl.public import PrivateKey
 
 from aeron_compat.stream.aio import StreamEndpoint
+from aeron_compat.stream.errors import StreamTimeout
+from aeron_compat.stream.limits import MS, StreamConfig
 from aeron_compat.stream.openweaver import OpenWeaverKeys
 from tests.stream.openweaver_peer import build, free_udp_port, key_dir
 
@@ -56,6 +59,7 @@ def test_we_dial_the_cpp_server_and_it_receives_10_mb_intact(tmp_path: Path) -> 
             await writer.drain()
             line = await asyncio.wait_for(reading, 120)
             await asyncio.wait_for(writer.flushed(), 60)  # and the C++ side acknowledged every packet
+            assert conn.engine.all_sent() and not conn.closed.is_set()  # by its ACKs, not by an idle timeout
             return line
         finally:
             ep.close()
@@ -66,6 +70,34 @@ def test_we_dial_the_cpp_server_and_it_receives_10_mb_intact(tmp_path: Path) -> 
         server.kill()
         server.wait()
     assert line == f"RECEIVED {SIZE} {hashlib.sha256(data).hexdigest()}"
+
+
+def test_flushed_raises_when_the_cpp_server_dies_with_bytes_unacknowledged(tmp_path: Path) -> None:
+    binaries = build()
+    secret = PrivateKey.generate()
+    port = free_udp_port()
+    env = dict(os.environ, OW_LISTEN=f"127.0.0.1:{port}", OW_BYTES=str(SIZE))
+    server = subprocess.Popen([str(binaries / "ow_server")], cwd=key_dir(tmp_path, bytes(secret)), env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    async def main() -> None:
+        ep = await StreamEndpoint.bind(profile="openweaver", config=StreamConfig(idle_timeout_ns=2_000 * MS))
+        try:
+            conn = await asyncio.wait_for(ep.dial(("127.0.0.1", port), bytes(secret.public_key)), 30)
+            _, writer = conn.open_stream()
+            writer.write(pattern(SIZE))
+            server.kill()  # no RST: our side learns of it only by the idle timeout
+            with pytest.raises(StreamTimeout):
+                await asyncio.wait_for(writer.flushed(), 60)
+            assert not conn.engine.all_sent()
+        finally:
+            ep.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.kill()
+        server.wait()
 
 
 def test_the_cpp_client_dials_us_and_we_receive_10_mb_intact(tmp_path: Path) -> None:

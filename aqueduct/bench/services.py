@@ -1,0 +1,191 @@
+"""The service rows: calls per second and latency of a service call, beside `aqueduct.request` with a fresh
+oneshot and grpcio's aio unary call (when grpcio is installed: the `bench` extra), in one run.
+
+Theory of operation. A peer process (`python -m aqueduct.bench.services --serve DIR`) serves three things
+on loopback and prints their ports: a `BenchCalc` service (`serve(service=)`), an entrypoint of typed
+`Add` requests answered on their reply oneshot (what a service call is built from, hand-written), and a
+grpc.aio server with one generic unary method on raw bytes (no protobuf: the figure is the transport and
+dispatch, not a codec). This process calls each for `window` seconds with 1 and with 32 calls in flight
+and records calls/s and the p50/p99 of each call's latency, alternating the kinds each round.
+"""
+
+from __future__ import annotations
+
+import abc
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..api.halves import OneshotSender
+from ..services import Service, connect, serve
+from .clients import percentile
+
+FLIGHTS = (1, 32)
+KINDS = ("service call", "aqueduct.request fresh oneshot", "grpcio aio unary")
+
+
+class BenchCalc(Service):
+    @abc.abstractmethod
+    async def add(self, a: int, b: int) -> int: ...
+
+
+class Calc(BenchCalc):
+    async def add(self, a: int, b: int) -> int:
+        return a + b
+
+
+class Add(msgspec.Struct):
+    a: int
+    b: int
+    reply: OneshotSender[int]
+
+
+def grpc_available() -> bool:
+    """Whether grpcio is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("grpc") is not None
+
+
+# ---- the serving peer ----
+async def _serve(certs: Path) -> None:
+    cert, key = certs / "cert.pem", certs / "key.pem"
+    ports: dict[str, int] = {}
+    async with serve("127.0.0.1", 0, cert=cert, key=key, service=Calc()) as svc, \
+            serve("127.0.0.1", 0, cert=cert, key=key, entrypoint=Add) as plain:
+        ports["service"], ports["request"] = svc.address[1], plain.address[1]
+
+        async def answer(conn: Any) -> None:
+            async for req in conn.entrypoint:
+                await req.reply.send(req.a + req.b)
+
+        answering: set[asyncio.Future[None]] = set()
+
+        async def accept() -> None:
+            async for conn in plain:
+                answering.add(asyncio.ensure_future(answer(conn)))
+
+        acceptor = asyncio.ensure_future(accept())
+        grpc_server = None
+        if grpc_available():
+            import grpc
+
+            async def unary(request: bytes, context: Any) -> bytes:
+                return request
+
+            handler = grpc.method_handlers_generic_handler(
+                "bench.Calc", {"Add": grpc.unary_unary_rpc_method_handler(unary)})
+            grpc_server = grpc.aio.server()
+            grpc_server.add_generic_rpc_handlers((handler,))
+            ports["grpc"] = grpc_server.add_insecure_port("127.0.0.1:0")
+            await grpc_server.start()
+        print(json.dumps(ports), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        acceptor.cancel()
+        if grpc_server is not None:
+            await grpc_server.stop(None)
+
+
+# ---- measuring ----
+async def _drive(call: Callable[[], Awaitable[Any]], flight: int, window: float) -> tuple[float, list[float]]:
+    """Calls/s and each call's latency with `flight` calls in flight for `window` seconds."""
+    latencies: list[float] = []
+    for _ in range(50):  # warm up
+        await call()
+    stop = time.perf_counter() + window
+
+    async def worker() -> None:
+        while time.perf_counter() < stop:
+            t0 = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - t0)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(flight)))
+    return len(latencies) / (time.perf_counter() - started), latencies
+
+
+async def _callers(ports: dict[str, int], ca: Path) -> tuple[dict[str, Callable[[], Awaitable[Any]]], list[Any]]:
+    from ..api.request import request
+
+    svc = await connect(f"aqueduct://127.0.0.1:{ports['service']}", ca=ca, service=BenchCalc,
+                        max_concurrent_calls=64)
+    plain = await connect(f"aqueduct://127.0.0.1:{ports['request']}", ca=ca, entrypoint=Add)
+    calc, target = svc.service, plain.entrypoint
+    callers: dict[str, Callable[[], Awaitable[Any]]] = {
+        "service call": lambda: calc.add(1, 2),
+        "aqueduct.request fresh oneshot": lambda: request(target, lambda r: Add(1, 2, r)),
+    }
+    closers: list[Any] = [svc.close, plain.close]
+    if "grpc" in ports:
+        import grpc
+
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{ports['grpc']}")
+        stub = channel.unary_unary("/bench.Calc/Add")
+        callers["grpcio aio unary"] = lambda: stub(b"\x01\x02")
+        closers.append(channel.close)
+    return callers, closers
+
+
+async def measure(certs_dir: Path, window: float, rounds: int,
+                  progress: Callable[[str], None] = lambda _: None) -> dict[str, dict[str, list[float]]]:
+    """Per row (`<kind> (<n> in flight)`): `calls_s`, `p50_us`, `p99_us`, one value per round."""
+    proc = subprocess.Popen([sys.executable, "-m", "aqueduct.bench.services", "--serve", str(certs_dir)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    out: dict[str, dict[str, list[float]]] = {}
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        ports = json.loads(proc.stdout.readline())
+        callers, closers = await _callers(ports, certs_dir / "ca.pem")
+        try:
+            kinds = list(callers)
+            for rnd in range(rounds):
+                shift = rnd % len(kinds)
+                for kind in kinds[shift:] + kinds[:shift]:
+                    for flight in FLIGHTS:
+                        progress(f"services round {rnd + 1}/{rounds}: {kind}, {flight} in flight")
+                        rate, lat = await _drive(callers[kind], flight, window)
+                        row = out.setdefault(f"{kind} ({flight} in flight)", {})
+                        row.setdefault("calls_s", []).append(rate)
+                        row.setdefault("p50_us", []).append(percentile(lat, 0.5) * 1e6)
+                        row.setdefault("p99_us", []).append(percentile(lat, 0.99) * 1e6)
+        finally:
+            for close in closers:
+                await close()
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=30)
+    return out
+
+
+def main() -> None:
+    """`--serve DIR`: the serving peer. Otherwise measure (fresh certificates) and print the rows as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--serve", metavar="DIR")
+    parser.add_argument("--window", type=float, default=1.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if args.serve:
+        asyncio.run(_serve(Path(args.serve)))
+        return
+    import tempfile
+
+    from ..quic.certs import make_dev_certs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        make_dev_certs(tmp)
+        rows = asyncio.run(measure(Path(tmp), args.window, args.rounds, lambda s: print(s, file=sys.stderr)))
+    print(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
