@@ -1,5 +1,5 @@
 """Measuring clients, one per transport family, all with the same workload methods (the raw aioquic one is
-rawquic.py's).
+rawquic.py's; an extra's, e.g. Marlin Stream's, its own: extras.py).
 
 Each client talks to the peer process (peer.py) with the commands of
 protocol.py. Throughput workloads send for a time window (or up to a
@@ -26,12 +26,14 @@ import aqueduct
 from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 
+from ..quic.settings import TransportSettings
 from .framing import Deframer, frame
 from .protocol import (
     CHANNELS,
     ECHO,
     HOLD,
     PING,
+    REQUEST,
     SINK,
     TYPED_CHANNELS,
     TYPED_SINK,
@@ -74,12 +76,12 @@ class AqueductClient:
     """Workloads over one Aqueduct connection with one codec and one delivery mode."""
 
     def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, tuned: bool = False,
-                 typed: bool = False) -> None:
+                 typed: bool = False, settings: TransportSettings | None = None) -> None:
         self.url = f"aqueduct://127.0.0.1:{port}"
         self.ca = ca
         self.codec = codec
         self.mode = mode
-        self.settings = bench_settings(tuned)
+        self.settings = settings or bench_settings(tuned)
         self.conn: aqueduct.Connection[Any] | None = None
         self.tickets = WaitableTickets()
         self.typed = typed
@@ -150,6 +152,17 @@ class AqueductClient:
         with contextlib.suppress(StopAsyncIteration):
             await rx.recv()
         return out
+
+    async def call(self, body: bytes) -> bytes:
+        """One request with a fresh oneshot for its reply (`aqueduct.request`); the peer sends `body` back."""
+        assert self.conn is not None
+        codec = self.codec
+        reply: Any = await aqueduct.request(self.conn.entrypoint, lambda r: pack(codec, REQUEST + body, [r]))
+        return unpack(codec, reply)[0]
+
+    async def echo_pair(self) -> tuple[aqueduct.Sender[Any], aqueduct.Receiver[Any]]:
+        """A pre-opened channel pair: what is sent on the Sender comes back, in order, on the Receiver."""
+        return await self._command(ECHO, self.mode)
 
     async def channels(self, window: float, limit: int) -> Rate:
         """Each message carries a new channel's Receiver; that channel carries one message and finishes."""

@@ -13,12 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import subprocess
 import sys
 import threading
-import tracemalloc
 from typing import Any, ClassVar
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
@@ -27,93 +25,13 @@ from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
 
 import aqueduct
-from aqueduct.errors import AqueductError
 
-from ..api.validation import spec_for
 from ..quic import introspect
+from . import aqserver
 from .extras import extras
 from .framing import Deframer, frame
-from .protocol import (
-    CHANNELS,
-    DATAGRAMS,
-    ECHO,
-    HOLD,
-    PING,
-    SINK,
-    STREAMS_ECHO,
-    STREAMS_SINK,
-    TYPED_CHANNELS,
-    TYPED_SINK,
-    encode_count,
-    pack,
-    unpack,
-)
+from .protocol import DATAGRAMS, ECHO, PING, SINK, STREAMS_ECHO, STREAMS_SINK, encode_count
 from .settings import RAW_ALPN, bench_settings
-from .typed import BenchCarrier, BenchOrder
-
-# ---------------------------------------------------------------- Aqueduct
-
-
-async def _aq_command(codec: str, cmd: bytes, halves: list[Any]) -> None:
-    if cmd == PING:
-        (reply,) = halves
-        await reply.send(pack(codec, b"p"))
-        await reply.finish()
-        return
-    rx, tx = halves
-    if cmd in (TYPED_SINK, TYPED_CHANNELS):  # a typed service's receiver: every message converted to its type
-        rx._adopt(spec_for(BenchOrder if cmd == TYPED_SINK else BenchCarrier))
-    n = 0
-    held: list[Any] = []
-    if cmd == HOLD:
-        gc.collect()
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-    try:
-        async for obj in rx:
-            n += 1
-            if cmd == ECHO:
-                await tx.send(pack(codec, unpack(codec, obj)[0]))
-            elif cmd == CHANNELS:
-                (inner,) = unpack(codec, obj)[1]
-                await inner.recv()
-                inner.close()
-            elif cmd == TYPED_CHANNELS:
-                await obj.inbox.recv()
-                obj.inbox.close()
-            elif cmd == HOLD:
-                held.extend(unpack(codec, obj)[1])
-    except AqueductError:
-        pass
-    if cmd == HOLD:
-        gc.collect()
-        traced = tracemalloc.get_traced_memory()[0] - base
-        tracemalloc.stop()
-        await tx.send(pack(codec, encode_count(n) + encode_count(max(0, traced))))
-    elif cmd != ECHO:
-        await tx.send(pack(codec, encode_count(n)))
-    await tx.finish()
-    held.clear()
-
-
-async def _aq_connection(conn: aqueduct.Connection[Any], codec: str, tasks: set[asyncio.Task[None]]) -> None:
-    try:
-        async for obj in conn.entrypoint:
-            cmd, halves = unpack(codec, obj)
-            task = asyncio.ensure_future(_aq_command(codec, cmd, halves))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-    except AqueductError:
-        pass
-
-
-async def _aq_accept(server: aqueduct.Server[Any], codec: str) -> None:
-    tasks: set[asyncio.Task[None]] = set()
-    async for conn in server:
-        task = asyncio.ensure_future(_aq_connection(conn, codec, tasks))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
 
 # ---------------------------------------------------------------- raw aioquic
 
@@ -289,7 +207,7 @@ async def serve_all(cert: str, key: str) -> None:
         raw_server = await start_raw_server(cert, key)
         tcp_server = await asyncio.start_server(_tcp_client, "127.0.0.1", 0)
         served = {extra.key: await extra.serve(_tcp_client) for extra in extras()}
-        accept = [asyncio.ensure_future(_aq_accept(server, codec))
+        accept = [asyncio.ensure_future(aqserver.accept(server, codec))
                   for server, codec in ((aq_raw, "raw"), (aq_cbor, "cbor"), (aq_tuned, "raw"))]
         ports = {
             "aqueduct-raw": aq_raw.address[1],
