@@ -36,7 +36,7 @@ def test_the_installed_registry_gives_the_declared_rows_to_the_runner_and_the_lo
     assert set(found) == {"marlin stream"}, "installed metadata differs from pyproject.toml: reinstall the project"
     assert BY_NAME["marlin stream"].family == "stream"
     assert "marlin stream" in loss.PATHS and loss.PORT_KEYS["marlin stream"] == "stream"
-    assert netloss.PATHS == ("tcp", "marlin stream", "aqueduct ordered raw")
+    assert netloss.PATHS == ("tcp", "marlin stream", "aqueduct ordered raw", "aioquic", "aqueduct ordered raw cubic")
 
 
 @pytest.mark.timeout(120)
