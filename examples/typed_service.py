@@ -51,7 +51,7 @@ async def desk(conn: Connection[Receiver[Request]]) -> None:
         except aqueduct.ValidationError as exc:
             print(f"desk: refused a message: at {exc.path} expected {exc.expected}, got {exc.received}")
             continue
-        except StopAsyncIteration:
+        except aqueduct.ChannelFinished:
             return
         if req.reply is not None:
             await req.reply.send(Quote(req.sym, bid=99.5, ask=100.5))
@@ -65,7 +65,7 @@ async def desk(conn: Connection[Receiver[Request]]) -> None:
 
 async def main() -> None:
     global TAPE
-    TAPE = aqueduct.broadcast(Trade)
+    TAPE = aqueduct.Broadcast(Trade)
     async with running_server(desk, entrypoint=Request) as (url, certs):
         async with aqueduct.connect(url, ca=certs.ca, entrypoint=Request) as conn:
             quote: Quote = await aqueduct.request(conn.entrypoint, lambda reply: Request("ACME", reply=reply),

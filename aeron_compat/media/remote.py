@@ -186,7 +186,7 @@ class RemoteSink:
 
     async def _read_status(self) -> None:
         assert self._status is not None
-        with contextlib.suppress(AqueductError, ConnectionError, StopAsyncIteration):
+        with contextlib.suppress(AqueductError, ConnectionError):
             async for position in self._status:
                 if isinstance(position, int) and position > self.position:
                     self.position = position
