@@ -27,11 +27,12 @@ Rep = TypeVar("Rep")
 
 
 class Replies(Protocol[Rep]):
-    """A request whose `reply` field is the oneshot its answer comes back on: what lets mypy infer `request`'s
-    result from the request the lambda builds (a dataclass, `msgspec.Struct` or pydantic model)."""
+    """A request whose `reply` field is the oneshot its answer comes back on (or an optional one): what lets
+    mypy infer `request`'s result from the request the lambda builds (a dataclass, `msgspec.Struct` or
+    pydantic model)."""
 
     @property
-    def reply(self) -> OneshotSender[Rep]: ...
+    def reply(self) -> OneshotSender[Rep] | None: ...
 
 
 @overload

@@ -88,6 +88,11 @@ async def oneshots() -> None:
     plain: Sender[Quote] = reply_tx  # a oneshot sender is a Sender for typing
 
 
+@dataclasses.dataclass
+class Maybe:
+    reply: OneshotSender[Quote] | None = None
+
+
 async def endpoints() -> None:
     async with aqueduct.connect("aqueduct://h:1", ca="ca.pem", entrypoint=Request) as conn:
         assert_type(conn, Connection[Sender[Request]])
@@ -100,6 +105,8 @@ async def endpoints() -> None:
         # a request carrying its reply half in another field names the reply's type
         tape = await aqueduct.request(conn.entrypoint, lambda r: Request(sym="X", reply=r), reply_type=Quote)
         assert_type(tape, Quote)
+        optional = await aqueduct.request(conn.entrypoint, lambda reply: Maybe(reply))  # an optional reply field
+        assert_type(optional, Quote)
         await aqueduct.request(conn.entrypoint, lambda r: Request(sym="X", reply=r), reply_type=Order)  # E: Argument "reply" to "Request" has incompatible type "OneshotSender[Order]"; expected "OneshotSender[Quote]"
     async with aqueduct.connect("aqueduct://h:1", ca="ca.pem") as untyped:
         assert_type(untyped.entrypoint, Sender[Any])
