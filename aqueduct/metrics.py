@@ -15,15 +15,20 @@ histogram once per `sample_seconds`.
 Everything runs on the event loop's thread: the HTTP endpoint is served by
 asyncio (`start_http`), not by prometheus_client's thread, so a scrape never
 reads engine state that the loop is changing. prometheus_client renders
-the exposition format. Every family is named `aqueduct_*`; the ones a
+the exposition format. The endpoint is bounded (`HttpLimits`): a request
+must arrive whole within `read_timeout` seconds and the answer be taken
+within the same time, its request line and headers may not exceed
+`max_request_bytes`, and at most `max_connections` are open at once (a new
+one beyond that ends the oldest): connections that never finish a request
+(a slowloris) cost a fixed amount and cannot lock out a scraper. Every family is named `aqueduct_*`; the ones a
 server fills are listed in `FAMILIES`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
@@ -60,6 +65,18 @@ FAMILIES = (
     "aqueduct_state_size",
 )
 """Every family a server's Metrics exposes (counters without their `_total` suffix)."""
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """Bounds of the metrics HTTP endpoint (`serve(metrics=(host, port, HttpLimits(...)))`; SECURITY.md)."""
+
+    read_timeout: float = 5.0
+    """Seconds a connection has to send its whole request and take the answer; then it is closed."""
+    max_request_bytes: int = 16 * 1024
+    """Largest request line plus headers; a longer request is closed unanswered."""
+    max_connections: int = 32
+    """Connections open at once; a new one beyond it ends the oldest (which has had the most time)."""
 
 
 class Metrics(Collector):
@@ -198,20 +215,32 @@ class Metrics(Collector):
         """The registry in Prometheus' text format."""
         return generate_latest(self.registry)
 
-    async def start_http(self, host: str, port: int) -> asyncio.Server:
-        """Serve `GET /metrics` (any path) on the running loop; port 0 picks a free one."""
+    async def start_http(self, host: str, port: int, limits: HttpLimits | None = None) -> asyncio.Server:
+        """Serve `GET /metrics` (any path) on the running loop within `limits`; port 0 picks a free one."""
+        limits = limits or HttpLimits()
+        open_: dict[asyncio.StreamWriter, None] = {}  # in arrival order: the first is the oldest
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                await reader.readuntil(b"\r\n\r\n")  # request line and headers: every path answers the same
-                body = self.exposition()
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + CONTENT_TYPE_LATEST.encode()
-                             + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n"
-                             + body)
-                await writer.drain()
-            writer.close()
+            if len(open_) >= limits.max_connections:
+                oldest = next(iter(open_))
+                del open_[oldest]
+                oldest.transport.abort()  # its handler ends: reading or draining fails
+            open_[writer] = None
+            try:
+                async with asyncio.timeout(limits.read_timeout):
+                    await reader.readuntil(b"\r\n\r\n")  # request line and headers: every path answers the same
+                    body = self.exposition()
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + CONTENT_TYPE_LATEST.encode()
+                                 + b"\r\nContent-Length: " + str(len(body)).encode()
+                                 + b"\r\nConnection: close\r\n\r\n" + body)
+                    await writer.drain()
+            except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                writer.transport.abort()  # (a slow or oversized request: nothing to flush)
+            finally:
+                open_.pop(writer, None)
+                writer.close()
 
-        return await asyncio.start_server(handle, host, port)
+        return await asyncio.start_server(handle, host, port, limit=limits.max_request_bytes)
 
 
 async def scrape_totals(host: str, port: int) -> dict[str, float]:

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from aeron_compat.stream.aio import StreamEndpoint
+from aeron_compat.marlin.aio import StreamEndpoint
 
 TCP_SERVER = """
 import asyncio, hashlib, sys

@@ -119,6 +119,9 @@ async def client(url: str, ca: Path) -> None:
 
 
 async def main() -> None:
+    if sys.argv[1:2] == ["server"]:                  # the second process: this file run as the server
+        await server(sys.argv[2])
+        return
     with tempfile.TemporaryDirectory() as tmp:
         certs = make_dev_certs(tmp)
         proc = subprocess.Popen([sys.executable, __file__, "server", tmp], stdin=subprocess.PIPE,
@@ -135,7 +138,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["server"]:
-        run(server(sys.argv[2]))
-    else:
-        run(main())
+    run(main())

@@ -39,7 +39,7 @@ REFERENCE = {
     "aqueduct.testing": "The deterministic simulator and random-application driver for your own tests.",
     "aeron_compat": "The Aeron programming model on Aqueduct channels.",
     "aeron_compat.bymux": "bymux: many byte streams over one reliable ordered byte channel.",
-    "aeron_compat.stream": "Marlin Stream: reliable ordered byte streams over UDP.",
+    "aeron_compat.marlin": "Marlin Stream: reliable ordered byte streams over UDP.",
 }
 # command -> the module whose build_parser() makes its parser
 COMMANDS = {"aqueduct": "aqueduct.cli", "aeron_compat": "aeron_compat.tools.cli"}

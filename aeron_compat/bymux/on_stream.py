@@ -1,4 +1,4 @@
-"""bymux over one Marlin Stream stream (aeron_compat.stream), as it runs over TCP.
+"""bymux over one Marlin Stream stream (aeron_compat.marlin), as it runs over TCP.
 
 Theory: a Stream stream is an ordered, reliable byte stream like a TCP
 connection, so bymux's asyncio `Connection` runs on it unchanged: this glue
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
-from aeron_compat.stream.aio import StreamConnection
+from aeron_compat.marlin.aio import StreamConnection
 
 from .aio import Connection, open_connection
 

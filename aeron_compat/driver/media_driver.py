@@ -33,8 +33,7 @@ from ..media.loopback import LOOPBACK, LoopbackNetwork, normalise_host
 from ..media.matcher import Key, Matcher
 
 if TYPE_CHECKING:
-    from ..media.aqueduct import AqueductNetwork
-    from ..media.stream import StreamNetwork
+    from ..media.network import DriverNetwork
 
 _driver_ids = itertools.count(1)
 
@@ -57,8 +56,8 @@ class MediaDriver:
         self.driver_id = next(_driver_ids)
         self.counters = Counters()
         self.ipc = Matcher()
-        self._network: LoopbackNetwork | AqueductNetwork | None = None
-        self._stream_network: StreamNetwork | None = None
+        self._network: LoopbackNetwork | DriverNetwork | None = None
+        self._stream_network: DriverNetwork | None = None
         self.address = f"127.0.0.1:{LOOPBACK.ephemeral_port()}"
         self.logs: list[PublicationLog] = []
         self.subscriptions: list[Subscription] = []
@@ -78,31 +77,33 @@ class MediaDriver:
             self._conductor.start()
 
     @property
-    def network(self) -> LoopbackNetwork | AqueductNetwork:
+    def network(self) -> LoopbackNetwork | DriverNetwork:
         """The aeron:udp domain, started on first use (so ipc-only clients start no QUIC endpoint)."""
         if self._network is None:
             if self.ctx.udp_media == "aqueduct":
-                from ..media.aqueduct import AqueductNetwork
+                from ..media.aqueduct import AqueductTransport
+                from ..media.network import DriverNetwork
 
-                self._network = AqueductNetwork(self)
+                self._network = DriverNetwork(self, AqueductTransport(self.ctx))
             else:
                 self._network = LOOPBACK
         return self._network
 
     @property
-    def stream_network(self) -> StreamNetwork:
+    def stream_network(self) -> DriverNetwork:
         """The Marlin Stream domain of `transport=stream` channels, started on first use."""
         if self._stream_network is None:
-            from ..media.stream import StreamNetwork
+            from ..media.marlin import MarlinTransport
+            from ..media.network import DriverNetwork
 
-            self._stream_network = StreamNetwork(self)
+            self._stream_network = DriverNetwork(self, MarlinTransport())
         return self._stream_network
 
-    def network_for(self, channel: ChannelUri) -> LoopbackNetwork | AqueductNetwork:
+    def network_for(self, channel: ChannelUri) -> LoopbackNetwork | DriverNetwork:
         """The aeron:udp domain `channel` travels in."""
         return self.stream_network if channel.get("transport") == "stream" else self.network
 
-    def _networks(self) -> list[AqueductNetwork]:
+    def _networks(self) -> list[DriverNetwork]:
         """The socket networks started so far."""
         started = (self._network, self._stream_network)
         return [n for n in started if n is not None and not isinstance(n, LoopbackNetwork)]

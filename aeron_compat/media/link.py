@@ -1,54 +1,21 @@
-# A Link is one Aqueduct connection between two drivers, used both ways: the client's entrypoint
-# Sender carries control messages to the server, and a Sender the client hands over in its first
-# ("hello") message carries them back.  Control messages are queued and written in order by one
-# task; incoming ones go to the `on_control` callback the network gave (a callback, so a link
-# knows nothing of the network that owns it).  Also here: the shared development certificate and
-# the peer address an image reports as its source identity.
-"""`ControlLink`, `Link`, development certificates and peer addresses for the Aqueduct media."""
+# A link is one connection between two drivers, used both ways: control messages are queued by `send_ctl`
+# and written in order by one task of the transport's; incoming ones go to the `on_control` callback the
+# network gave (a callback, so a link knows nothing of the network that owns it).  `ControlLink` is the
+# part every transport shares; aqueduct_link.py and marlin_link.py are the two links there are.
+"""`ControlLink`: one connection between two drivers, whatever the transport."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import os
-import shutil
-import tempfile
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-from aqueduct.api import Connection, Receiver, Sender
-from aqueduct.api.connection import link_of
-from aqueduct.errors import AqueductError
-from aqueduct.quic.certs import DevCerts, make_dev_certs
-
-from ..client.counters import base_dir
-from ..client.directory import private_dir
 
 _link_ids = itertools.count(1)
 
-
-def dev_certs(directory: Path | None = None) -> DevCerts:
-    """The user's shared development CA and loopback certificate (made once, atomically)."""
-    target = directory or private_dir(base_dir()) / "dev-certs"  # (another user's base could plant a CA)
-    names = DevCerts(target / "ca.pem", target / "ca.key", target / "cert.pem", target / "key.pem")
-    if not names.key.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".certs"))
-        make_dev_certs(scratch)
-        try:
-            os.rename(scratch, target)
-        except OSError:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return names
-
-
-def peer_of(conn: Connection[Any]) -> str:
-    """The peer's UDP address as host:port."""
-    addr = conn.peer_address
-    return f"{addr[0]}:{addr[1]}" if addr is not None else "unknown:0"
+OnControl = Callable[["ControlLink", dict[str, Any]], None]
+"""The network's dispatcher for a link's incoming control messages."""
 
 
 class ControlLink:
@@ -58,8 +25,8 @@ class ControlLink:
     incoming ones go to `on_control`.
     """
 
-    def __init__(self, on_control: Callable[[ControlLink, dict[str, Any]], None], peer: str,
-                 endpoint: str | None = None, listener: str | None = None) -> None:
+    def __init__(self, on_control: OnControl, peer: str, endpoint: str | None = None,
+                 listener: str | None = None) -> None:
         self.id = next(_link_ids)
         self.on_control = on_control  # the network's dispatcher for incoming control messages
         self.peer = peer
@@ -85,43 +52,3 @@ class ControlLink:
     async def aclose(self) -> None:
         """Close the connection."""
         raise NotImplementedError
-
-
-class Link(ControlLink):
-    """One Aqueduct connection between two drivers, with an ordered control channel each way."""
-
-    def __init__(self, on_control: Callable[[ControlLink, dict[str, Any]], None], conn: Connection[Any],
-                 out: Sender[Any], inc: Receiver[Any], peer: str, endpoint: str | None = None,
-                 listener: str | None = None) -> None:
-        super().__init__(on_control, peer, endpoint, listener)
-        self.conn, self.out, self.inc = conn, out, inc
-
-    @property
-    def datagram_limit(self) -> int:
-        """Largest unreliable message on this connection."""
-        return int(link_of(self.conn).protocol.datagram_payload_limit)
-
-    async def aclose(self) -> None:
-        """Close the connection (waiting at most a second)."""
-        await self.conn.close(timeout=1.0)
-
-    async def run(self) -> None:
-        """Write queued control messages and dispatch incoming ones until the connection ends."""
-        writer = asyncio.create_task(self._write())
-        try:
-            async for msg in self.inc:
-                if isinstance(msg, dict):
-                    self.on_control(self, msg)
-        except (AqueductError, ConnectionError):
-            pass
-        finally:
-            self.alive = False
-            writer.cancel()
-
-    async def _write(self) -> None:
-        with contextlib.suppress(AqueductError, ConnectionError):
-            while True:
-                while self._queue:
-                    await self.out.send(self._queue.popleft())
-                self._wake.clear()
-                await self._wake.wait()

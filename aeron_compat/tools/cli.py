@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     drv.add_argument("--udp-media", choices=("aqueduct", "loopback"), default="aqueduct",
                      help="aeron:udp transport (default: aqueduct)")
     drv.set_defaults(func=_driver)
-    from ..stream.cli import add_parser as add_stream_parser
+    from ..marlin.cli import add_parser as add_stream_parser
 
     add_stream_parser(sub)
     return parser

@@ -48,6 +48,8 @@ HeaderItems = Iterable[tuple[str, bytes | str]]
 DEFAULT_PORT = 4433
 DEFAULT_CONNECT_TIMEOUT = 5.0
 """Seconds `connect` waits for the handshake and the server's headers before `ConnectError`."""
+CLOSE_WAIT = 1.0
+"""Seconds a server's close (drain, leaving `serve`) waits for each connection's peer to see it."""
 
 
 def _headers(
@@ -234,6 +236,8 @@ class Server(Generic[C]):
         """The `aqueduct.metrics.Metrics` of this server (`serve(metrics=...)`), or None."""
         self.metrics_address: tuple[str, int] | None = None
         """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
+        self.worker_dir: Path | None = None
+        """With `workers=N`: the private directory of the workers' sockets (give it to workers 1..N-1)."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
@@ -283,20 +287,28 @@ class Server(Generic[C]):
 
         New connections are dropped from now on and `async for conn in server` ends. A connection is closed
         (code SHUTTING_DOWN) as soon as nothing but its entrypoint is open on it; whatever is still busy after
-        `grace` seconds is closed then. Returns once every connection has ended."""
+        `grace` seconds is closed then. Closes run concurrently (each waits at most CLOSE_WAIT seconds for its
+        peer, one that vanished included), so this returns within about `grace` + CLOSE_WAIT seconds, once
+        every connection has ended or that wait is over."""
+        loop = asyncio.get_running_loop()
         self.admission.accepting = False
         self._close()
-        deadline = asyncio.get_running_loop().time() + grace
-        while self.connections:
+        deadline = loop.time() + grace
+        closing: list[asyncio.Future[None]] = []
+
+        def close(conn: Connection[Any], reason: str) -> None:
+            self.connections.discard(conn)
+            closing.append(asyncio.ensure_future(conn.close(CloseCode.SHUTTING_DOWN, reason, timeout=CLOSE_WAIT)))
+
+        while True:
             for conn in [c for c in self.connections if _idle(c)]:
-                self.connections.discard(conn)
-                await conn.close(CloseCode.SHUTTING_DOWN, "server shutting down", timeout=1.0)
-            if asyncio.get_running_loop().time() >= deadline:
+                close(conn, "server shutting down")
+            if not self.connections or loop.time() >= deadline:
                 break
             await asyncio.sleep(poll)  # (a shutdown path: polling the engines' tables is simpler than events)
-        busy = list(self.connections)
-        await asyncio.gather(*(c.close(CloseCode.SHUTTING_DOWN, "server shutting down: grace period over",
-                                       timeout=1.0) for c in busy), return_exceptions=True)
+        for conn in list(self.connections):
+            close(conn, "server shutting down: grace period over")
+        await asyncio.gather(*closing, return_exceptions=True)
 
 
 def _idle(conn: Connection[Any]) -> bool:
@@ -323,6 +335,7 @@ class ServeOptions(TypedDict, total=False):
     authenticate: Authenticate | None
     workers: int
     worker: int
+    worker_dir: str | Path | None
 
 
 @overload
@@ -343,12 +356,15 @@ def serve(
     `entrypoint=T`: each connection's `conn.entrypoint` is a `Receiver[T]` (every message converted to T);
     `entrypoint=OneOf(A, B)`: a `Receiver[A | B]`.
     `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
-    `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`), or an
-    `aqueduct.metrics.Metrics` to count into (served by the caller).
+    `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`; `(host, port,
+    aqueduct.metrics.HttpLimits(...))` sets the endpoint's bounds), or an `aqueduct.metrics.Metrics` to count
+    into (served by the caller).
     `workers=N, worker=i`: this process is worker i of N processes serving one UDP port (each calls `serve`
     with the same host, port and N; worker 0 may use port 0, the others then need its port): the kernel
     spreads clients over them, and a packet of a connection reaching another worker (after the client's
-    address changed) is handed to its owner. `aqueduct serve --workers N` starts such processes.
+    address changed) is handed to its owner. `aqueduct serve --workers N` starts such processes. They hand
+    packets over through sockets in a private directory worker 0 makes (`server.worker_dir`); the others
+    are given it as `worker_dir` and refuse one that is not their user's alone (quic/workers.py).
 
     With `single_use_tickets` each session ticket resumes at most once, which makes 0-RTT replay
     impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
@@ -384,6 +400,7 @@ async def _serve(
     authenticate: Authenticate | None = None,
     workers: int = 1,
     worker: int = 0,
+    worker_dir: str | Path | None = None,
 ) -> AsyncIterator[Server[Any]]:
     server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check, authenticate)
     client_auth = ClientAuth.load(client_ca, required=require_client_cert) if client_ca is not None else None
@@ -393,8 +410,9 @@ async def _serve(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
         headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
         tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
-        worker=worker,
+        worker=worker, worker_dir=worker_dir,
     )
+    server.worker_dir = quic_server.workers.directory if quic_server.workers is not None else None
     sockname = transport.get_extra_info("sockname")
     server.address = (sockname[0], sockname[1])
     server.admission = quic_server
@@ -417,7 +435,8 @@ async def _serve(
         yield server
     finally:
         server._close()
-        await asyncio.gather(*(conn.close(timeout=1.0) for conn in list(server.connections)), return_exceptions=True)
+        await asyncio.gather(*(conn.close(timeout=CLOSE_WAIT) for conn in list(server.connections)),
+                             return_exceptions=True)
         quic_server.close()
         if server.metrics is not None:
             server.metrics.stop()

@@ -1,5 +1,5 @@
 """Measuring clients, one per transport family, all with the same workload methods (the raw aioquic one is
-rawquic.py's).
+rawquic.py's; an extra's, e.g. Marlin Stream's, its own: extras.py).
 
 Each client talks to the peer process (peer.py) with the commands of
 protocol.py. Throughput workloads send for a time window (or up to a
@@ -23,16 +23,17 @@ from typing import Any
 from aioquic.tls import SessionTicket
 
 import aqueduct
-from aeron_compat.stream.aio import StreamConnection, StreamEndpoint
 from aqueduct.api.connection import link_of
 from aqueduct.core.app import Delivery
 
+from ..quic.settings import TransportSettings
 from .framing import Deframer, frame
 from .protocol import (
     CHANNELS,
     ECHO,
     HOLD,
     PING,
+    REQUEST,
     SINK,
     TYPED_CHANNELS,
     TYPED_SINK,
@@ -75,12 +76,12 @@ class AqueductClient:
     """Workloads over one Aqueduct connection with one codec and one delivery mode."""
 
     def __init__(self, port: int, ca: Path, codec: str, mode: Delivery, tuned: bool = False,
-                 typed: bool = False) -> None:
+                 typed: bool = False, settings: TransportSettings | None = None) -> None:
         self.url = f"aqueduct://127.0.0.1:{port}"
         self.ca = ca
         self.codec = codec
         self.mode = mode
-        self.settings = bench_settings(tuned)
+        self.settings = settings or bench_settings(tuned)
         self.conn: aqueduct.Connection[Any] | None = None
         self.tickets = WaitableTickets()
         self.typed = typed
@@ -151,6 +152,17 @@ class AqueductClient:
         with contextlib.suppress(aqueduct.ChannelFinished):
             await rx.recv()
         return out
+
+    async def call(self, body: bytes) -> bytes:
+        """One request with a fresh oneshot for its reply (`aqueduct.request`); the peer sends `body` back."""
+        assert self.conn is not None
+        codec = self.codec
+        reply: Any = await aqueduct.request(self.conn.entrypoint, lambda r: pack(codec, REQUEST + body, [r]))
+        return unpack(codec, reply)[0]
+
+    async def echo_pair(self) -> tuple[aqueduct.Sender[Any], aqueduct.Receiver[Any]]:
+        """A pre-opened channel pair: what is sent on the Sender comes back, in order, on the Receiver."""
+        return await self._command(ECHO, self.mode)
 
     async def channels(self, window: float, limit: int) -> Rate:
         """Each message carries a new channel's Receiver; that channel carries one message and finishes."""
@@ -306,55 +318,6 @@ class TcpClient:
         await self._frame(reader, Deframer(), deque())
         took = time.perf_counter() - start
         writer.close()
-        return took, False
-
-
-# ---------------------------------------------------------------- Marlin Stream
-
-
-class StreamClient(TcpClient):
-    """The TCP rows' workloads over one Marlin Stream connection: one Stream stream per workload.
-
-    A Stream stream's reader/writer pair behaves as asyncio's (write, drain, write_eof, close,
-    `transport.get_write_buffer_size()`), so the framing, commands and bounds are the TCP client's.
-    """
-
-    def __init__(self, port: int) -> None:
-        super().__init__(port)
-        self.endpoint: StreamEndpoint | None = None
-        self.conn: StreamConnection | None = None
-
-    async def open(self) -> None:
-        """Dial the peer's Stream endpoint."""
-        self.endpoint = await StreamEndpoint.bind()
-        self.conn = await self.endpoint.dial(("127.0.0.1", self.port))
-
-    async def close(self) -> None:
-        """Reset the connection and close the socket."""
-        if self.conn is not None:
-            self.conn.close()
-        if self.endpoint is not None:
-            self.endpoint.close()
-
-    async def _conn(self, cmd: bytes) -> tuple[asyncio.StreamReader, Any]:
-        assert self.conn is not None
-        reader, writer = self.conn.open_stream()
-        writer.write(frame(cmd))
-        return reader, writer
-
-    async def setup(self, zero_rtt: bool) -> tuple[float, bool]:
-        """Seconds from dial to the first echo on a new connection (Stream has no 0-RTT)."""
-        start = time.perf_counter()
-        endpoint = await StreamEndpoint.bind()
-        try:
-            conn = await endpoint.dial(("127.0.0.1", self.port))
-            reader, writer = conn.open_stream()
-            writer.write(frame(PING))
-            await self._frame(reader, Deframer(), deque())
-            took = time.perf_counter() - start
-            conn.close()
-        finally:
-            endpoint.close()
         return took, False
 
 

@@ -24,7 +24,8 @@ from typing import Any
 import aqueduct
 
 from ..quic.settings import TransportSettings
-from .peer import RawServerProtocol, _aq_accept, _udp_port, start_raw_server
+from . import aqserver
+from .peer import RawServerProtocol, _udp_port, start_raw_server
 
 MAX_CONNECTIONS = 100_000
 RAW_IDLE_TIMEOUT = 600.0
@@ -57,7 +58,7 @@ async def serve_one(kind: str, cert: str, key: str) -> None:
     if kind == "aqueduct":
         async with aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(),
                                   settings=connection_settings()) as server:
-            accept = asyncio.ensure_future(_aq_accept(server, "raw"))
+            accept = asyncio.ensure_future(aqserver.accept(server, "raw"))
 
             async def answer() -> dict[str, int]:
                 gc.collect()

@@ -1,4 +1,5 @@
-"""Goodput under loss: Marlin Stream and Aqueduct-on-QUIC bulk through the impairment proxy, in one run.
+"""Goodput under loss: the extras that ask (e.g. Marlin Stream), Aqueduct-on-QUIC and raw aioquic bulk through the
+impairment proxy, in one run.
 
     aqueduct bench --loss-curves        (or: python -m aqueduct.bench.loss proxy ...: the proxy process)
 
@@ -31,12 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.app import Delivery
-from .clients import AqueductClient, StreamClient
+from .clients import AqueductClient
+from .extras import extra_named, extras, loss_paths
+from .rawquic import RawQuicClient
 
 LOSSES = (0.0, 0.01, 0.05)
-PATHS = ("marlin stream", "aqueduct ordered raw")
-"""The measured paths: (name shown, the peer's port key)."""
-PORT_KEYS = {"marlin stream": "stream", "aqueduct ordered raw": "aqueduct-raw"}
+PATHS = (*loss_paths(), "aqueduct ordered raw", "aioquic")
+"""The measured paths (extras.py's that ask first, e.g. "marlin stream"; raw aioquic: the rawquic.py baseline)."""
+PORT_KEYS = {**{e.name: e.key for e in extras() if e.loss_curves}, "aqueduct ordered raw": "aqueduct-raw",
+             "aioquic": "aioquic"}
+"""The peer's port key of each path."""
 BULK = 256 * 1024
 PROXY_BUFFER = 8 << 20
 
@@ -67,12 +72,14 @@ async def measure(proxy_ports: dict[str, int], ca: Path, window: float, rounds: 
     """MB/s samples per path and loss level (keys: path, then str(loss)), rounds alternating paths."""
     samples: dict[str, dict[str, list[float]]] = {p: {} for p in PATHS}
     for rnd in range(rounds):
-        for path in PATHS[rnd % 2:] + PATHS[:rnd % 2]:
+        shift = rnd % len(PATHS)
+        for path in PATHS[shift:] + PATHS[:shift]:
             for loss in losses:
                 progress(f"loss round {rnd + 1}/{rounds}: {path} at {loss:.0%} loss")
                 port = proxy_ports[_key(path, loss)]
-                client: Any = (StreamClient(port) if path == "marlin stream"
-                               else AqueductClient(port, ca, "raw", Delivery.ORDERED))
+                extra = extra_named(path)
+                client: Any = (extra.client(port) if extra is not None else RawQuicClient(port, ca)
+                               if path == "aioquic" else AqueductClient(port, ca, "raw", Delivery.ORDERED))
                 samples[path].setdefault(str(loss), []).append(await bulk_mb_s(client, window))
     return samples
 

@@ -1,4 +1,5 @@
-"""Goodput under kernel loss: TCP, Marlin Stream and Aqueduct-on-QUIC losing the same packets, in one run.
+"""Goodput under kernel loss: TCP, Marlin Stream, Aqueduct-on-QUIC and raw aioquic losing the same packets, in
+one run.
 
     aqueduct bench --loss-curves        (as root; or: python -m aqueduct.bench.netloss inner ...)
 
@@ -8,9 +9,12 @@ whose loopback belongs to it alone: the benchmark peer (peer.py) and the measuri
 an iptables rule in that namespace drops each packet arriving on its loopback with probability `loss`
 (`-m statistic --mode random`: independent loss, both directions, whatever the protocol). Every path then
 meets the same kernel-level loss: TCP's own retransmission and congestion control, Marlin Stream's, and
-aioquic's under Aqueduct. A cell is bulk MB/s (256 KiB messages for `window` seconds, rate = the peer's count
-/ time to the count's arrival, as everywhere in the bench); rounds alternate the paths, and each ratio
-compares a loss level with the same path at 0%.
+aioquic's under Aqueduct and alone (raw aioquic with its defaults, the rawquic.py baseline: which losses
+are Aqueduct's and which aioquic's). "aqueduct ordered raw cubic" is Aqueduct with aioquic's CUBIC for the
+sending client instead of its default Reno: the evidence for the `congestion_control` default
+(specs/DECISIONS.md, "Congestion control"). A cell is bulk MB/s (256 KiB messages for `window` seconds,
+rate = the peer's count / time to the count's arrival, as everywhere in the bench); rounds alternate the
+paths, and each ratio compares a loss level with the same path at 0%.
 
 It needs root (a namespace, iptables) and the `ip` and `iptables` commands (scripts/netns_tools.sh
 installs them); `reason_unavailable()` says why it cannot run, and the report prints that instead.
@@ -27,14 +31,19 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..core.app import Delivery
 from . import peer
-from .clients import AqueductClient, StreamClient, TcpClient
+from .clients import AqueductClient, TcpClient
+from .extras import extra_named, loss_paths
 from .loss import LOSSES, bulk_mb_s
+from .rawquic import RawQuicClient
+from .settings import bench_settings
 
-PATHS = ("tcp", "marlin stream", "aqueduct ordered raw")
+PATHS = ("tcp", *loss_paths(), "aqueduct ordered raw", "aioquic", "aqueduct ordered raw cubic")
+"""The measured paths (the extras that ask, e.g. "marlin stream", after TCP; raw aioquic beside Aqueduct)."""
 
 
 def reason_unavailable() -> str | None:
@@ -101,9 +110,13 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
                 for path in PATHS[rnd % len(PATHS):] + PATHS[:rnd % len(PATHS)]:
                     print(json.dumps({"progress": f"kernel loss round {rnd + 1}/{rounds}: {path} at {loss:.0%} loss"}),
                           flush=True)
-                    client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else StreamClient(ports["stream"])
-                                   if path == "marlin stream" else
-                                   AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED))
+                    extra = extra_named(path)
+                    client: Any = (TcpClient(ports["tcp"]) if path == "tcp" else extra.client(ports[extra.key])
+                                   if extra is not None else RawQuicClient(ports["aioquic"], certs.ca)
+                                   if path == "aioquic" else
+                                   AqueductClient(ports["aqueduct-raw"], certs.ca, "raw", Delivery.ORDERED,
+                                                  settings=replace(bench_settings(), congestion_control="cubic")
+                                                  if path.endswith(" cubic") else None))
                     samples[path].setdefault(str(loss), []).append(await bulk_mb_s(client, window))
     finally:
         _drop(0)

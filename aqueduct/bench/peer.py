@@ -13,12 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import subprocess
 import sys
 import threading
-import tracemalloc
 from typing import Any, ClassVar
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
@@ -27,93 +25,13 @@ from aioquic.quic import events as qe
 from aioquic.quic.configuration import QuicConfiguration
 
 import aqueduct
-from aeron_compat.stream.aio import StreamEndpoint
-from aqueduct.errors import AqueductError
 
-from ..api.validation import spec_for
 from ..quic import introspect
+from . import aqserver
+from .extras import extras
 from .framing import Deframer, frame
-from .protocol import (
-    CHANNELS,
-    DATAGRAMS,
-    ECHO,
-    HOLD,
-    PING,
-    SINK,
-    STREAMS_ECHO,
-    STREAMS_SINK,
-    TYPED_CHANNELS,
-    TYPED_SINK,
-    encode_count,
-    pack,
-    unpack,
-)
+from .protocol import DATAGRAMS, ECHO, PING, SINK, STREAMS_ECHO, STREAMS_SINK, encode_count
 from .settings import RAW_ALPN, bench_settings
-from .typed import BenchCarrier, BenchOrder
-
-# ---------------------------------------------------------------- Aqueduct
-
-
-async def _aq_command(codec: str, cmd: bytes, halves: list[Any]) -> None:
-    if cmd == PING:
-        (reply,) = halves
-        await reply.send(pack(codec, b"p"))
-        await reply.finish()
-        return
-    rx, tx = halves
-    if cmd in (TYPED_SINK, TYPED_CHANNELS):  # a typed service's receiver: every message converted to its type
-        rx._adopt(spec_for(BenchOrder if cmd == TYPED_SINK else BenchCarrier))
-    n = 0
-    held: list[Any] = []
-    if cmd == HOLD:
-        gc.collect()
-        tracemalloc.start()
-        base = tracemalloc.get_traced_memory()[0]
-    try:
-        async for obj in rx:
-            n += 1
-            if cmd == ECHO:
-                await tx.send(pack(codec, unpack(codec, obj)[0]))
-            elif cmd == CHANNELS:
-                (inner,) = unpack(codec, obj)[1]
-                await inner.recv()
-                inner.close()
-            elif cmd == TYPED_CHANNELS:
-                await obj.inbox.recv()
-                obj.inbox.close()
-            elif cmd == HOLD:
-                held.extend(unpack(codec, obj)[1])
-    except AqueductError:
-        pass
-    if cmd == HOLD:
-        gc.collect()
-        traced = tracemalloc.get_traced_memory()[0] - base
-        tracemalloc.stop()
-        await tx.send(pack(codec, encode_count(n) + encode_count(max(0, traced))))
-    elif cmd != ECHO:
-        await tx.send(pack(codec, encode_count(n)))
-    await tx.finish()
-    held.clear()
-
-
-async def _aq_connection(conn: aqueduct.Connection[Any], codec: str, tasks: set[asyncio.Task[None]]) -> None:
-    try:
-        async for obj in conn.entrypoint:
-            cmd, halves = unpack(codec, obj)
-            task = asyncio.ensure_future(_aq_command(codec, cmd, halves))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
-    except AqueductError:
-        pass
-
-
-async def _aq_accept(server: aqueduct.Server[Any], codec: str) -> None:
-    tasks: set[asyncio.Task[None]] = set()
-    async for conn in server:
-        task = asyncio.ensure_future(_aq_connection(conn, codec, tasks))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
 
 # ---------------------------------------------------------------- raw aioquic
 
@@ -251,32 +169,6 @@ async def _tcp_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
         writer.close()
 
 
-# ---------------------------------------------------------------- Marlin Stream
-
-
-async def _stream_accept(endpoint: Any) -> None:
-    """Each Stream connection's streams speak the TCP rows' framed protocol (one command per stream)."""
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def streams(conn: Any) -> None:
-        with contextlib.suppress(AqueductError):
-            while True:
-                reader, writer = await conn.accept_stream()
-                t = asyncio.ensure_future(serve(reader, writer))
-                tasks.add(t)
-                t.add_done_callback(tasks.discard)
-
-    async def serve(reader: Any, writer: Any) -> None:
-        with contextlib.suppress(AqueductError):  # the measuring client resets its connection when done
-            await _tcp_client(reader, writer)
-
-    while True:
-        conn = await endpoint.accept()
-        t = asyncio.ensure_future(streams(conn))
-        tasks.add(t)
-        t.add_done_callback(tasks.discard)
-
-
 # ---------------------------------------------------------------- main
 
 
@@ -314,17 +206,16 @@ async def serve_all(cert: str, key: str) -> None:
     ):
         raw_server = await start_raw_server(cert, key)
         tcp_server = await asyncio.start_server(_tcp_client, "127.0.0.1", 0)
-        stream_ep = await StreamEndpoint.listen("127.0.0.1", 0)
-        accept = [asyncio.ensure_future(_aq_accept(server, codec))
+        served = {extra.key: await extra.serve(_tcp_client) for extra in extras()}
+        accept = [asyncio.ensure_future(aqserver.accept(server, codec))
                   for server, codec in ((aq_raw, "raw"), (aq_cbor, "cbor"), (aq_tuned, "raw"))]
-        accept.append(asyncio.ensure_future(_stream_accept(stream_ep)))
         ports = {
             "aqueduct-raw": aq_raw.address[1],
             "aqueduct-cbor": aq_cbor.address[1],
             "aqueduct-tuned": aq_tuned.address[1],
             "aioquic": _udp_port(raw_server),
             "tcp": tcp_server.sockets[0].getsockname()[1],
-            "stream": stream_ep.address[1],
+            **{key: extra.port for key, extra in served.items()},
         }
         print(json.dumps(ports), flush=True)
         done = asyncio.Event()
@@ -334,7 +225,8 @@ async def serve_all(cert: str, key: str) -> None:
             task.cancel()
         tcp_server.close()
         raw_server.close()
-        stream_ep.close()
+        for extra in served.values():
+            extra.close()
 
 
 def spawn(cert: str, key: str, uvloop: bool = False) -> tuple[subprocess.Popen[str], dict[str, int]]:

@@ -10,6 +10,8 @@ connection):
 - HOLD (Aqueduct): keep every Receiver that arrives, idle, until the end; reply the count.
 - DATAGRAMS (raw QUIC): count the datagrams arriving until the stream ends; reply the count.
 - PING: reply once (connection set-up: time to the first echo).
+- REQUEST (Aqueduct): the command byte followed by a body, with a reply half attached (a fresh oneshot:
+  `aqueduct.request`); the body comes back on it. The peer rows' request/reply (peers/aqueduct.py).
 - STREAMS_SINK (raw QUIC): count the messages that arrive each on its own new unidirectional stream (one frame,
   then FIN) until this stream ends; reply the count. The reference for Aqueduct's unordered channels, which
   the spec sends one stream per message.
@@ -30,7 +32,7 @@ from typing import Any
 
 from ..api.codec import RawMessage
 
-SINK, ECHO, CHANNELS, HOLD, DATAGRAMS, PING = b"S", b"E", b"C", b"H", b"D", b"P"
+SINK, ECHO, CHANNELS, HOLD, DATAGRAMS, PING, REQUEST = b"S", b"E", b"C", b"H", b"D", b"P", b"Q"
 TYPED_SINK, TYPED_CHANNELS = b"T", b"U"
 STREAMS_SINK, STREAMS_ECHO = b"V", b"W"
 COUNT_BYTES = 8

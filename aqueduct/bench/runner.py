@@ -22,7 +22,11 @@ from typing import Any
 from ..core.app import Delivery
 from ..quic.certs import make_dev_certs
 from . import peer
-from .clients import AqueductClient, StreamClient, TcpClient, median, percentile
+from .clients import AqueductClient, TcpClient, median, percentile
+from .extras import extras
+from .peers import GRPC_TLS, PeerRow
+from .peers import ROWS as PEER_ROWS
+from .peers import run as peer_servers
 from .rawquic import RawQuicClient
 
 MB = 1_000_000
@@ -36,6 +40,9 @@ class Workload:
     title: str
     unit: str
     higher_is_better: bool = True
+    reference: str | None = None
+    """The transport its ratios compare with, when not the row's own reference (the request/reply rows:
+    grpcio over TLS)."""
 
 
 WORKLOADS = [
@@ -53,6 +60,13 @@ WORKLOADS = [
     Workload("rtt_idle_server", "64 B echo p50, new connection, idle server", "us", False),
     Workload("rtt_loaded", "64 B echo p50, new connection, server holding the idle ones", "us", False),
     Workload("connect_loaded", "connect, server holding the idle ones", "ms", False),
+    *(w for n in (1, 32) for w in (
+        Workload(f"rr{n}", f"request/reply, {n} in flight", "calls/s", reference=GRPC_TLS),
+        Workload(f"rr{n}_p50", f"request/reply, {n} in flight, p50", "us", False, GRPC_TLS),
+        Workload(f"rr{n}_p99", f"request/reply, {n} in flight, p99", "us", False, GRPC_TLS),
+        Workload(f"rr{n}_cpu_server", f"request/reply, {n} in flight, server CPU", "us/call", False, GRPC_TLS),
+        Workload(f"rr{n}_cpu_client", f"request/reply, {n} in flight, client CPU", "us/call", False, GRPC_TLS),
+    )),
 ]
 CONNECTION_WORKLOADS = ("hs_seq", "hs_32", "conn_mem", "rtt_idle_server", "rtt_loaded", "connect_loaded")
 """Measured by connections.py (`--connections`) for the "aqueduct ordered raw" and "aioquic" rows."""
@@ -104,7 +118,7 @@ TRANSPORTS = [
     Transport("aioquic datagrams", "datagrams", ("msg64",), reference="aioquic datagrams"),
     Transport(PER_MESSAGE, "aioquic per message", ("msg64", "msg16k", "rtt_p50", "rtt_p99")),
     Transport("tcp", "tcp", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
-    Transport("marlin stream", "stream", ("msg64", "msg16k", "bulk", "rtt_p50", "rtt_p99", "setup_1rtt")),
+    *(Transport(extra.name, extra.key, extra.workloads) for extra in extras()),  # e.g. aeron_compat's Marlin Stream
 ]
 BY_NAME = {t.name: t for t in TRANSPORTS}
 
@@ -141,6 +155,10 @@ class Options:
     """Idle connections the connection rows hold (0: skip the memory and loaded-server rows)."""
     idle_budget: float = 180.0
     """Seconds each kind may spend opening them (a loaded machine opens fewer: the table says how many)."""
+    peers: bool = False
+    """Also measure the peer rows (peers/: grpcio, ZeroMQ, NATS and Aqueduct in the same harness)."""
+    peer_idle: int = 200
+    """Idle connections per peer row for its server memory per connection (first round only; 0: skip)."""
 
 
 @dataclass
@@ -159,10 +177,19 @@ class Results:
     kernel_loss_unavailable: str | None = None
     connections: dict[str, Any] = field(default_factory=dict)
     """Per connection-server kind: idle connections asked for and held, time to open them (connections.py)."""
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    """Rows not measured (or not in every round), and why: a peer's library or program missing, its server did
+    not start, a measuring process failed (the run goes on without that row's round)."""
     services: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     """The service rows (services.py), when asked for: per row, calls_s, p50_us and p99_us per round."""
     environment: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+
+
+def selected(opts: Options) -> list[Transport | PeerRow]:
+    """The rows a run visits each round: the transports, then (with `peers`) the peer rows; `only` filters."""
+    rows: list[Transport | PeerRow] = [*TRANSPORTS, *(PEER_ROWS if opts.peers else [])]
+    return [r for r in rows if not opts.only or any(s in r.name for s in opts.only)]
 
 
 def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
@@ -171,8 +198,9 @@ def _make_client(t: Transport, ports: dict[str, int], ca: Path) -> Any:
         return AqueductClient(port, ca, t.codec, t.mode, tuned=t.tuned, typed=t.typed)
     if t.family == "tcp":
         return TcpClient(ports["tcp"])
-    if t.family == "stream":
-        return StreamClient(ports["stream"])
+    extra = next((e for e in extras() if e.key == t.family), None)
+    if extra is not None:
+        return extra.client(ports[t.family])
     return RawQuicClient(ports["aioquic"], ca, datagrams=t.family == "datagrams",
                          per_message=t.family == "aioquic per message")
 
@@ -222,11 +250,25 @@ async def _measure_remote(t: Transport, port: int, ca: Path, opts: Options, fast
 
     cmd = [sys.executable, "-m", "aqueduct.bench.remote", "--port", str(port), "--ca", str(ca), "--transport", t.name,
            "--window", str(opts.window), *(["--uvloop"] if fast else [])]
-    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
-    out, _ = await proc.communicate()
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
     if proc.returncode != 0:
-        raise RuntimeError(f"the measuring process for {t.name!r} failed ({proc.returncode})")
+        tail = err.decode(errors="replace").strip().splitlines()
+        raise RuntimeError(f"its measuring process ended {proc.returncode}: {tail[-1] if tail else 'no message'}")
     for key, value in json.loads(out).items():
+        record(key, value)
+
+
+async def _measure_peer(row: PeerRow, server: dict[str, Any], ca: Path, opts: Options, rnd: int,
+                        record: Callable[[str, float], None], results: Results) -> None:
+    """A peer row's round in its measuring process; a failure is reported (`unmeasured`), not raised."""
+    try:
+        values = await peer_servers.measure_row(row, server, ca, opts.window, opts.setups,
+                                                opts.peer_idle if rnd == 0 else 0, opts.uvloop)
+    except RuntimeError as e:
+        results.unmeasured[row.name] = f"round {rnd + 1} failed: {e}"
+        return
+    for key, value in values.items():
         record(key, value)
 
 
@@ -248,7 +290,9 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
     """Run the whole suite."""
     started = time.perf_counter()
     results = Results(options=asdict(opts), environment=_environment(opts))
-    transports = [t for t in TRANSPORTS if not opts.only or any(s in t.name for s in opts.only)]
+    rows = selected(opts)
+    transports = [t for t in rows if isinstance(t, Transport)]
+    peer_rows = [r for r in rows if isinstance(r, PeerRow)]
     accepted: dict[str, list[bool]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         certs = make_dev_certs(tmp)
@@ -256,18 +300,30 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
         fast = uvloop_available() and any(t.tuned for t in transports)
         fast_proc, fast_ports = peer.spawn(str(certs.cert), str(certs.key), True) if fast else (None, ports)
         results.environment["tuned_loop"] = "uvloop" if fast else results.environment["loop"]
+        servers = peer_servers.Servers()
         try:
+            servers.start(peer_servers.kinds_of(peer_rows), certs.cert, certs.key, opts.uvloop)
+            for row in peer_rows:
+                if row.kind in servers.reasons:
+                    results.unmeasured[row.name] = f"not measured: {servers.reasons[row.kind]}"
+            rows = [r for r in rows if r.name not in results.unmeasured]
             for rnd in range(opts.rounds):
-                shift = rnd % len(transports)
-                for t in transports[shift:] + transports[:shift]:
+                shift = rnd % max(1, len(rows))
+                for t in rows[shift:] + rows[:shift]:
                     progress(f"round {rnd + 1}/{opts.rounds}: {t.name}")
                     cells = results.samples.setdefault(t.name, {})
 
                     def record(key: str, value: float, cells: dict[str, list[float]] = cells) -> None:
                         cells.setdefault(key, []).append(value)
 
+                    if isinstance(t, PeerRow):
+                        await _measure_peer(t, servers.info[t.kind], certs.ca, opts, rnd, record, results)
+                        continue
                     if t.tuned:
-                        await _measure_remote(t, fast_ports["aqueduct-tuned"], certs.ca, opts, fast, record)
+                        try:
+                            await _measure_remote(t, fast_ports["aqueduct-tuned"], certs.ca, opts, fast, record)
+                        except RuntimeError as e:
+                            results.unmeasured[t.name] = f"round {rnd + 1} failed: {e}"
                         continue
                     client = _make_client(t, ports, certs.ca)
                     await client.open()
@@ -314,9 +370,13 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                     certs, opts.connection_window, opts.rounds, opts.idle, record_connection, progress,
                     opts.idle_budget)
         finally:
+            servers.stop()
             for p in (proc, fast_proc):
                 if p is not None:
                     peer.stop(p)
+    for name, cells in list(results.samples.items()):
+        if not cells:
+            del results.samples[name]  # (a peer row whose every round failed)
     results.zero_rtt_accepted = {k: f"{sum(v)}/{len(v)}" for k, v in accepted.items()}
     if opts.engine_channels:
         progress(f"engine-only costs ({opts.engine_channels} channels)")

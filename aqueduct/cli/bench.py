@@ -5,7 +5,10 @@ of 0.3 s measurements per cell, the API memory figure at 10,000 channels,
 and the engine-only costs at 100,000 channels. Prints a table; `--json`
 writes every sample and figure, `--plot` a PNG, `--save` keeps the run
 (with machine facts) under benchmarks/results/; `--compare A B` runs nothing
-and prints the ratio table between two saved runs. See aqueduct/bench/.
+and prints the ratio table between two saved runs. `--peers` adds what a service
+author picks instead (grpcio over h2c and TLS, ZeroMQ, NATS through a local
+nats-server; the `bench` extra) beside Aqueduct's request/reply, streaming and
+connect rows, each server in its own process. See aqueduct/bench/.
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ def register(sub: Any) -> None:
                    help="seconds each kind may spend opening the --idle connections (default 180)")
     p.add_argument("--connection-window", type=float, default=1.0,
                    help="seconds per handshake-rate and echo measurement of --connections")
+    p.add_argument("--peers", action="store_true",
+                   help="also measure grpcio (h2c, TLS), ZeroMQ and NATS beside Aqueduct (extra 'bench'; a missing "
+                        "peer is reported)")
+    p.add_argument("--peer-idle", type=int, default=200,
+                   help="idle connections per peer row for its server memory per connection (default 200; 0: skip)")
     p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
     p.add_argument("--plot", metavar="PNG", help="write a chart (matplotlib)")
     p.add_argument("--save", action="store_true",
@@ -56,6 +64,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the suite and report."""
     from ..bench import record, report
+    from ..bench.peers import ROWS
     from ..bench.runner import TRANSPORTS, Options
     from ..bench.runner import run as run_suite
 
@@ -68,11 +77,13 @@ def run(args: argparse.Namespace) -> int:
         print(record.compare_table(a, b, *args.compare))
         return 0
 
-    names = [t.name for t in TRANSPORTS]
+    names = [t.name for t in TRANSPORTS] + ([r.name for r in ROWS] if args.peers else [])
     unknown = [o for o in args.only if not any(o in n for n in names)]
-    if unknown or args.rounds < 1 or args.window <= 0 or args.connection_window <= 0 or args.idle < 0:
+    bad = args.rounds < 1 or args.window <= 0 or args.connection_window <= 0 or min(args.idle, args.peer_idle) < 0
+    if unknown or bad:
         why = (f"no transport name contains {unknown[0]!r} (transports: {', '.join(names)})" if unknown
-               else "--rounds must be at least 1, --window and --connection-window positive, --idle not negative")
+               else "--rounds must be at least 1, --window and --connection-window positive, --idle and --peer-idle "
+                  "not negative")
         print(f"aqueduct bench: {why}", file=sys.stderr)
         return 2
 
@@ -80,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
                    only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves,
                    connections=args.connections, services=args.services, idle=args.idle,
-                   connection_window=args.connection_window,
-                   idle_budget=args.idle_budget)
+                   connection_window=args.connection_window, idle_budget=args.idle_budget, peers=args.peers,
+                   peer_idle=args.peer_idle)
 
     def progress(line: str) -> None:
         if not args.quiet:

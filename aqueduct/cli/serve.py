@@ -11,7 +11,8 @@ only clients with a certificate from that CA (mutual TLS).
 
 `--workers N` serves the port from N processes (quic/workers.py): this
 process is worker 0; it binds the port, then starts workers 1..N-1 (the same
-command with `--worker I`), waits until each listens, prints `listening on`
+command with `--worker I` and `--worker-dir`, the private directory of their
+sockets that worker 0 made), waits until each listens, prints `listening on`
 and then one `workers: ...` line with their pids. It relays their lines,
 passes SIGTERM on (each drains), and ends them when it ends. `--record`,
 `--metrics-port` and `--otlp-endpoint` are per process, so they are refused
@@ -73,16 +74,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--workers", type=int, default=1,
                    help="processes serving the port (SO_REUSEPORT; default 1; Linux)")
     p.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)  # set for the processes it starts
+    p.add_argument("--worker-dir", help=argparse.SUPPRESS)  # worker 0's private directory of sockets, for them
     p.set_defaults(func=run)
 
 
-async def _start_workers(args: argparse.Namespace, port: int) -> list[asyncio.subprocess.Process]:
+async def _start_workers(args: argparse.Namespace, port: int, worker_dir: object) -> list[asyncio.subprocess.Process]:
     """Worker 0 starts workers 1..N-1 on its port; each has printed its first line when this returns."""
     procs = []
     for i in range(1, args.workers):
         cmd = [sys.executable, "-m", "aqueduct", "serve", "--echo", "--host", args.host, "--port", str(port),
                "--cert", args.cert, "--key", args.key, "--grace", str(args.grace), "--workers", str(args.workers),
-               "--worker", str(i), *(["--single-use-tickets"] if args.single_use_tickets else []),
+               "--worker", str(i), "--worker-dir", str(worker_dir),
+               *(["--single-use-tickets"] if args.single_use_tickets else []),
                *(["--client-ca", args.client_ca] if args.client_ca else []),
                *(arg for item in args.limit for arg in ("--limit", item))]
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
@@ -149,7 +152,7 @@ async def _main(args: argparse.Namespace, record: object) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
                      single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
                      engine_config=engine_config, settings=settings, client_ca=args.client_ca,
-                     workers=args.workers, worker=args.worker) as server:
+                     workers=args.workers, worker=args.worker, worker_dir=args.worker_dir) as server:
         export: OtlpExport | None = None
         if args.otlp_endpoint is not None:
             from ..metrics_otel import export_otlp
@@ -165,7 +168,7 @@ async def _main(args: argparse.Namespace, record: object) -> None:
 async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
     drained: list[asyncio.Task[None]] = []
     host, port = server.address
-    others = await _start_workers(args, port) if args.worker == 0 else []
+    others = await _start_workers(args, port, server.worker_dir) if args.worker == 0 else []
     relays = [asyncio.ensure_future(_relay(proc, i + 1)) for i, proc in enumerate(others)]
 
     def on_sigterm() -> None:

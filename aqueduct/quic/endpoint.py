@@ -199,6 +199,7 @@ async def open_server(
     client_auth: ClientAuth | None = None,
     workers: int = 1,
     worker: int = 0,
+    worker_dir: str | Path | None = None,
 ) -> tuple[asyncio.DatagramTransport, LimitedQuicServer]:
     """Listen on host:port; `on_connection` gets each new protocol (before its handshake completes).
 
@@ -207,7 +208,9 @@ async def open_server(
 
     `workers` > 1: this is worker `worker` of that many processes sharing the port (workers.py): the socket
     is bound with SO_REUSEPORT, connection IDs carry the worker, and packets of this worker's connections
-    that reach another worker are handed over (the first worker may use port 0; the others need its port)."""
+    that reach another worker are handed over (the first worker may use port 0; the others need its port, and
+    `worker_dir`, the private directory of the group's sockets that worker 0 made: `server.workers.directory`).
+    Worker 0 refuses a port some other socket already has."""
     settings = settings or TransportSettings()
     tickets = tickets if tickets is not None else ServerTicketStore()
     config = server_configuration(settings, cert=cert, key=key)
@@ -226,9 +229,12 @@ async def open_server(
         on_connection(protocol)
         return protocol
 
-    group = WorkerGroup(worker, workers, config.connection_id_length) if workers > 1 else None
+    group = WorkerGroup(worker, workers, config.connection_id_length, worker_dir) if workers > 1 else None
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM, flags=socket.AI_PASSIVE)
     family = infos[0][0]
+    if group is not None and worker == 0 and port != 0:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:  # (raises if anyone serves it: this group is new)
+            probe.bind(infos[0][4])
     sock = socket.socket(family, socket.SOCK_DGRAM)
     _tune_socket(sock, settings.socket_buffer)
     if group is not None:
@@ -248,8 +254,8 @@ async def open_server(
     _small_reads(transport)
     if group is not None:
         try:
-            await group.start(sock.getsockname()[1], family == socket.AF_INET6, server.forwarded_datagram)
-        except OSError:
+            await group.start(family == socket.AF_INET6, server.forwarded_datagram)
+        except BaseException:
             transport.close()
             raise
     return transport, server

@@ -11,6 +11,12 @@ complete its TLS handshake *and* deliver the client's Aqueduct headers
 (and pass `authenticate`, when the server has one) within `handshake_timeout`, else it is closed with LIMIT_EXCEEDED: a
 slow-loris client cannot hold a slot longer than that. A connection's slot
 is freed when it terminates.
+
+Termination costs O(1) per connection (its own IDs), not aioquic's scan of every
+connection ID of every connection: `_ids` keeps each connection's IDs beside
+aioquic's table (the first two filed when the connection is made, then each
+issued and retired one), so connections ending together (a mass idle expiry)
+cost time linear in their number.
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ class LimitedQuicServer(QuicServer):
         """Connections closed for not finishing start-up within handshake_timeout."""
         self._drain_sock: socket.socket | None = None
         self._burst = Burst()
+        self._ids: dict[Any, set[bytes]] = {}
+        """Each connection's IDs in aioquic's table `_protocols` (the reverse of that table)."""
+        self._opening_cid = b""
 
     @property
     def live(self) -> int:
@@ -65,6 +74,7 @@ class LimitedQuicServer(QuicServer):
         if self.workers is not None:
             self.workers.close()
         super().close()
+        self._ids.clear()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -95,7 +105,16 @@ class LimitedQuicServer(QuicServer):
         self._own_datagram(data, addr)
 
     def forwarded_datagram(self, data: bytes, addr: Any) -> None:
-        """A datagram another worker read for one of this worker's connections (never forwarded again)."""
+        """A datagram another worker read for one of this worker's connections (never forwarded again).
+
+        Only a short-header packet for a connection this worker holds is taken (workers.unpack_forwarded
+        refused the rest of the frame): a forwarded packet never opens a connection or reaches aioquic's
+        version negotiation."""
+        group = self.workers
+        assert group is not None
+        if data[0] & 0x80 or data[1:1 + group.cid_length] not in self._protocols:
+            group.dropped += 1
+            return
         self._own_datagram(data, addr)
 
     def _own_datagram(self, data: bytes, addr: Any) -> None:
@@ -118,12 +137,15 @@ class LimitedQuicServer(QuicServer):
             header = pull_quic_header(Buffer(data=data), host_cid_length=self._configuration.connection_id_length)
         except ValueError:
             return False
+        self._opening_cid = header.destination_cid
         return header.packet_type == QuicPacketType.INITIAL and header.destination_cid not in self._protocols
 
     def _create(self, quic: Any, stream_handler: Any = None) -> Any:
         protocol = self._inner_create(quic, stream_handler=stream_handler)
         if self.workers is not None and isinstance(protocol, AqueductProtocol):
             protocol.quic.tag_connection_ids(self.workers.worker)  # before aioquic files it under its first ID
+        # aioquic files it under the client's chosen ID and its own first one right after this returns
+        self._ids[protocol] = {self._opening_cid, quic.host_cid}
         host = self._addr
         self.per_address[host] = self.per_address.get(host, 0) + 1
         loop = asyncio.get_running_loop()
@@ -141,6 +163,22 @@ class LimitedQuicServer(QuicServer):
             protocol.burst = self._burst
             protocol.terminated.add_done_callback(release)
         return protocol
+
+    # ---- aioquic's connection-ID table, kept with its reverse ----
+    def _connection_id_issued(self, cid: bytes, protocol: Any) -> None:
+        super()._connection_id_issued(cid, protocol=protocol)
+        self._ids.setdefault(protocol, set()).add(cid)
+
+    def _connection_id_retired(self, cid: bytes, protocol: Any) -> None:
+        super()._connection_id_retired(cid, protocol=protocol)
+        self._ids.get(protocol, set()).discard(cid)
+
+    def _connection_terminated(self, protocol: Any) -> None:
+        """Remove the connection's own IDs (aioquic scans the whole table here: O(n) per connection)."""
+        table = self._protocols
+        for cid in self._ids.pop(protocol, ()):
+            if table.get(cid) is protocol:
+                del table[cid]
 
     def _check_started(self, protocol: AqueductProtocol) -> None:
         if protocol.terminated.done():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.tls import SessionTicket
@@ -31,6 +32,8 @@ ALPN = "aqueduct"
 # + 4-byte packet number), AEAD tag (16), DATAGRAM frame type and length (1 + 2), plus slack
 # for an ACK frame aioquic may put first.
 PACKET_OVERHEAD = 64
+CONGESTION_CONTROLS = ("reno", "cubic")
+"""aioquic's congestion controllers (aioquic >= 1.2)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,14 @@ class TransportSettings:
     """Server: connections one client IP address may hold at once; more are dropped at their first packet."""
     max_connections: int = 4096
     """Server: connections held at once over all addresses."""
+    congestion_control: Literal["reno", "cubic"] = "reno"
+    """aioquic's congestion controller for what this end sends: "reno" (aioquic's default) or "cubic".
+    Reno: under loss on loopback CUBIC measured no better (specs/DECISIONS.md, "Congestion control")."""
+
+    def __post_init__(self) -> None:
+        if self.congestion_control not in CONGESTION_CONTROLS:
+            raise ConfigError(f"congestion_control must be one of {', '.join(CONGESTION_CONTROLS)}, "
+                              f"not {self.congestion_control!r}")
 
     def datagram_payload_limit(self, peer_max_frame: int | None) -> int:
         """Largest Aqueduct datagram that fits one packet and the peer's DATAGRAM frame limit."""
@@ -82,6 +93,7 @@ def _base(settings: TransportSettings, is_client: bool) -> QuicConfiguration:
         max_stream_data=settings.stream_window,
         max_datagram_frame_size=settings.max_datagram_frame_size,
         max_datagram_size=settings.packet_size,
+        congestion_control_algorithm=settings.congestion_control,
     )
 
 

@@ -5,7 +5,7 @@ laid out here field by field from the seed's diagrams (profile "seed": big
 endian, DATA = stream id, packet number, offset, length) and from OpenWeaver's
 Messages.hpp (profile "openweaver": little endian, DATA = packet number,
 stream id, offset, length; DIAL/DIALCONF carry key-exchange bytes),
-independently of aeron_compat.stream.packets. Each vector also lists the
+independently of aeron_compat.marlin.packets. Each vector also lists the
 decoded fields by hand. `malformed` lists datagrams each profile must reject.
 """
 

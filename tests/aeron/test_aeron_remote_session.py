@@ -8,19 +8,19 @@ from typing import Any
 
 from aeron_compat import Aeron, Context
 from aeron_compat.client.logbuffer import TermAppender
+from aeron_compat.media.aqueduct_session import AqueductSession
 from aeron_compat.media.batch import encode_batch
-from aeron_compat.media.remote import RemoteSession
 from aqueduct.api import channel
 
 TERM = 65536
 
 
 class FakeNet:
-    """What RemoteSession needs from AqueductNetwork: counters, ids, and 'run on the loop'."""
+    """What AqueductSession needs from DriverNetwork: counters, ids, and 'run on the loop'."""
 
     def __init__(self, aeron: Aeron) -> None:
         self.aeron = aeron
-        self.sessions: set[RemoteSession] = set()
+        self.sessions: set[AqueductSession] = set()
         self.loop = asyncio.get_running_loop()
 
     def call(self, fn: Callable[[], object]) -> None:
@@ -41,18 +41,18 @@ class FakeLink:
     peer = "192.0.2.7:4242"
 
 
-async def start_session(aeron: Aeron) -> tuple[RemoteSession, Any, Any, asyncio.Task[None]]:
+async def start_session(aeron: Aeron) -> tuple[AqueductSession, Any, Any, asyncio.Task[None]]:
     sub = aeron.add_subscription("aeron:ipc", 5)
     data_tx, data_rx = channel()
     status_tx, status_rx = channel()
     msg = {"session": 9, "stream": 5, "itid": 0, "tl": TERM, "win": 128, "rel": False, "join": 0,
            "data": data_rx, "status": status_tx}
-    session = RemoteSession(FakeNet(aeron), FakeLink(), sub, msg)  # type: ignore[arg-type]
+    session = AqueductSession(FakeNet(aeron), FakeLink(), sub, msg)  # type: ignore[arg-type]
     sub._add_image(session.image)
     return session, data_tx, status_rx, asyncio.create_task(session.run())
 
 
-def polled(session: RemoteSession) -> list[bytes]:
+def polled(session: AqueductSession) -> list[bytes]:
     got: list[bytes] = []
     session.sub.poll(lambda buf, hdr: got.append(bytes(buf)), 100)
     return got

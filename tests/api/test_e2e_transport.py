@@ -235,6 +235,7 @@ async def _raw_close(certs: DevCerts, url: str, datagrams: bool, payload: bytes 
         return await guard(client.terminated)
 
 
+@pytest.mark.spec("quic.datagrams")
 async def test_peer_without_datagrams_is_closed(certs: DevCerts) -> None:
     _, _, handler = collector()
     async with running(certs, handler) as (url, _):

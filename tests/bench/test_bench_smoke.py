@@ -74,3 +74,18 @@ def test_each_aqueduct_row_sends_in_the_mode_its_name_says() -> None:
             continue
         named = [m for m in Delivery if f" {m.value} " in f" {t.name} "]
         assert named == [t.mode], t.name
+
+
+def test_a_measuring_process_that_fails_is_reported_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from aqueduct.bench import runner
+
+    async def fails(*args: object) -> None:
+        raise RuntimeError("its measuring process ended 1: ConnectError: no answer")
+
+    monkeypatch.setattr(runner, "_measure_remote", fails)
+    assert main([*TINY, "--only", "raw tuned", "--only", "tcp", "--api-channels", "0", "--engine-channels", "0"]) == 0
+    out = capsys.readouterr().out
+    for name in ("aqueduct ordered raw tuned", "aqueduct unreliable raw tuned"):
+        assert f"{name}: round 1 failed: its measuring process ended 1: ConnectError: no answer" in out
+    assert " tcp " in out

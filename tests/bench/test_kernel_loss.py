@@ -64,7 +64,7 @@ def test_the_rule_drops_in_the_namespace_only(tools: None) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_a_tiny_run_measures_tcp_stream_and_aqueduct_at_every_loss(tools: None) -> None:
+def test_a_tiny_run_measures_tcp_stream_aqueduct_and_raw_aioquic_at_every_loss(tools: None) -> None:
     opts = Options(rounds=1, window=0.02, setups=1, api_channels=0, engine_channels=0, only=("marlin",),
                    loss_curves=True, loss_window=0.1, loss_rounds=1)
     results = asyncio.run(run(opts))
@@ -74,6 +74,9 @@ def test_a_tiny_run_measures_tcp_stream_and_aqueduct_at_every_loss(tools: None) 
     text = report.table(results)
     assert "goodput under kernel loss" in text and "  tcp " in text
     assert any(t.name.startswith("Marlin Stream goodput at 5% kernel loss") for t in report.targets(results))
+    for loss in ("1%", "5%"):  # raw aioquic loses the same packets beside Aqueduct: the target has a value
+        name = f"Aqueduct goodput at {loss} kernel loss vs raw aioquic"
+        assert next(t for t in report.targets(results) if t.name == name).value is not None
     assert report.as_json(results)["kernel_loss_curves"] == results.kernel_loss
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert "aqbench-" not in listed  # the run's namespace is gone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from core_helpers import client_ready, feed, of, server_ready, written
 
 from aqueduct.core.app import Delivery, MessagesAcked, MessagesNacked
@@ -25,6 +26,7 @@ def _attached_client(rtt: float):  # type: ignore[no-untyped-def]
     return c
 
 
+@pytest.mark.spec("send.sent-unreliable")
 def test_sent_unreliable_goes_out_within_half_an_rtt() -> None:
     c = _attached_client(0.05)
     c.send(1, b"u", delivery=Delivery.UNRELIABLE, now=0.0)
@@ -35,12 +37,14 @@ def test_sent_unreliable_goes_out_within_half_an_rtt() -> None:
     assert c.next_deadline() is None
 
 
+@pytest.mark.spec("send.sent-unreliable")
 def test_sent_unreliable_goes_out_within_the_configured_delay_on_slow_paths() -> None:
     c = _attached_client(2.0)
     c.send(1, b"u", delivery=Delivery.UNRELIABLE, now=1.0)
     assert c.next_deadline() == 1.1
 
 
+@pytest.mark.spec("send.sent-unreliable")
 def test_sent_unreliable_waits_for_the_control_stream() -> None:
     c = client_ready()
     c.send(1, b"u", delivery=Delivery.UNRELIABLE)
@@ -50,6 +54,7 @@ def test_sent_unreliable_waits_for_the_control_stream() -> None:
     assert written(c.commands(), 1) == [SentUnreliable(1)]
 
 
+@pytest.mark.spec("acks.reliable")
 def test_acks_are_batched_within_ack_delay() -> None:
     s = server_ready()
     feed(s, 2, [Message(0, 0), Message(0, 1)], now=0.0)
@@ -60,6 +65,7 @@ def test_acks_are_batched_within_ack_delay() -> None:
     assert written(s.commands(), 1) == [AckReliable((3,))]
 
 
+@pytest.mark.spec("acks.reliable")
 def test_ack_reliable_counts_from_the_acked_prefix_and_acks_only_new_numbers() -> None:
     s = server_ready()
     feed(s, 2, [Message(0, 0)], now=0.0)
@@ -75,6 +81,7 @@ def _unreliable(n: int) -> DatagramReceived:
     return DatagramReceived(encode_frames([Message(0, n, (), b"u%d" % n)]))
 
 
+@pytest.mark.spec("acks.unreliable")
 def test_missing_unreliable_is_nacked_after_the_timeout_not_before() -> None:
     s = server_ready()
     feed(s, 1, [SentUnreliable(2)], now=0.0)
@@ -86,6 +93,7 @@ def test_missing_unreliable_is_nacked_after_the_timeout_not_before() -> None:
     assert written(s.commands(), 1) == [AckNackUnreliable((0, 1, 1))]
 
 
+@pytest.mark.spec("acks.unreliable")
 def test_nack_timeout_stretches_to_two_rtts() -> None:
     s = server_ready()
     s.update_rtt(0.8)
@@ -93,6 +101,7 @@ def test_nack_timeout_stretches_to_two_rtts() -> None:
     assert s.next_deadline() == 1.6
 
 
+@pytest.mark.spec("receive.nacked")
 def test_a_nacked_message_is_never_delivered_even_if_it_arrives_later() -> None:
     s = server_ready()
     rx = s.entrypoint or 0
@@ -106,6 +115,7 @@ def test_a_nacked_message_is_never_delivered_even_if_it_arrives_later() -> None:
     assert taken == [1]
 
 
+@pytest.mark.spec("acks.unreliable")
 def test_unreliable_received_before_its_declaration_is_acked() -> None:
     s = server_ready()
     s.handle_event(_unreliable(0), 0.0)
@@ -113,6 +123,7 @@ def test_unreliable_received_before_its_declaration_is_acked() -> None:
     assert written(s.commands(), 1) == [AckNackUnreliable((1,))]
 
 
+@pytest.mark.spec("acks.sender")
 def test_sender_reports_every_number_once() -> None:
     c = _attached_client(0.1)
     for _ in range(3):
@@ -131,6 +142,7 @@ def test_sender_reports_every_number_once() -> None:
     assert nacked == {(True, 0), (False, 1), (False, 2)}
 
 
+@pytest.mark.spec("send.sent-unreliable")
 def test_sent_unreliable_bookkeeping_stays_bounded_and_never_nacks_early() -> None:
     s = server_ready()
     for i in range(10_000):

@@ -35,6 +35,7 @@ def test_status_is_none_while_alive_then_the_end_reason() -> None:
         c.send(1, b"x")
 
 
+@pytest.mark.spec("lost-reset")
 def test_send_on_a_lost_sender_raises_channel_lost() -> None:
     c = client_ready()
     feed(c, 1, [ChannelControl(0)])
@@ -69,6 +70,7 @@ def test_after_the_connection_closes_sends_raise_connection_lost() -> None:
     assert c.state_sizes()["senders"] == 0
 
 
+@pytest.mark.spec("receive.attachments")
 def test_halves_inside_a_queued_message_surface_when_it_is_taken() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -89,6 +91,7 @@ def test_halves_inside_a_queued_message_surface_when_it_is_taken() -> None:
     assert rx_c != tx_c
 
 
+@pytest.mark.spec("finish.sender")
 def test_send_or_finish_after_a_finished_end_raises_channel_closed() -> None:
     c = client_ready()
     feed(c, 1, [ChannelControl(0)])

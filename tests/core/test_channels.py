@@ -14,6 +14,7 @@ from aqueduct.wire.errors import CloseCode
 from aqueduct.wire.frames import ChannelControl, Message, encode_frames
 
 
+@pytest.mark.spec("send.attachments", "control-stream.open")
 def test_attachments_create_both_halves_and_the_non_minting_side_opens_control_streams() -> None:
     sim = pair()
     sim.trace = []
@@ -35,6 +36,7 @@ def test_attachments_create_both_halves_and_the_non_minting_side_opens_control_s
     assert sum("data=b'\\x02" in line and "S SendStreamData" in line for line in sim.trace) == 2
 
 
+@pytest.mark.spec("receive.routing")
 def test_a_message_that_arrives_before_the_message_creating_its_channel() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -77,6 +79,7 @@ def _ghost_run(filter_size: int):  # type: ignore[no-untyped-def]
     return sim
 
 
+@pytest.mark.spec("control-stream.ghost")
 def test_a_ghost_receiver_is_created_by_a_late_message_and_reset_lost() -> None:
     s = server_ready(EngineConfig(discarded_filter_size=0))
     never_claimed = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=4)
@@ -93,6 +96,7 @@ def test_a_ghost_receiver_is_created_by_a_late_message_and_reset_lost() -> None:
     assert not of(s.events(), MessageAvailable)
 
 
+@pytest.mark.spec("receive.discarded")
 @pytest.mark.parametrize("filter_size", [0, 16])
 def test_late_messages_for_a_closed_channel_make_no_ghost(filter_size: int) -> None:
     sim = _ghost_run(filter_size=filter_size)
@@ -100,6 +104,7 @@ def test_late_messages_for_a_closed_channel_make_no_ghost(filter_size: int) -> N
     assert sim.server.engine.state_sizes()["pending_receivers"] == 0
 
 
+@pytest.mark.spec("control-stream.ghost")
 def test_channel_control_for_an_unknown_channel_is_reset_lost() -> None:
     c = client_ready()
     unknown = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=9)
@@ -108,6 +113,7 @@ def test_channel_control_for_an_unknown_channel_is_reset_lost() -> None:
     assert not c.closed
 
 
+@pytest.mark.spec("control-stream.ghost")
 def test_channel_control_for_a_sender_that_already_has_one_is_reset_lost() -> None:
     c = client_ready()
     feed(c, 1, [ChannelControl(0)])
@@ -119,6 +125,7 @@ def test_channel_control_for_a_sender_that_already_has_one_is_reset_lost() -> No
     assert written(c.commands(), 1)  # SentUnreliable on the first control stream
 
 
+@pytest.mark.spec("receive.routing")
 def test_a_refused_auto_created_receiver_ends_and_is_forgotten() -> None:
     s = server_ready()
     other = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=4)
@@ -132,6 +139,7 @@ def test_a_refused_auto_created_receiver_ends_and_is_forgotten() -> None:
     assert sizes["pending_receivers"] == 0 and sizes["receivers"] == 1 and sizes["streams"] == 3  # 0, 1, uni 2
 
 
+@pytest.mark.spec("receive.routing")
 def test_messages_for_unknown_channels_we_minted_are_dropped_with_their_credit() -> None:
     s = server_ready()
     ours = ChannelId.make(to=Side.SERVER, minted_by=Side.SERVER, oneshot=False, index=3)
@@ -141,6 +149,7 @@ def test_messages_for_unknown_channels_we_minted_are_dropped_with_their_credit()
     assert s.events() == []
 
 
+@pytest.mark.spec("receive.routing")
 def test_auto_created_receivers_are_bounded() -> None:
     s = server_ready(EngineConfig(max_pending_receivers=2))
     ids = [ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=i) for i in (1, 2, 3)]
@@ -172,6 +181,7 @@ def test_a_message_larger_than_a_whole_queue_closes_with_limit_exceeded() -> Non
     assert close_code(s.commands()) == CloseCode.LIMIT_EXCEEDED
 
 
+@pytest.mark.spec("acks.unreliable")
 def test_unreliable_messages_over_the_queue_bound_are_dropped_then_nacked() -> None:
     s = server_ready(EngineConfig(max_receiver_queue_messages=1))
     for n in range(2):
@@ -182,6 +192,7 @@ def test_unreliable_messages_over_the_queue_bound_are_dropped_then_nacked() -> N
 
 
 
+@pytest.mark.spec("stream-reset.partial")
 def test_a_bidi_stream_reset_before_its_channel_control_is_read_leaves_nothing_behind() -> None:
     s = server_ready()
     before = s.state_sizes()["streams"]
@@ -191,6 +202,7 @@ def test_a_bidi_stream_reset_before_its_channel_control_is_read_leaves_nothing_b
     assert s.state_sizes()["streams"] == before and s.state_sizes()["held_bytes"] == 0
 
 
+@pytest.mark.spec("receive.discarded")
 def test_a_late_message_for_a_channel_whose_receiver_was_handed_out_makes_no_ghost() -> None:
     s = server_ready()
     given = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=3)

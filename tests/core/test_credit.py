@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from core_helpers import client_ready, server_ready
 
 from aqueduct.core.app import AttachKind
@@ -44,6 +45,7 @@ def test_message_bytes_return_when_taken_other_bytes_at_once() -> None:
     assert _credit(s.commands())[1] == len(ctrl)
 
 
+@pytest.mark.spec("stream-reset.partial")
 def test_every_byte_returns_exactly_once_across_discards_drops_and_resets() -> None:
     s = server_ready()
     rx = s.entrypoint or 0

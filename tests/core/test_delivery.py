@@ -19,6 +19,7 @@ def _drain(engine, receiver):  # type: ignore[no-untyped-def]
     return out
 
 
+@pytest.mark.spec("send.message")
 def test_ordered_messages_share_one_uni_stream_back_to_back_and_fin_on_finish() -> None:
     c = client_ready()
     ep = c.entrypoint or 0
@@ -32,6 +33,7 @@ def test_ordered_messages_share_one_uni_stream_back_to_back_and_fin_on_finish() 
     assert SendStreamData(sid, b"", True) in c.commands()
 
 
+@pytest.mark.spec("send.message")
 def test_ordered_delivery_end_to_end_in_order() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -44,6 +46,7 @@ def test_ordered_delivery_end_to_end_in_order() -> None:
     assert SenderEnded(c.entrypoint or 0, EndReason.FINISHED) in sim.client.events
 
 
+@pytest.mark.spec("send.message")
 def test_unordered_messages_each_get_their_own_finished_stream() -> None:
     c = client_ready()
     ep = c.entrypoint or 0
@@ -56,6 +59,7 @@ def test_unordered_messages_each_get_their_own_finished_stream() -> None:
         assert [x.end_stream for x in cmds if isinstance(x, SendStreamData) and x.stream_id == sid] == [True]
 
 
+@pytest.mark.spec("send.message")
 def test_unreliable_messages_are_datagrams_with_their_own_numbers() -> None:
     c = client_ready()
     ep = c.entrypoint or 0
@@ -68,6 +72,7 @@ def test_unreliable_messages_are_datagrams_with_their_own_numbers() -> None:
     assert datagrams(c.commands()) == [[Message(0, 0, (), b"u0")], [Message(0, 1, (), b"u1")]]
 
 
+@pytest.mark.spec("send.message")
 def test_every_mode_end_to_end() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -82,6 +87,7 @@ def test_every_mode_end_to_end() -> None:
     assert sum(e.stop - e.first for e in acked if e.reliable) == 2
 
 
+@pytest.mark.spec("send.message")
 def test_oneshot_channel_carries_one_message_then_finishes() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine

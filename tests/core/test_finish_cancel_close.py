@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from core_helpers import client_ready, feed, of, pair, resets, server_ready, written
 
 from aqueduct.core.app import (
@@ -30,6 +31,7 @@ def _numbers(events, kind, reliable):  # type: ignore[no-untyped-def]
     return sorted(n for e in of(events, kind) if e.reliable == reliable for n in range(e.first, e.stop))
 
 
+@pytest.mark.spec("finish.sender")
 def test_finish_declares_pending_unreliable_then_finish_sender_then_fin() -> None:
     c = client_ready()
     c.send(1, b"r")
@@ -44,6 +46,7 @@ def test_finish_declares_pending_unreliable_then_finish_sender_then_fin() -> Non
     assert ends[-1] is True
 
 
+@pytest.mark.spec("finish.receiver")
 def test_finishing_receiver_waits_the_nack_timeout_for_missing_unreliable() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -62,6 +65,7 @@ def test_finishing_receiver_waits_the_nack_timeout_for_missing_unreliable() -> N
     assert [m.payload for m in [s.take_message(s.entrypoint or 0)] if m] == [b"kept"]
 
 
+@pytest.mark.spec("finish.receiver")
 def test_after_finished_the_queue_stays_takeable() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -75,6 +79,7 @@ def test_after_finished_the_queue_stays_takeable() -> None:
     assert s.take_message(rx) is None
 
 
+@pytest.mark.spec("cancel")
 def test_cancel_resets_streams_and_the_receiver_discards_queued_messages() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -93,6 +98,7 @@ def test_cancel_resets_streams_and_the_receiver_discards_queued_messages() -> No
     assert _numbers(sim.client.events, MessagesAcked, True) == [0, 1, 2]
 
 
+@pytest.mark.spec("cancel")
 def test_cancel_before_the_control_stream_resets_message_streams_at_once() -> None:
     c = client_ready()
     sid = c.send(1, b"x").stream_id
@@ -103,6 +109,7 @@ def test_cancel_before_the_control_stream_resets_message_streams_at_once() -> No
     assert resets(c.commands()) == {1: ResetCode.CANCELLED}
 
 
+@pytest.mark.spec("close.receiver")
 def test_receiver_may_close_any_time_and_the_sender_nacks_the_unaccounted() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -121,6 +128,7 @@ def test_receiver_may_close_any_time_and_the_sender_nacks_the_unaccounted() -> N
     assert _numbers(sim.client.events, MessagesNacked, False) == [0, 1, 2]
 
 
+@pytest.mark.spec("close.receiver")
 def test_close_receiver_ranges_start_at_the_ack_reliable_start() -> None:
     s = server_ready()
     feed(s, 2, [Message(0, 0), Message(0, 1)])
@@ -134,6 +142,7 @@ def test_close_receiver_ranges_start_at_the_ack_reliable_start() -> None:
     assert [x.end_stream for x in cmds if isinstance(x, SendStreamData) and x.stream_id == 1][-1]
 
 
+@pytest.mark.spec("cancel")
 def test_drop_sender_cancels_unless_finished() -> None:
     c = client_ready()
     feed(c, 1, [ChannelControl(0)])
@@ -147,6 +156,7 @@ def test_drop_sender_cancels_unless_finished() -> None:
     assert resets(c2.commands()) == {}
 
 
+@pytest.mark.spec("close.receiver")
 def test_drop_receiver_closes_it() -> None:
     s = server_ready()
     feed(s, 2, [Message(0, 0)])
@@ -155,6 +165,7 @@ def test_drop_receiver_closes_it() -> None:
     assert s.state_sizes()["receivers"] == 0
 
 
+@pytest.mark.spec("reset-codes", "cancel")
 def test_cancelled_reset_from_the_sender_closes_the_receiver() -> None:
     s = server_ready()
     feed(s, 2, [Message(0, 0)])
@@ -164,6 +175,7 @@ def test_cancelled_reset_from_the_sender_closes_the_receiver() -> None:
     assert s.take_message(s.entrypoint or 0) is None
 
 
+@pytest.mark.spec("reset-codes", "lost-reset")
 def test_lost_reset_from_the_sender_ends_the_receiver_without_close() -> None:
     s = server_ready()
     feed(s, 2, [Message(0, 0)])
@@ -175,6 +187,7 @@ def test_lost_reset_from_the_sender_ends_the_receiver_without_close() -> None:
     assert s.take_message(s.entrypoint or 0) is None
 
 
+@pytest.mark.spec("control-stream.open")
 def test_minting_side_acknowledges_attach_and_the_opener_defers_its_reset_until_then() -> None:
     s = server_ready()
     given = ChannelId.make(to=Side.CLIENT, minted_by=Side.CLIENT, oneshot=False, index=0)

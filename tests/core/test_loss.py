@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from core_helpers import client_ready, close_code, feed, of, pair, server_ready
 
 from aqueduct.core.app import (
@@ -31,6 +32,7 @@ def _chain(c, first_delivery: Delivery, depth: int, now: float):  # type: ignore
     return senders
 
 
+@pytest.mark.spec("cascading-loss")
 def test_cascading_loss_through_three_levels() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine
@@ -48,6 +50,7 @@ def test_cascading_loss_through_three_levels() -> None:
     assert sizes["pending_receivers"] == 0 and sizes["receivers"] == 1
 
 
+@pytest.mark.spec("cascading-loss")
 def test_an_ack_of_a_child_before_its_parents_nack_still_ends_lost() -> None:
     sim = pair()
     sim.trace = []
@@ -62,6 +65,7 @@ def test_an_ack_of_a_child_before_its_parents_nack_still_ends_lost() -> None:
     assert SenderEnded(tx, EndReason.LOST) in sim.client.events
 
 
+@pytest.mark.spec("reachable")
 def test_reachability_empties_the_link_table() -> None:
     sim = pair()
     c = sim.client.engine
@@ -73,6 +77,7 @@ def test_reachability_empties_the_link_table() -> None:
         assert MessagesAcked(tx, True, 0, 1) in sim.client.events
 
 
+@pytest.mark.spec("closed-channel-lost")
 def test_closed_channel_lost_after_a_clean_close() -> None:
     sim = pair()
     sim.trace = []
@@ -92,6 +97,7 @@ def test_closed_channel_lost_after_a_clean_close() -> None:
     assert c.state_sizes()["links"] == 0
 
 
+@pytest.mark.spec("closed-channel-lost")
 def test_closed_channel_lost_for_an_unknown_channel_is_ignored() -> None:
     s = server_ready()
     gone = ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=5)
@@ -103,6 +109,7 @@ def _nack_root(c) -> None:  # type: ignore[no-untyped-def]
     feed(c, 1, [ChannelControl(0), AckNackUnreliable((0, 1))])
 
 
+@pytest.mark.spec("cascading-loss")
 def test_cascade_runs_10000_levels_deep_without_recursion() -> None:
     c = client_ready()
     senders = _chain(c, Delivery.UNRELIABLE, 10_000, 0.0)
@@ -114,6 +121,7 @@ def test_cascade_runs_10000_levels_deep_without_recursion() -> None:
     assert c.state_sizes()["links"] == 0
 
 
+@pytest.mark.spec("cascading-loss")
 def test_cascade_runs_10000_wide() -> None:
     c = client_ready()
     (root,) = c.send(c.entrypoint or 0, b"root", RECV, delivery=Delivery.UNRELIABLE).created
@@ -126,6 +134,7 @@ def test_cascade_runs_10000_wide() -> None:
     assert c.state_sizes()["links"] == 0
 
 
+@pytest.mark.spec("closed-channel-lost")
 def test_closed_channel_lost_for_a_finished_sender_found_lost_before_close_receiver() -> None:
     sim = pair()
     sim.trace = []

@@ -13,6 +13,7 @@ from aqueduct.core.timers import Timers
 from aqueduct.wire.errors import CloseCode, ProtocolError
 
 
+@pytest.mark.spec("encoding.ranges")
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 8)), max_size=30), st.integers(0, 70))
 def test_rangeset_matches_a_plain_set(adds: list[tuple[int, int]], probe: int) -> None:
     rs = RangeSet()
@@ -47,6 +48,7 @@ def test_timers_fire_in_order_and_can_move_or_cancel() -> None:
     assert t.next() == 5.0
 
 
+@pytest.mark.spec("reachable", "cascading-loss")
 def test_links_reachability_and_cascade() -> None:
     links = LinkTable()
     links.add_unreachable(2, 10, True)

@@ -5,6 +5,7 @@ with a coded close (or, for datagrams, with the oldest gaps nacked) and every ta
 
 from __future__ import annotations
 
+import pytest
 from core_helpers import close_code, feed, server_ready
 
 from aqueduct.core.config import EngineConfig
@@ -78,6 +79,7 @@ def decode_frames_safe(data: bytes) -> list[object]:
         return []
 
 
+@pytest.mark.spec("protocol-error")
 def test_a_message_number_the_codec_cannot_ack_is_a_protocol_error() -> None:
     for stream in (True, False):
         e = server_ready(CONFIG)

@@ -123,6 +123,7 @@ SERVER_CASES: dict[str, tuple[Callable[[Engine], None], int]] = {
 }
 
 
+@pytest.mark.spec("frames.placement", "reset-codes", "protocol-error")
 @pytest.mark.parametrize("case", sorted(SERVER_CASES))
 def test_server_side_protocol_error_closes_with_code(case: str) -> None:
     e = server_ready()
@@ -152,6 +153,7 @@ CLIENT_CASES: dict[str, Callable[[Engine], None]] = {
 }
 
 
+@pytest.mark.spec("frames.placement", "protocol-error")
 @pytest.mark.parametrize("case", sorted(CLIENT_CASES))
 def test_client_side_protocol_error_closes_with_code(case: str) -> None:
     c = _client_with_sent(3, unreliable=2)
@@ -164,6 +166,7 @@ def test_client_side_protocol_error_closes_with_code(case: str) -> None:
         c.send(1, b"after")
 
 
+@pytest.mark.spec("startup.server")
 def test_server_connection_control_must_follow_version() -> None:
     from aqueduct.core.transport import HandshakeCompleted
 
@@ -173,6 +176,7 @@ def test_server_connection_control_must_follow_version() -> None:
     assert close_code(e.commands()) == PV
 
 
+@pytest.mark.spec("frames.placement")
 def test_datagram_with_only_version_is_ignored() -> None:
     e = server_ready()
     e.handle_event(DatagramReceived(encode_frames([Version()])), 0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from core_helpers import close_code, feed, hello, of, pair, written
 
 from aqueduct.core.app import Delivery, HeadersReceived, MessageAvailable
@@ -21,6 +22,7 @@ from aqueduct.wire.frames import ChannelControl, ConnectionControl, Message, Sen
 from aqueduct.wire.reader import decode_frames
 
 
+@pytest.mark.spec("startup.client")
 def test_client_sends_version_and_headers_on_stream_0_at_construction() -> None:
     c = Engine(Side.CLIENT, headers=[("cbor-b3b650", b"v1")])
     cmds = c.commands()
@@ -28,6 +30,7 @@ def test_client_sends_version_and_headers_on_stream_0_at_construction() -> None:
     assert c.entrypoint is not None
 
 
+@pytest.mark.spec("startup.client")
 def test_client_prefixes_version_until_it_has_the_server_headers() -> None:
     c = Engine(Side.CLIENT)
     c.commands()
@@ -48,6 +51,7 @@ def test_client_prefixes_version_until_it_has_the_server_headers() -> None:
     assert isinstance(decode_frames(dgram.data)[0], Message)
 
 
+@pytest.mark.spec("startup.server")
 def test_server_sends_nothing_and_processes_nothing_before_the_client_headers() -> None:
     s = Engine(Side.SERVER)
     s.handle_event(HandshakeCompleted(), 0.0)
@@ -68,6 +72,7 @@ def test_server_sends_nothing_and_processes_nothing_before_the_client_headers() 
     assert s.state_sizes()["held_bytes"] == 0
 
 
+@pytest.mark.spec("zero-rtt.server")
 def test_server_holds_even_the_headers_until_the_handshake_completes() -> None:
     s = Engine(Side.SERVER)
     s.handle_event(StreamDataReceived(0, hello()), 0.0)
@@ -78,18 +83,21 @@ def test_server_holds_even_the_headers_until_the_handshake_completes() -> None:
     assert of(s.events(), MessageAvailable)
 
 
+@pytest.mark.spec("zero-rtt.server")
 def test_replay_safe_server_processes_0rtt_at_once() -> None:
     s = Engine(Side.SERVER, config=EngineConfig(replay_safe_0rtt=True))
     s.handle_event(StreamDataReceived(0, hello()), 0.0)
     assert s.commands()[0] == SendStreamData(0, hello())
 
 
+@pytest.mark.spec("startup.server")
 def test_held_bytes_are_bounded() -> None:
     s = Engine(Side.SERVER, config=EngineConfig(max_buffered_bytes=100))
     feed(s, 2, [Version(), Message(0, 0, (), b"x" * 200)])
     assert close_code(s.commands()) == CloseCode.LIMIT_EXCEEDED
 
 
+@pytest.mark.spec("startup.server")
 def test_headers_reach_both_applications() -> None:
     sim = Simulation(
         Engine(Side.CLIENT, headers=[("a", b"1")]), Engine(Side.SERVER, headers=[("b", b"2")]), NetConfig(), seed=3
@@ -101,6 +109,7 @@ def test_headers_reach_both_applications() -> None:
     assert sim.client.engine.peer_headers == (("b", b"2"),)
 
 
+@pytest.mark.spec("startup.control-stream")
 def test_connection_control_stream_is_never_finished_or_reset() -> None:
     sim = pair()
     sim.trace = []
@@ -116,6 +125,7 @@ def test_connection_control_stream_is_never_finished_or_reset() -> None:
     assert c.state_sizes()["streams"] == 1 and s.state_sizes()["streams"] == 1
 
 
+@pytest.mark.spec("startup.client")
 def test_client_prefixes_version_on_a_server_opened_stream_before_the_server_headers() -> None:
     c = Engine(Side.CLIENT)
     c.commands()

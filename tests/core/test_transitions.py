@@ -57,6 +57,7 @@ def test_every_state_is_reachable_from_open_and_gone_is_final() -> None:
     assert issubclass(IllegalTransition, AqueductError)
 
 
+@pytest.mark.spec("close.receiver")
 def test_a_receiver_closed_before_its_control_stream_waits_in_close_wait() -> None:
     c = client_ready()
     result = c.send(1, b"x", [AttachKind.SENDER])  # the peer gets the sender; we keep the receiver
@@ -74,6 +75,7 @@ def test_a_receiver_closed_before_its_control_stream_waits_in_close_wait() -> No
     assert ChannelId(int(channel)).minted_by is c.side
 
 
+@pytest.mark.spec("finish.receiver")
 def test_a_finished_channel_walks_open_finishing_gone() -> None:
     sim = pair()
     c, s = sim.client.engine, sim.server.engine

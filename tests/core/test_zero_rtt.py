@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from core_helpers import of
 
 from aqueduct.core.app import Delivery, MessagesAcked, MessagesNacked, SenderEnded
@@ -38,6 +39,7 @@ def _payloads(sim: Simulation[Engine]) -> list[bytes]:
     return out
 
 
+@pytest.mark.spec("zero-rtt.client")
 def test_rejected_0rtt_stream_bytes_arrive_once_and_early_datagrams_end_nacked() -> None:
     sim = _early_sends(accept=False)
     assert _payloads(sim) == [b"r0", b"r1", b"r2"]
@@ -48,6 +50,7 @@ def test_rejected_0rtt_stream_bytes_arrive_once_and_early_datagrams_end_nacked()
     assert SenderEnded(sim.client.engine.entrypoint or 0, EndReason.FINISHED) in evs
 
 
+@pytest.mark.spec("zero-rtt.server")
 def test_accepted_0rtt_is_held_by_the_server_until_its_handshake_completes() -> None:
     sim = _early_sends(accept=True)
     assert sim.trace is not None
@@ -56,6 +59,7 @@ def test_accepted_0rtt_is_held_by_the_server_until_its_handshake_completes() -> 
     assert sorted(_payloads(sim)) == [b"r0", b"r1", b"r2", b"u0", b"u1", b"u2"]
 
 
+@pytest.mark.spec("zero-rtt.server")
 def test_a_replay_safe_server_processes_0rtt_before_its_handshake_completes() -> None:
     sim = _early_sends(accept=True, replay_safe=True)
     assert sim.trace is not None

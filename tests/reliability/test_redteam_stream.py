@@ -24,9 +24,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aeron_compat.stream.aio import StreamEndpoint
-from aeron_compat.stream.cli import send_bytes
-from aeron_compat.stream.packets import Conf, Data, Dial, DialConf, decode, encode
+from aeron_compat.marlin.aio import StreamEndpoint
+from aeron_compat.marlin.cli import send_bytes
+from aeron_compat.marlin.packets import Conf, Data, Dial, DialConf, decode, encode
 from tests.stream.helpers import payload
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from aeron_compat.stream.connection import Connection, Readable, StreamOpened
-from aeron_compat.stream.endpoint import Endpoint
-from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.marlin.connection import Connection, Readable, StreamOpened
+from aeron_compat.marlin.endpoint import Endpoint
+from aeron_compat.marlin.limits import StreamConfig
 from tests.stream.simnet import A, B, SimNet
 
 

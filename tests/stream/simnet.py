@@ -15,9 +15,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aeron_compat.stream.connection import Address
-from aeron_compat.stream.endpoint import Endpoint
-from aeron_compat.stream.limits import MS
+from aeron_compat.marlin.connection import Address
+from aeron_compat.marlin.endpoint import Endpoint
+from aeron_compat.marlin.limits import MS
 
 A: Address = ("10.0.0.1", 5000)
 B: Address = ("10.0.0.2", 6000)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import random
 
-from aeron_compat.stream.congestion import Congestion
-from aeron_compat.stream.connection import Readable
-from aeron_compat.stream.endpoint import Endpoint
-from aeron_compat.stream.limits import MS, StreamConfig
+from aeron_compat.marlin.congestion import Congestion
+from aeron_compat.marlin.connection import Readable
+from aeron_compat.marlin.endpoint import Endpoint
+from aeron_compat.marlin.limits import MS, StreamConfig
 from tests.stream.simnet import A, B, SimNet
 
 

@@ -7,9 +7,9 @@ import hashlib
 
 import pytest
 
-from aeron_compat.stream.aio import StreamEndpoint
-from aeron_compat.stream.errors import StreamReset
-from aeron_compat.stream.limits import MS, StreamConfig
+from aeron_compat.marlin.aio import StreamEndpoint
+from aeron_compat.marlin.errors import StreamReset
+from aeron_compat.marlin.limits import MS, StreamConfig
 from tests.stream.helpers import payload
 
 
@@ -100,14 +100,14 @@ def test_cli_listen_and_send_check_the_digest(tmp_path: object) -> None:
 
 
 def test_cli_bench_prints_both_rates() -> None:
-    from aeron_compat.stream.cli import bench
+    from aeron_compat.marlin.cli import bench
 
     rates = asyncio.run(bench(1_000_000, 2000))
     assert rates["bulk_MBps"] > 0 and rates["msgs_per_s"] > 0
 
 
 def test_openweaver_profile_between_two_python_endpoints() -> None:
-    from aeron_compat.stream.openweaver import OpenWeaverKeys
+    from aeron_compat.marlin.openweaver import OpenWeaverKeys
 
     async def main() -> None:
         keys = OpenWeaverKeys()
@@ -127,7 +127,7 @@ def test_openweaver_profile_between_two_python_endpoints() -> None:
 
 
 def test_openweaver_dial_sealed_to_another_key_is_refused() -> None:
-    from aeron_compat.stream.openweaver import OpenWeaverKeys
+    from aeron_compat.marlin.openweaver import OpenWeaverKeys
 
     async def main() -> None:
         server = await StreamEndpoint.listen("127.0.0.1", 0, profile="openweaver", keys=OpenWeaverKeys())
@@ -144,7 +144,7 @@ def test_openweaver_dial_sealed_to_another_key_is_refused() -> None:
 
 def test_readexactly_beyond_the_readers_pause_limit_completes() -> None:
     """(It deadlocked: resuming the reader fed it before its waiter existed, then it paused again.)"""
-    from aeron_compat.stream.aio import READER_LIMIT
+    from aeron_compat.marlin.aio import READER_LIMIT
 
     async def main() -> None:
         server = await StreamEndpoint.listen("127.0.0.1", 0)

@@ -6,7 +6,7 @@ import asyncio
 
 from aeron_compat.bymux import read_exactly
 from aeron_compat.bymux.on_stream import accept_on_stream, open_on_stream
-from aeron_compat.stream.aio import StreamEndpoint
+from aeron_compat.marlin.aio import StreamEndpoint
 from tests.bymux.bymux_app import run_echo_app
 
 

@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from aeron_compat.stream.aio import StreamEndpoint
-from aeron_compat.stream.connection import AllAcked
-from aeron_compat.stream.errors import StreamError, StreamReset
-from aeron_compat.stream.limits import MS, StreamConfig
+from aeron_compat.marlin.aio import StreamEndpoint
+from aeron_compat.marlin.connection import AllAcked
+from aeron_compat.marlin.errors import StreamError, StreamReset
+from aeron_compat.marlin.limits import MS, StreamConfig
 from tests.stream.helpers import Pair, payload
 from tests.stream.simnet import SimNet
 

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeron_compat.stream.connection import State
-from aeron_compat.stream.endpoint import Endpoint
-from aeron_compat.stream.errors import StreamLimitExceeded, StreamProtocolError
-from aeron_compat.stream.limits import MS, StreamConfig
-from aeron_compat.stream.packets import Ack, Data, Dial, Rst, decode, encode
-from aeron_compat.stream.recv import ReceivedPackets, RecvStream
+from aeron_compat.marlin.connection import State
+from aeron_compat.marlin.endpoint import Endpoint
+from aeron_compat.marlin.errors import StreamLimitExceeded, StreamProtocolError
+from aeron_compat.marlin.limits import MS, StreamConfig
+from aeron_compat.marlin.packets import Ack, Data, Dial, Rst, decode, encode
+from aeron_compat.marlin.recv import ReceivedPackets, RecvStream
 from tests.stream.helpers import Pair
 from tests.stream.simnet import A, B, SimNet
 

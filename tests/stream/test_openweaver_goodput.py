@@ -21,7 +21,7 @@ from pathlib import Path
 
 from nacl.public import PrivateKey
 
-from aeron_compat.stream.aio import StreamEndpoint
+from aeron_compat.marlin.aio import StreamEndpoint
 from tests.stream.openweaver_peer import build, free_udp_port, key_dir
 from tests.stream.test_openweaver_interop import pattern
 

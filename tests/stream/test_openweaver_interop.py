@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from nacl.public import PrivateKey
 
-from aeron_compat.stream.aio import StreamEndpoint
-from aeron_compat.stream.errors import StreamTimeout
-from aeron_compat.stream.limits import MS, StreamConfig
-from aeron_compat.stream.openweaver import OpenWeaverKeys
+from aeron_compat.marlin.aio import StreamEndpoint
+from aeron_compat.marlin.errors import StreamTimeout
+from aeron_compat.marlin.limits import MS, StreamConfig
+from aeron_compat.marlin.openweaver import OpenWeaverKeys
 from tests.stream.openweaver_peer import build, free_udp_port, key_dir
 
 SIZE = 10_000_000

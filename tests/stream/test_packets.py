@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aeron_compat.stream.packets import (
+from aeron_compat.marlin.packets import (
     PROFILES,
     Ack,
     Conf,

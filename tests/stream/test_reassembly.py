@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeron_compat.stream.errors import StreamWireError
-from aeron_compat.stream.limits import StreamConfig
-from aeron_compat.stream.packets import Data, decode, encode
-from aeron_compat.stream.recv import RecvStream
+from aeron_compat.marlin.errors import StreamWireError
+from aeron_compat.marlin.limits import StreamConfig
+from aeron_compat.marlin.packets import Data, decode, encode
+from aeron_compat.marlin.recv import RecvStream
 from tests.stream.helpers import Pair
 from tests.stream.simnet import A, SimNet
 

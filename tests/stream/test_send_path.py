@@ -3,10 +3,10 @@ peer's window respected and probed, the congestion window's ceiling (specs/DECIS
 
 from __future__ import annotations
 
-from aeron_compat.stream.congestion import Congestion
-from aeron_compat.stream.connection import Connection
-from aeron_compat.stream.limits import MS, StreamConfig
-from aeron_compat.stream.packets import Ack, Data, decode
+from aeron_compat.marlin.congestion import Congestion
+from aeron_compat.marlin.connection import Connection
+from aeron_compat.marlin.limits import MS, StreamConfig
+from aeron_compat.marlin.packets import Ack, Data, decode
 from tests.stream.helpers import Pair
 from tests.stream.simnet import SimNet
 

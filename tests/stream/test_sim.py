@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aeron_compat.stream.connection import Closed, State
-from aeron_compat.stream.endpoint import Endpoint
-from aeron_compat.stream.errors import StreamReset, StreamTimeout
-from aeron_compat.stream.limits import MS, StreamConfig
-from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, PacketType, Rst, decode, encode
+from aeron_compat.marlin.connection import Closed, State
+from aeron_compat.marlin.endpoint import Endpoint
+from aeron_compat.marlin.errors import StreamReset, StreamTimeout
+from aeron_compat.marlin.limits import MS, StreamConfig
+from aeron_compat.marlin.packets import Ack, Conf, Data, Dial, DialConf, PacketType, Rst, decode, encode
 from tests.stream.helpers import Pair, payload
 from tests.stream.simnet import A, B, SimNet
 

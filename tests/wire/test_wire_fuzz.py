@@ -5,6 +5,7 @@ and the stream reader, chunked at random, agrees with whole decoding."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_strategies import frame_lists, split
@@ -47,6 +48,7 @@ soup = st.lists(
 ).map(bytes)
 
 
+@pytest.mark.spec("frames.decoding")
 @FUZZ
 @given(soup, st.lists(st.integers(0, 100), max_size=6))
 def test_garbage_raises_only_protocol_error(data: bytes, cuts: list[int]) -> None:
@@ -74,6 +76,7 @@ def mutated(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.spec("frames.decoding")
 @FUZZ
 @given(mutated(), st.lists(st.integers(0, 1000), max_size=6))
 def test_mutated_frames_raise_only_protocol_error(data: bytes, cuts: list[int]) -> None:

@@ -35,18 +35,21 @@ def feed_in_chunks(data: bytes, cuts: list[int], reader: FrameReader | None = No
     return out
 
 
+@pytest.mark.spec("frames.sequence")
 @given(frame_lists, st.lists(st.integers(0, 10_000), max_size=20))
 def test_any_chunking_equals_whole_decoding(fs: list[Frame], cuts: list[int]) -> None:
     data = encode_frames(fs)
     assert feed_in_chunks(data, cuts) == decode_frames(data) == fs
 
 
+@pytest.mark.spec("frames.sequence")
 @given(frame_lists)
 def test_byte_by_byte_equals_whole_decoding(fs: list[Frame]) -> None:
     data = encode_frames(fs)
     assert feed_in_chunks(data, list(range(len(data)))) == fs
 
 
+@pytest.mark.spec("frames.sequence")
 def test_frames_come_out_as_soon_as_complete_and_rest_is_kept() -> None:
     a, b = encode_frame(SentUnreliable(5)), encode_frame(Message(8, 1, (), b"hello"))
     reader = FrameReader()
@@ -57,6 +60,7 @@ def test_frames_come_out_as_soon_as_complete_and_rest_is_kept() -> None:
     reader.finish()
 
 
+@pytest.mark.spec("encoding.byte-arrays")
 def test_large_message_in_small_chunks() -> None:
     msg = Message(3, 7, (5,), bytes(range(256)) * 300)
     data = encode_frame(msg)
@@ -68,6 +72,7 @@ def test_large_message_in_small_chunks() -> None:
     reader.finish()
 
 
+@pytest.mark.spec("frames.decoding")
 def test_finish_inside_a_frame_is_a_protocol_error() -> None:
     reader = FrameReader()
     assert reader.feed(encode_frame(Version())[:10]) == []
@@ -92,6 +97,7 @@ def test_finish_without_any_frame_is_a_protocol_error() -> None:
     ],
     ids=["payload", "attachments", "headers", "ranges"],
 )
+@pytest.mark.spec("encoding.byte-arrays")
 @pytest.mark.parametrize("length", [1 << 60, (1 << 64) - 1, 16 * 1024 * 1024 + 1])
 def test_hostile_declared_length_is_refused_before_buffering(prefix: bytes, length: int) -> None:
     head = prefix + encode_varint(length)

@@ -37,6 +37,7 @@ from aqueduct.wire.frames import message_head, plain_message_prefix
 from aqueduct.wire.vectors import frame_from_json, frame_to_json
 
 
+@pytest.mark.spec("frames.encoding")
 @pytest.mark.parametrize("name", list(FRAME_STRATEGIES))
 @given(data=st.data())
 def test_frame_round_trip(name: str, data: st.DataObject) -> None:
@@ -47,6 +48,7 @@ def test_frame_round_trip(name: str, data: st.DataObject) -> None:
     assert encode_frames(decode_frames(encoded)) == encoded
 
 
+@pytest.mark.spec("frames.encoding")
 @given(frame_lists)
 def test_frames_back_to_back_round_trip(fs: list[Frame]) -> None:
     data = encode_frames(fs)
@@ -76,6 +78,7 @@ def test_plain_message_prefix_stays_right_as_its_cache_of_high_bits_fills_and_em
         assert plain_message_prefix(head, number, 64) + b"p" * 64 == encode_frame(Message(5, number, (), b"p" * 64))
 
 
+@pytest.mark.spec("encoding.varint")
 @given(u64)
 def test_varint_round_trip_and_minimal_length(value: int) -> None:
     data = encode_varint(value)
@@ -85,6 +88,7 @@ def test_varint_round_trip_and_minimal_length(value: int) -> None:
     assert len(data) == 1 or data[-1] != 0
 
 
+@pytest.mark.spec("encoding.varint")
 @given(u64, st.integers(1, 9))
 def test_varint_padded_with_zero_groups_is_rejected(value: int, pad: int) -> None:
     data = bytearray(encode_varint(value))
@@ -94,6 +98,7 @@ def test_varint_padded_with_zero_groups_is_rejected(value: int, pad: int) -> Non
         decode_varint(padded)
 
 
+@pytest.mark.spec("encoding.varint")
 @given(st.integers(MAX_VARINT + 1, 1 << 80))
 def test_varint_beyond_64_bits_is_rejected(value: int) -> None:
     out = bytearray()
@@ -109,12 +114,14 @@ def test_varint_beyond_64_bits_is_rejected(value: int) -> None:
         encode_varint(value)
 
 
+@pytest.mark.spec("encoding.varint")
 @pytest.mark.parametrize("value", [-1, MAX_VARINT + 1])
 def test_encode_varint_refuses_out_of_range(value: int) -> None:
     with pytest.raises(ValueError):
         encode_varint(value)
 
 
+@pytest.mark.spec("encoding.ranges")
 @given(ranges(), u64)
 def test_ranges_round_trip_through_runs(rs: tuple[int, ...], start: int) -> None:
     validate_ranges(rs)
@@ -124,6 +131,7 @@ def test_ranges_round_trip_through_runs(rs: tuple[int, ...], start: int) -> None
     assert decode_frames(encode_frame(AckReliable(rs))) == [AckReliable(rs)]
 
 
+@pytest.mark.spec("encoding.ranges")
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=10))
 def test_zero_rule(rs: list[int]) -> None:
     ok = all(r or (i == 0 and len(rs) > 1) for i, r in enumerate(rs))
@@ -134,6 +142,7 @@ def test_zero_rule(rs: list[int]) -> None:
             validate_ranges(rs)
 
 
+@pytest.mark.spec("encoding.ranges")
 def test_runs_to_ranges_merges_and_leads_with_zero() -> None:
     assert runs_to_ranges(10, [(10, 12, False), (12, 13, True), (13, 15, True)]) == [0, 2, 3]
     assert runs_to_ranges(0, [(0, 2, True), (2, 2, False), (2, 5, True)]) == [5]
@@ -141,18 +150,21 @@ def test_runs_to_ranges_merges_and_leads_with_zero() -> None:
         runs_to_ranges(0, [(1, 2, True)])
 
 
+@pytest.mark.spec("encoding.headers")
 @given(headers)
 def test_headers_round_trip_keep_order_and_duplicates(hs: tuple[tuple[str, bytes], ...]) -> None:
     doubled = hs + hs
     assert decode_frames(b"\x01" + encode_headers(doubled)) == [ConnectionControl(doubled)]
 
 
+@pytest.mark.spec("encoding.headers")
 @pytest.mark.parametrize("key", ["", "é", "\x80"])
 def test_encoder_refuses_bad_header_keys(key: str) -> None:
     with pytest.raises(ValueError):
         encode_headers([(key, b"")])
 
 
+@pytest.mark.spec("channel-id.bits")
 @given(st.sampled_from(list(Side)), st.sampled_from(list(Side)), st.booleans(), st.integers(0, (1 << 61) - 1))
 def test_channel_id_fields(to: Side, minted_by: Side, oneshot: bool, index: int) -> None:
     cid = ChannelId.make(to=to, minted_by=minted_by, oneshot=oneshot, index=index)
@@ -162,6 +174,7 @@ def test_channel_id_fields(to: Side, minted_by: Side, oneshot: bool, index: int)
     assert decode_varint(encode_varint(cid)) == cid
 
 
+@pytest.mark.spec("channel-id.bits")
 def test_channel_id_bits_follow_the_spec() -> None:
     cid = ChannelId.make(to=Side.CLIENT, minted_by=Side.SERVER, oneshot=True, index=5)
     assert cid == 5 << 3 | 0b111
@@ -170,6 +183,7 @@ def test_channel_id_bits_follow_the_spec() -> None:
         ChannelId.make(to=Side.SERVER, minted_by=Side.CLIENT, oneshot=False, index=1 << 61)
 
 
+@pytest.mark.spec("channel-id.minting")
 @pytest.mark.parametrize("side", list(Side))
 def test_minter_counts_each_space_from_zero_except_the_entrypoint(side: Side) -> None:
     minter = ChannelIdMinter(side)
@@ -182,6 +196,7 @@ def test_minter_counts_each_space_from_zero_except_the_entrypoint(side: Side) ->
             assert len({c.space for c in ids}) == 1
 
 
+@pytest.mark.spec("channel-id.minting")
 def test_a_minter_copy_mints_on_its_own() -> None:
     minter = ChannelIdMinter(Side.CLIENT)
     minter.mint(to=Side.SERVER)

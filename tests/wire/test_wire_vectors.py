@@ -57,6 +57,7 @@ def test_own_vectors_are_many_and_named_uniquely() -> None:
     assert len({v["name"] for v in VECTORS}) == len(VECTORS)
 
 
+@pytest.mark.spec("frames.encoding")
 def test_every_frame_type_and_channel_space_is_covered() -> None:
     types = {f["type"] for v in VALID if v["kind"] == "frames" for f in v["frames"]}
     assert len(types) == 10
@@ -66,11 +67,13 @@ def test_every_frame_type_and_channel_space_is_covered() -> None:
     assert {0, 10, 238, 240, 255} <= unknown
 
 
+@pytest.mark.spec("frames.encoding")
 @pytest.mark.parametrize("v", VALID, ids=ids(VALID))
 def test_valid_vector_decodes(v: dict[str, Any]) -> None:
     assert decode_kind(v["kind"], bytes.fromhex(v["hex"])) == expected_fields(v)
 
 
+@pytest.mark.spec("frames.encoding")
 @pytest.mark.parametrize("v", VALID, ids=ids(VALID))
 def test_valid_vector_encodes_to_exact_bytes(v: dict[str, Any]) -> None:
     if v["kind"] == "frames":
@@ -81,6 +84,7 @@ def test_valid_vector_encodes_to_exact_bytes(v: dict[str, Any]) -> None:
         assert encode_varint(int(v["value"])).hex() == v["hex"]
 
 
+@pytest.mark.spec("channel-id.bits")
 @pytest.mark.parametrize("v", [v for v in VALID if v["kind"] == "channel_id"], ids=lambda v: v["name"])
 def test_channel_id_vector_fields_rebuild_the_id(v: dict[str, Any]) -> None:
     cid = ChannelId.make(
@@ -92,6 +96,7 @@ def test_channel_id_vector_fields_rebuild_the_id(v: dict[str, Any]) -> None:
     assert cid == int(v["value"])
 
 
+@pytest.mark.spec("frames.decoding")
 @pytest.mark.parametrize("v", INVALID, ids=ids(INVALID))
 def test_invalid_vector_raises_protocol_error(v: dict[str, Any]) -> None:
     with pytest.raises(ProtocolError) as err:
@@ -100,6 +105,7 @@ def test_invalid_vector_raises_protocol_error(v: dict[str, Any]) -> None:
     assert "offset" in str(err.value) or "empty" in str(err.value) or "var len int" in str(err.value)
 
 
+@pytest.mark.spec("frames.decoding")
 @pytest.mark.parametrize("v", [v for v in INVALID if v["kind"] == "frames"], ids=lambda v: v["name"])
 def test_invalid_frames_vector_rejected_by_stream_reader(v: dict[str, Any]) -> None:
     reader = FrameReader()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aeron_compat.stream.errors import StreamError
+from aeron_compat.marlin.errors import StreamError
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,42 +1,43 @@
-# The two ends of a publication session that crosses an Aqueduct connection.
+# The two ends of a publication session that crosses a connection between drivers, whatever the transport.
 #   RemoteSubscriber  (publication side) a subscription of another driver, known by its "reg"
-#                     message; the matcher links it to local logs like any subscription.
-#   RemoteSink        (publication side) one log -> one remote subscriber: a task batches the
-#                     log's frames onto a data Sender; a second task reads the subscriber's
-#                     positions from a status Receiver, which is the sink's position for flow
-#                     control.  Both halves' partners travel attached to the "setup" message.
-#   RemoteSession     (subscription side) reads the data Receiver, validates batches, feeds the
-#                     image, and reports the image's position on the status Sender each time it
-#                     advances by a quarter window (so the publisher is never starved).
-# Every method marked "loop" runs on the driver's event loop; the others may run on any thread.
-"""Publication sinks, remote subscribers and receiving sessions for the Aqueduct media."""
+#                     message; the matcher links it to local logs like any subscription, and each
+#                     log it attaches to gets a sink of its transport's `sink_type`.
+#   RemoteSink        (publication side) one log -> one remote subscriber: the log's frames queue
+#                     here (bounded by the log's window) and `next_frames` hands them to the
+#                     transport's sending task in batches; the subscriber's positions, read back
+#                     by that task, are the sink's position for flow control.
+#   SessionCore       (subscription side) one remote publication feeding one local image: it
+#                     validates batches (batch.py), delivers their new frames, and reports the
+#                     image's position each time it advances by a quarter window (so the publisher
+#                     is never starved); the transport's subclass reads and reports.
+# aqueduct_session.py and marlin_session.py are the transports' halves.  Every method marked "loop"
+# runs on the driver's event loop; the others may run on any thread.
+"""Remote subscribers, publication sinks and receiving sessions, for every transport."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aqueduct.api import Receiver, Sender, channel
-from aqueduct.errors import AqueductError, WouldBlock
+from aqueduct.errors import AqueductError
 
 from ..client.image import Image
 from ..client.logbuffer import Frame
 from ..client.publication import PublicationLog
-from .batch import BatchError, decode_batch, encode_batch
+from .batch import BatchError, decode_batch
 
 if TYPE_CHECKING:
     from ..client.subscription import Subscription
     from .link import ControlLink
 
 BATCH_BYTES = 32 * 1024
-DATAGRAM_OVERHEAD = 16
+"""Frames per batch a sink sends on an ordered carrier (about; at least one frame)."""
 
 
 class SessionHost(Protocol):
-    """What sinks and sessions ask of the network that owns them (`AqueductNetwork`)."""
+    """What sinks and sessions ask of the network that owns them (`DriverNetwork`)."""
 
     loop: asyncio.AbstractEventLoop
     sessions: set[SessionCore]
@@ -58,8 +59,9 @@ class RemoteSubscriber:
     """A subscription of the driver at the other end of `link`."""
 
     def __init__(self, net: SessionHost, link: ControlLink, remote_id: int, stream_id: int,
-                 session_filter: int | None) -> None:
+                 session_filter: int | None, sink_type: type[RemoteSink]) -> None:
         self.net, self.link, self.remote_id = net, link, remote_id
+        self.sink_type = sink_type
         self.stream_id = stream_id
         self.session_filter = session_filter
         self.is_closed = False
@@ -71,7 +73,7 @@ class RemoteSubscriber:
 
     def _attach(self, log: PublicationLog) -> None:
         with log.lock:
-            sink = RemoteSink(self, log, log.appender.tail)
+            sink = self.sink_type(self, log, log.appender.tail)
             log.add_sink(sink)
         self.sinks.append(sink)
         self.net.call(lambda: self.net.spawn(sink.run()))
@@ -84,7 +86,7 @@ class RemoteSubscriber:
 
 
 class RemoteSink:
-    """Frames of one log to one remote subscriber; its position comes back as status messages."""
+    """Frames of one log to one remote subscriber, sent by the transport's `run`; its position comes back."""
 
     def __init__(self, subscriber: RemoteSubscriber, log: PublicationLog, join_position: int) -> None:
         self.subscriber, self.log = subscriber, log
@@ -96,8 +98,6 @@ class RemoteSink:
         self.eos: int | None = None
         self.dropped = False
         self._wake = asyncio.Event()
-        self._tx: Sender[Any] | None = None
-        self._status: Receiver[Any] | None = None
 
     # --- any thread ----------------------------------------------------------------------------------
     @property
@@ -113,7 +113,7 @@ class RemoteSink:
             self.net.call(self._wake.set)
 
     def end_of_stream(self, final_position: int) -> None:
-        """Send what is queued, then finish the data channel."""
+        """Send what is queued, then end the session's carrier."""
         self.eos = final_position
         self.net.call(self._wake.set)
 
@@ -124,35 +124,9 @@ class RemoteSink:
 
     # --- loop ----------------------------------------------------------------------------------------
     async def run(self) -> None:
-        """Send the setup, then pump frames until end of stream, loss or disconnection."""
-        log, link = self.log, self.subscriber.link
-        reliable = log.channel.get("reliable") != "false"
-        tx, rx = channel()
-        status_tx, self._status = channel()
-        self._tx = tx
-        link.send_ctl({"t": "setup", "sub": self.subscriber.remote_id, "stream": log.stream_id,
-                       "session": log.session_id, "itid": log.initial_term_id, "tl": log.term_length,
-                       "mtu": log.mtu, "join": self.join_position, "win": log.window, "rel": reliable,
-                       "rcid": log.response_correlation_id, "data": rx, "status": status_tx})
-        status_task = asyncio.create_task(self._read_status())
-        try:
-            await self._pump(tx, reliable, link)
-            if self.dropped:
-                tx.cancel()
-            else:
-                await tx.finish()
-                await status_task
-        except (AqueductError, ConnectionError):
-            self.net.count("connection_errors")
-        finally:
-            status_task.cancel()
-            self._detach()
-
-    async def _pump(self, tx: Sender[Any], reliable: bool, link: ControlLink) -> None:
-        limit = BATCH_BYTES if reliable else max(link.datagram_limit - DATAGRAM_OVERHEAD, 64)
-        while (frames := await self.next_frames(limit)) is not None:
-            data = encode_batch(frames)
-            await tx.send(data, "ordered" if reliable or len(data) > limit else "unreliable")
+        """Send the setup, then the log's frames until end of stream, loss or disconnection; end with
+        `_detach` (the transport's sending task)."""
+        raise NotImplementedError
 
     async def next_frames(self, limit: int) -> list[Frame] | None:
         """The next contiguous frames to send (about `limit` bytes encoded; at least one frame), waiting
@@ -184,12 +158,13 @@ class RemoteSink:
             return frames
         return None
 
-    async def _read_status(self) -> None:
-        assert self._status is not None
-        with contextlib.suppress(AqueductError, ConnectionError):
-            async for position in self._status:
-                if isinstance(position, int) and position > self.position:
-                    self.position = position
+    def position_read(self, position: int) -> None:
+        """The subscriber reported `position` (loop)."""
+        if position > self.position:
+            self.position = position
+
+    def status_ended(self) -> None:
+        """The subscriber's positions stopped coming: stop sending (loop)."""
         self.dropped = True
         self._wake.set()
 
@@ -200,8 +175,6 @@ class RemoteSink:
             self.log.remove_sink(self)
         if self in self.subscriber.sinks:
             self.subscriber.sinks.remove(self)
-        if self._status is not None:
-            self._status.close()
 
 
 class SessionCore:
@@ -272,39 +245,3 @@ class SessionCore:
     def shutdown(self) -> None:
         """Stop receiving and release the transport's resources."""
         raise NotImplementedError
-
-
-class RemoteSession(SessionCore):
-    """A session whose frames come on an Aqueduct channel and whose status goes back on another."""
-
-    def __init__(self, net: SessionHost, link: ControlLink, sub: Subscription, msg: dict[str, Any]) -> None:
-        super().__init__(net, link, sub, msg)
-        self.data: Receiver[Any] = msg["data"]
-        self.status: Sender[Any] = msg["status"]
-
-    def report(self) -> None:
-        """Send the image's position (retried shortly if the status channel is full)."""
-        position = self.image.position
-        if self.closed or position <= self.reported:
-            return
-        try:
-            self.status.try_send(position)
-            self.reported = position
-        except WouldBlock:
-            self.net.loop.call_later(0.001, self.report)
-        except AqueductError:
-            self.shutdown()
-
-    def batches(self) -> AsyncIterator[bytes]:
-        """The data channel's messages (it finishes at end of stream)."""
-        return aiter(self.data)
-
-    def shutdown(self) -> None:
-        """Close both channels."""
-        if self.closed:
-            return
-        self.closed = True
-        self.data.close()
-        with contextlib.suppress(AqueductError):
-            self.status.cancel()
-        self.net.sessions.discard(self)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aeron_compat.stream.packets import StreamWireError
+from aeron_compat.marlin.packets import StreamWireError
 from aqueduct.errors import AqueductError, LimitExceeded
 
 __all__ = [

@@ -6,9 +6,9 @@ socket, `limits` every bound. No module here touches sockets or asyncio
 except the adapter in `aio`.
 """
 
-from aeron_compat.stream.connection import Connection, State
-from aeron_compat.stream.endpoint import Endpoint
-from aeron_compat.stream.errors import (
+from aeron_compat.marlin.connection import Connection, State
+from aeron_compat.marlin.endpoint import Endpoint
+from aeron_compat.marlin.errors import (
     StreamError,
     StreamLimitExceeded,
     StreamProtocolError,
@@ -16,7 +16,7 @@ from aeron_compat.stream.errors import (
     StreamTimeout,
     StreamWireError,
 )
-from aeron_compat.stream.limits import StreamConfig
+from aeron_compat.marlin.limits import StreamConfig
 
 __all__ = ["Connection", "Endpoint", "State", "StreamConfig", "StreamError", "StreamLimitExceeded",
            "StreamProtocolError", "StreamReset", "StreamTimeout", "StreamWireError"]

@@ -1,11 +1,11 @@
-# A StreamLink is one Marlin Stream connection between two drivers.  The dialling driver opens the
+# A MarlinLink is one Marlin Stream connection between two drivers.  The dialling driver opens the
 # connection's first stream for control messages and writes "hello" on it; every other stream, opened
-# by either side, carries one publication session (see media/stream_session.py) and starts with that
+# by either side, carries one publication session (see media/marlin_session.py) and starts with that
 # session's "setup" message.  On every stream the bytes are frames: a 4-byte little-endian length,
 # then the body (control and setup messages are JSON objects; a session's later frames are batches
 # from batch.py).  Bodies are bounded before they are read, so a hostile peer cannot make a driver
 # buffer more than one frame's limit per stream; bytes that do not parse end that stream or link.
-"""`StreamLink` and the frames on its streams, for the Marlin Stream media."""
+"""`MarlinLink` and the frames on its streams, for the Marlin Stream transport."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ import asyncio
 import contextlib
 import json
 import struct
-from collections.abc import Callable
 from typing import Any
 
 from aqueduct.errors import AqueductError
 
-from ..stream.aio import StreamConnection, StreamWriter
+from ..marlin.aio import StreamConnection, StreamWriter
 from .batch import BatchError
-from .link import ControlLink
+from .link import ControlLink, OnControl
 
 _LENGTH = struct.Struct("<I")
 CONTROL_LIMIT = 64 * 1024
@@ -72,7 +71,7 @@ def address_of(conn: StreamConnection) -> str:
     return f"{host}:{port}"
 
 
-class StreamLink(ControlLink):
+class MarlinLink(ControlLink):
     """One Stream connection between two drivers: a control stream, and one stream per session.
 
     Sessions the peer opens reach `on_control` as their "setup" message with the stream's reader
@@ -80,7 +79,7 @@ class StreamLink(ControlLink):
     the control stream is refused).
     """
 
-    def __init__(self, on_control: Callable[[ControlLink, dict[str, Any]], None], conn: StreamConnection,
+    def __init__(self, on_control: OnControl, conn: StreamConnection,
                  reader: asyncio.StreamReader, writer: StreamWriter, endpoint: str | None = None,
                  listener: str | None = None) -> None:
         super().__init__(on_control, address_of(conn), endpoint, listener)

@@ -18,8 +18,8 @@ import sys
 import time
 from typing import Any
 
-from aeron_compat.stream.aio import StreamConnection, StreamEndpoint
-from aeron_compat.stream.packets import PROFILES, Profile
+from aeron_compat.marlin.aio import StreamConnection, StreamEndpoint
+from aeron_compat.marlin.packets import PROFILES, Profile
 
 
 def _addr(text: str) -> tuple[str, int]:

@@ -21,11 +21,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aeron_compat.stream.congestion import Congestion
-from aeron_compat.stream.errors import StreamError, StreamLimitExceeded
-from aeron_compat.stream.events import AllAcked, Event, Writable
-from aeron_compat.stream.limits import StreamConfig
-from aeron_compat.stream.packets import Ack
+from aeron_compat.marlin.congestion import Congestion
+from aeron_compat.marlin.errors import StreamError, StreamLimitExceeded
+from aeron_compat.marlin.events import AllAcked, Event, Writable
+from aeron_compat.marlin.limits import StreamConfig
+from aeron_compat.marlin.packets import Ack
 
 PROBE_MIN_NS = 2_000_000  # a window probe waits at least this (and 2 srtt) after the packet's last send
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from sortedcontainers import SortedDict
 
-from aeron_compat.stream.errors import StreamProtocolError
+from aeron_compat.marlin.errors import StreamProtocolError
 
 
 class ReceivedPackets:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import random
 
-from aeron_compat.stream.connection import Address, Closed, Connection, Event, State
-from aeron_compat.stream.errors import StreamLimitExceeded, StreamWireError
-from aeron_compat.stream.limits import StreamConfig
-from aeron_compat.stream.openweaver import OpenWeaverKeys
-from aeron_compat.stream.packets import Dial, Packet, Profile, Rst, decode, encode
+from aeron_compat.marlin.connection import Address, Closed, Connection, Event, State
+from aeron_compat.marlin.errors import StreamLimitExceeded, StreamWireError
+from aeron_compat.marlin.limits import StreamConfig
+from aeron_compat.marlin.openweaver import OpenWeaverKeys
+from aeron_compat.marlin.packets import Dial, Packet, Profile, Rst, decode, encode
 
 
 class Endpoint:

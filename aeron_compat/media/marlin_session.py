@@ -6,7 +6,7 @@
 # same stream carries the image's positions, 8 bytes each, which are the sink's position for flow
 # control; the subscriber ends its half when its image closes, which ends the sink.  Stream delivers
 # everything in order and reliably, so `reliable=false` changes nothing on this media.
-"""Publication sinks and receiving sessions for the Marlin Stream media."""
+"""Publication sinks and receiving sessions for the Marlin Stream transport."""
 
 from __future__ import annotations
 
@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from aqueduct.errors import AqueductError
 
-from ..client.publication import PublicationLog
-from ..stream.aio import StreamWriter
+from ..marlin.aio import StreamWriter
 from .batch import encode_batch
-from .remote import BATCH_BYTES, RemoteSink, RemoteSubscriber, SessionCore, SessionHost
-from .stream_link import StreamLink, encode_message, read_frame, write_frame
+from .marlin_link import MarlinLink, encode_message, read_frame, write_frame
+from .sessions import BATCH_BYTES, RemoteSink, SessionCore, SessionHost
 
 if TYPE_CHECKING:
     from ..client.subscription import Subscription
@@ -32,18 +31,7 @@ FRAME_LIMIT = BATCH_BYTES + 65536 + 64
 """Largest batch body: a batch holds at least one frame, and a frame is at most an MTU (< 64 KiB)."""
 
 
-class StreamSubscriber(RemoteSubscriber):
-    """A subscription of the driver at the other end of a StreamLink."""
-
-    def _attach(self, log: PublicationLog) -> None:
-        with log.lock:
-            sink = StreamSink(self, log, log.appender.tail)
-            log.add_sink(sink)
-        self.sinks.append(sink)
-        self.net.call(lambda: self.net.spawn(sink.run()))
-
-
-class StreamSink(RemoteSink):
+class MarlinSink(RemoteSink):
     """Frames of one log to one remote subscriber, on a Stream stream of their own."""
 
     async def run(self) -> None:
@@ -52,8 +40,8 @@ class StreamSink(RemoteSink):
         log, link = self.log, self.subscriber.link
         status_task: asyncio.Task[None] | None = None
         try:
-            if not isinstance(link, StreamLink):
-                raise TypeError("a StreamSink needs a StreamLink")
+            if not isinstance(link, MarlinLink):
+                raise TypeError("a MarlinSink needs a MarlinLink")
             reader, writer = link.conn.open_stream()
             write_frame(writer, encode_message({
                 "t": "setup", "sub": self.subscriber.remote_id, "stream": log.stream_id, "session": log.session_id,
@@ -81,16 +69,14 @@ class StreamSink(RemoteSink):
         with contextlib.suppress(AqueductError, ConnectionError, asyncio.IncompleteReadError):
             while True:
                 (position,) = _POSITION.unpack(await reader.readexactly(_POSITION.size))
-                if position > self.position:
-                    self.position = position
-        self.dropped = True
-        self._wake.set()
+                self.position_read(position)
+        self.status_ended()
 
 
-class StreamSession(SessionCore):
+class MarlinSession(SessionCore):
     """One remote publication session arriving on a Stream stream, feeding one local image."""
 
-    def __init__(self, net: SessionHost, link: StreamLink, sub: Subscription, msg: dict[str, Any]) -> None:
+    def __init__(self, net: SessionHost, link: MarlinLink, sub: Subscription, msg: dict[str, Any]) -> None:
         super().__init__(net, link, sub, msg)
         self.data: asyncio.StreamReader = msg["data"]
         self.status: StreamWriter = msg["status"]

@@ -18,19 +18,19 @@ from __future__ import annotations
 import enum
 from collections import deque
 
-from aeron_compat.stream.congestion import Congestion
-from aeron_compat.stream.errors import (
+from aeron_compat.marlin.congestion import Congestion
+from aeron_compat.marlin.errors import (
     StreamError,
     StreamLimitExceeded,
     StreamProtocolError,
     StreamReset,
     StreamTimeout,
 )
-from aeron_compat.stream.events import AllAcked, Closed, Established, Event, Readable, StreamOpened, Writable
-from aeron_compat.stream.limits import StreamConfig
-from aeron_compat.stream.packets import Ack, Conf, Data, Dial, DialConf, Packet, Profile, Rst, encode
-from aeron_compat.stream.recv import ReceivedPackets, RecvStream
-from aeron_compat.stream.sending import Sender, SendStream, SentPacket
+from aeron_compat.marlin.events import AllAcked, Closed, Established, Event, Readable, StreamOpened, Writable
+from aeron_compat.marlin.limits import StreamConfig
+from aeron_compat.marlin.packets import Ack, Conf, Data, Dial, DialConf, Packet, Profile, Rst, encode
+from aeron_compat.marlin.recv import ReceivedPackets, RecvStream
+from aeron_compat.marlin.sending import Sender, SendStream, SentPacket
 
 __all__ = ["Address", "AllAcked", "Closed", "Connection", "Established", "Event", "Readable", "SentPacket", "State",
            "StreamOpened", "Writable"]

@@ -19,7 +19,7 @@ import random
 import socket
 from dataclasses import dataclass, field
 
-from aeron_compat.stream.connection import (
+from aeron_compat.marlin.connection import (
     Address,
     AllAcked,
     Closed,
@@ -29,11 +29,11 @@ from aeron_compat.stream.connection import (
     StreamOpened,
     Writable,
 )
-from aeron_compat.stream.endpoint import Endpoint
-from aeron_compat.stream.errors import StreamError
-from aeron_compat.stream.limits import StreamConfig
-from aeron_compat.stream.openweaver import OpenWeaverKeys
-from aeron_compat.stream.packets import Profile
+from aeron_compat.marlin.endpoint import Endpoint
+from aeron_compat.marlin.errors import StreamError
+from aeron_compat.marlin.limits import StreamConfig
+from aeron_compat.marlin.openweaver import OpenWeaverKeys
+from aeron_compat.marlin.packets import Profile
 
 READER_LIMIT = 1 << 20
 SOCKET_BUFFER = 4 << 20  # asked of the kernel (capped by net.core.rmem_max / wmem_max)

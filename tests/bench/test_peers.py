@@ -1,0 +1,141 @@
+"""The peer rows of `aqueduct bench --peers` (aqueduct/bench/peers/): each peer's clients give correct answers
+at a tiny scale, a missing peer is reported and the run goes on, and the targets block lists every target.
+No timing is asserted. nats-server comes from scripts/nats_server.sh (Debian's package; CI runs as root)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aqueduct.bench import peers, report
+from aqueduct.bench.peers import KINDS, ROWS, Kind
+from aqueduct.bench.peers.measure import concurrent_calls, request_reply
+from aqueduct.bench.runner import Options, Results, run
+from aqueduct.cli import main
+from aqueduct.quic.certs import DevCerts, make_dev_certs
+
+ROOT = Path(__file__).resolve().parents[2]
+ISSUE_28_TARGETS = {
+    "fresh-oneshot request/reply, 1 in flight, calls/s vs grpcio TLS",
+    "fresh-oneshot request/reply, 1 in flight, p50 vs grpcio TLS",
+    "fresh-oneshot request/reply, 32 in flight, calls/s vs grpcio TLS",
+    "channel creation (channels/s)",
+    "connect to first echo (0-RTT) vs raw aioquic 0-RTT",
+    "connect to first reply (0-RTT) vs grpcio TLS connect",
+    "handshakes/s sequential vs raw aioquic",
+    "handshakes/s 32 concurrent vs raw aioquic",
+    "server memory per idle connection vs raw aioquic",
+    "ordered 64 B msgs/s vs raw aioquic",
+    "unreliable 64 B msgs/s vs raw datagrams",
+    "typed 64 B msgs/s vs untyped cbor (same run)",
+    "ordered RTT p50 vs raw aioquic",
+    "Aqueduct goodput at 1% kernel loss vs raw aioquic",
+    "Aqueduct goodput at 5% kernel loss vs raw aioquic",
+}
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
+    return make_dev_certs(tmp_path_factory.mktemp("peer-certs"))
+
+
+@pytest.fixture(scope="module")
+def nats_server() -> None:
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "nats_server.sh")], capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert peers.unavailable("nats") is None
+
+
+KIND_OF_ROW = {"aqueduct request": "aqueduct", "grpcio h2c": "grpc-h2c", "grpcio TLS": "grpc-tls", "zeromq": "zmq",
+               "nats": "nats"}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("row", list(KIND_OF_ROW))
+async def test_request_reply_and_streaming_give_correct_answers(row: str, certs: DevCerts,
+                                                                request: pytest.FixtureRequest) -> None:
+    kind = KINDS[KIND_OF_ROW[row]]
+    if kind.program is not None:
+        request.getfixturevalue("nats_server")
+    assert peers.unavailable(KIND_OF_ROW[row]) is None  # the bench extra is in dev: CI has every library
+    module = importlib.import_module(f"aqueduct.bench.peers.{kind.module}")
+    served = await module.serve(str(certs.cert), str(certs.key), kind.variant)
+    client = module.Client(served.info, certs.ca, peers.BY_NAME[row].variant)
+    try:
+        await client.open()
+        bodies = [bytes([i]) * (i + 1) for i in range(8)]
+        assert await asyncio.gather(*(client.call(b) for b in bodies)) == bodies  # 8 in flight, each its own
+        lat = await concurrent_calls(client.call, b"x" * 64, 4, 0.0)  # raises if an answer differs
+        assert len(lat) == 4
+        rate = await client.oneway(64, 60.0, 50)  # the limit ends it: the server counted every message
+        assert (rate.messages, rate.nbytes) == (50, 50 * 64)
+        assert await client.connect_first_reply(False) > 0
+        close = await client.open_idle()
+        await close()
+    finally:
+        await client.close()
+        await served.stop()
+
+
+@pytest.mark.timeout(60)
+async def test_the_pair_variant_pipelines_32_and_checks_every_reply(certs: DevCerts) -> None:
+    module = importlib.import_module("aqueduct.bench.peers.aqueduct")
+    served = await module.serve(str(certs.cert), str(certs.key), "")
+    client = module.Client(served.info, certs.ca, "pair")
+    try:
+        await client.open()
+        figures = await request_reply(client, 32, 0.0, [])
+        assert figures["rr32"] > 0 and figures["rr32_p50"] <= figures["rr32_p99"]
+        assert set(figures) == {"rr32", "rr32_p50", "rr32_p99", "rr32_cpu_server", "rr32_cpu_client"}
+    finally:
+        await client.close()
+        await served.stop()
+
+
+@pytest.mark.timeout(240)
+def test_a_tiny_peer_run_fills_the_rows_and_compares_requests_with_grpc_tls(nats_server: None) -> None:
+    names = ("grpcio TLS", "aqueduct request", "aqueduct raw", "nats")
+    opts = Options(rounds=1, window=0.05, setups=1, api_channels=0, engine_channels=0, only=names, peers=True,
+                   peer_idle=4)
+    results = asyncio.run(run(opts))
+    assert results.unmeasured == {}
+    cells = {(c.transport, c.workload): c for c in report.cells(results)}
+    for row in ROWS:
+        if row.name in names:
+            for w in row.workloads:
+                keys = peers.RR if w in ("rr1", "rr32") else (w,)
+                assert all((row.name, k) in cells for k in keys), (row.name, w)
+    assert cells[("grpcio TLS", "rr1")].ratio == pytest.approx(1.0)
+    assert cells[("aqueduct request", "rr32")].reference == "grpcio TLS"
+    name = "connect to first reply (0-RTT) vs grpcio TLS connect"
+    target = next(t for t in report.targets(results) if t.name == name)
+    assert target.value is not None and target.met is not None
+
+
+def test_a_missing_peer_is_reported_and_the_run_goes_on(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(KINDS, "zmq", Kind("zmq", "", "no_such_zmq_library"))
+    monkeypatch.setitem(KINDS, "nats", Kind("nats", "", "nats", "no-such-nats-server"))
+    assert main(["bench", "--peers", "--only", "zeromq", "--only", "nats", "--only", "tcp", "--rounds", "1",
+                 "--window", "0.02", "--setups", "1", "--api-channels", "0", "--engine-channels", "0", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "peer zeromq: not measured: no_such_zmq_library not installed (pip install 'aqueduct-py[bench]')" in out
+    assert "peer nats: not measured: no-such-nats-server not installed (bash scripts/nats_server.sh)" in out
+    assert "64 B one way (msgs/s)" in out and " tcp " in out  # the rest of the run was measured
+
+
+def test_the_targets_block_lists_every_target_measured_or_not() -> None:
+    empty = Results(options={})
+    targets = report.targets(empty)
+    assert ISSUE_28_TARGETS <= {t.name for t in targets}
+    assert all(t.met is None and t.value is None for t in targets)
+    text = report.table(empty)
+    block = text.split("targets:\n", 1)[1]
+    for t in targets:
+        assert t.name in block
+    assert block.count(" n/a") == len(targets)
