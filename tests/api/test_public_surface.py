@@ -44,8 +44,8 @@ PUBLIC_MODULES = {
 }
 """Where a user may reach besides `aqueduct` itself (specs/DECISIONS.md, "The public surface"): the tools'
 packages, the ENDINGS table's module and the dev certificates; every other module is the library's own."""
-LOGGERS = {"aqueduct.quic"}
-"""Logger names the guides mention (a name to configure logging with, not a module to import)."""
+NOT_MODULES = {"aqueduct.quic", "aqueduct.bench"}
+"""Names the guides mention that are no module to import: a logger's, an entry point group's."""
 
 
 def test_all_is_the_parts_lists_joined_and_written_once() -> None:
@@ -76,7 +76,7 @@ def test_guides_and_examples_reach_only_public_modules() -> None:
     texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*.py"))]
     reached = {}
     for path in texts:
-        for dotted in set(re.findall(r"\baqueduct(?:\.[a-z_][a-z_0-9]*)+", path.read_text())) - LOGGERS:
+        for dotted in set(re.findall(r"\baqueduct(?:\.[a-z_][a-z_0-9]*)+", path.read_text())) - NOT_MODULES:
             parts = dotted.split(".")
             module = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in
                            PUBLIC_MODULES or _is_module(".".join(parts[:n]))), dotted)
