@@ -1,182 +1,52 @@
 """aqueduct: typed, networked message channels over QUIC (the Aqueduct protocol).
 
-Every public name is listed in `__all__` (and by `dir(aqueduct)`); the API names load on first use, so
-`import aqueduct.wire` stays free of asyncio and aioquic. `aqueduct.__version__` is the installed package's
-version (`aqueduct --version` prints it).
+The public names are the `__all__` lists of three parts, joined here and written nowhere else (h11's
+pattern): `aqueduct.errors` (the errors and how a channel ends), `aqueduct.api` (connections, halves,
+codecs, configuration) and `aqueduct.services` (typed remote services; its `connect` and `serve` are the
+ones exported). Everything else in the package is the library's own: its modules are not API, however they
+are named (specs/DECISIONS.md, "The public surface"). The errors load at once; the API and the services on
+first use, so `import aqueduct.wire` stays free of asyncio and aioquic. `aqueduct.__version__` is the
+installed package's version (`aqueduct --version` prints it).
 """
 
 from typing import TYPE_CHECKING, Any
 
-from .wire.errors import CloseCode, ProtocolError
+from . import errors
+from .errors import *  # noqa: F403  (the errors' __all__; light: no asyncio)
 
 if TYPE_CHECKING:
-    from .api import (
-        Attempt,
-        Backoff,
-        Broadcast,
-        CborCodec,
-        Codec,
-        CodecError,
-        CodecMismatch,
-        Connection,
-        Message,
-        OneshotReceiver,
-        OneshotSender,
-        RawCodec,
-        RawMessage,
-        Receiver,
-        SchemaMismatch,
-        Sender,
-        Server,
-        Stats,
-        Watch,
-        broadcast,
-        channel,
-        oneshot,
-        reconnecting,
-        request,
-        watch,
-    )
-    from .core.app import Delivery
-    from .core.config import EngineConfig
-    from .errors import (
-        AqueductError,
-        AuthenticationFailed,
-        ChannelCancelled,
-        ChannelClosed,
-        ChannelError,
-        ChannelLost,
-        ConfigError,
-        ConnectError,
-        ConnectionLost,
-        EndReason,
-        Lagged,
-        LimitExceeded,
-        Outcome,
-        ReceiverDropped,
-        Timeout,
-        ValidationError,
-        WouldBlock,
-    )
-    from .quic.mtls import PeerIdentity
-    from .quic.settings import TransportSettings
-    from .quic.tickets import FileTicketStore, MemoryTicketStore
-    from .services import (
-        CallInfo,
-        RemoteError,
-        Service,
-        ServiceConnection,
-        call_options,
-        connect,
-        current_call,
-        serve,
-    )
+    from . import api, services
+    from .api import *  # noqa: F403
+    from .services import *  # noqa: F403
 
-_LAZY = {
-    **dict.fromkeys(
-        ["Attempt", "Backoff", "Broadcast", "CborCodec", "Codec", "CodecError", "CodecMismatch", "Connection",
-         "Message", "OneshotReceiver", "OneshotSender", "RawCodec", "RawMessage", "Receiver", "SchemaMismatch",
-         "Sender", "Server", "Stats", "Watch", "broadcast", "channel", "oneshot", "reconnecting", "request",
-         "watch"],
-        ".api",
-    ),
-    **dict.fromkeys(
-        ["CallInfo", "RemoteError", "Service", "ServiceConnection", "call_options", "connect", "current_call",
-         "serve"],
-        ".services",
-    ),
-    "Delivery": ".core.app",
-    "EngineConfig": ".core.config",
-    **dict.fromkeys(
-        ["AqueductError", "AuthenticationFailed", "ChannelCancelled", "ChannelClosed", "ChannelError", "ChannelLost",
-         "ConfigError", "ConnectError", "ConnectionLost", "EndReason", "Lagged", "LimitExceeded", "Outcome",
-         "ReceiverDropped", "Timeout", "ValidationError", "WouldBlock"],
-        ".errors",
-    ),
-    "TransportSettings": ".quic.settings",
-    "PeerIdentity": ".quic.mtls",
-    "FileTicketStore": ".quic.tickets",
-    "MemoryTicketStore": ".quic.tickets",
-}
+    __all__ = [*errors.__all__, *api.__all__, *services.__all__]
+    __version__: str
+else:
+    _LATER = ("api", "services")
+    """The parts loaded on first use of one of their names."""
 
+    def _parts() -> list[Any]:
+        import importlib
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":  # the installed distribution's, so pyproject.toml is the one place it is written
-        from importlib.metadata import PackageNotFoundError, version
+        return [errors, *(importlib.import_module(f".{part}", __name__) for part in _LATER)]
 
-        try:
-            return version("aqueduct-py")
-        except PackageNotFoundError:  # imported from a source tree that was never installed
-            return "0+unknown"
-    module = _LAZY.get(name)
-    if module is None:
+    def __getattr__(name: str) -> Any:
+        if name == "__version__":  # the installed distribution's, so pyproject.toml is the one place it is written
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                return version("aqueduct-py")
+            except PackageNotFoundError:  # imported from a source tree that was never installed
+                return "0+unknown"
+        if name == "__all__":
+            return [n for part in _parts() for n in part.__all__]
+        if not name.startswith("_"):
+            for part in _parts()[1:]:
+                if name in part.__all__:
+                    value = getattr(part, name)
+                    globals()[name] = value  # (found once: later lookups are plain module attributes)
+                    return value
         raise AttributeError(f"module 'aqueduct' has no attribute {name!r}")
-    import importlib
 
-    return getattr(importlib.import_module(module, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*__all__, "__version__", *(name for name in globals() if name.startswith("__"))})
-
-
-__all__ = [
-    "AqueductError",
-    "Attempt",
-    "AuthenticationFailed",
-    "Backoff",
-    "Broadcast",
-    "CallInfo",
-    "CborCodec",
-    "ChannelCancelled",
-    "ChannelClosed",
-    "ChannelError",
-    "ChannelLost",
-    "CloseCode",
-    "Codec",
-    "CodecError",
-    "CodecMismatch",
-    "ConfigError",
-    "ConnectError",
-    "Connection",
-    "ConnectionLost",
-    "Delivery",
-    "EndReason",
-    "EngineConfig",
-    "FileTicketStore",
-    "Lagged",
-    "LimitExceeded",
-    "MemoryTicketStore",
-    "Message",
-    "OneshotReceiver",
-    "OneshotSender",
-    "Outcome",
-    "PeerIdentity",
-    "ProtocolError",
-    "RawCodec",
-    "RawMessage",
-    "Receiver",
-    "ReceiverDropped",
-    "RemoteError",
-    "SchemaMismatch",
-    "Sender",
-    "Server",
-    "Service",
-    "ServiceConnection",
-    "Stats",
-    "Timeout",
-    "TransportSettings",
-    "ValidationError",
-    "Watch",
-    "WouldBlock",
-    "broadcast",
-    "call_options",
-    "channel",
-    "connect",
-    "current_call",
-    "oneshot",
-    "reconnecting",
-    "request",
-    "serve",
-    "watch",
-]
+    def __dir__() -> list[str]:
+        return sorted({*__getattr__("__all__"), "__version__", *(n for n in globals() if n.startswith("__"))})

@@ -1,12 +1,18 @@
-"""Errors an application sees, one type per way a channel or connection ends.
+"""Errors an application sees, and the one table of how a channel ends.
 
-Each maps to a spec reset code or close code: CANCELLED (stream reset 1),
-LOST (stream reset 2), a receiver's CloseReceiver before the sender finished
-(ReceiverDropped), and the QUIC connection going away (ConnectionLost).
+A channel ends for one of the reasons of `EndReason`; `ENDINGS` maps each reason to the exception a
+`recv` or `send` raises for it, the `Outcome` a confirmed message still unanswered then reports, and the
+signal that carries it on the wire (a stream reset code, a CloseReceiver, the QUIC close). Every other
+mapping (`ERROR_FOR_REASON`, `OUTCOME_FOR_END`, the docs' table) is read from it.
+
+Connecting is not a channel: a connection that was never made raises `ConnectError` (and its
+`AuthenticationFailed`), which is no `ChannelError`; a connection that was made and went away raises
+`ConnectionLost` on every channel it carried.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum, IntEnum
 
 from .wire.errors import AqueductError, CloseCode, ProtocolError
@@ -37,9 +43,15 @@ class EndReason(Enum):
 
 
 class ChannelError(AqueductError):
-    """A channel ended in a way other than a graceful finish."""
+    """A channel ended (`reason` says how: `ENDINGS` has the table); raised by the half that can no longer go on."""
 
     reason = EndReason.CLOSED
+
+
+class ChannelFinished(ChannelError):
+    """The sender finished and every message was taken: `recv` has nothing more to give (`async for` just ends)."""
+
+    reason = EndReason.FINISHED
 
 
 class ChannelClosed(ChannelError):
@@ -76,10 +88,15 @@ class ConnectionLost(ChannelError):
         self.code = code
 
 
-class ConnectError(ConnectionLost):
+class ConnectError(AqueductError):
     """The connection was never established: nothing listening, no answer in time, or TLS verification failed.
 
-    A `ConnectionLost`, so code that handles a lost connection handles a failed one too."""
+    Not a `ChannelError`: no channel existed yet. `code` is the QUIC close code when the peer sent one.
+    (`aqueduct.reconnecting` retries it, as it retries a `ConnectionLost`.)"""
+
+    def __init__(self, message: str = "connect failed", code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class AuthenticationFailed(ConnectError):
@@ -148,32 +165,45 @@ class Outcome(Enum):
         return self is Outcome.ACKED
 
 
-OUTCOME_FOR_END: dict[EndReason, Outcome] = {
-    EndReason.CANCELLED: Outcome.CANCELLED,
-    EndReason.CLOSED: Outcome.CANCELLED,
-    EndReason.FINISHED: Outcome.NACKED,
-    EndReason.LOST: Outcome.CREATING_MESSAGE_LOST,
-    EndReason.RECEIVER_DROPPED: Outcome.RECEIVER_DROPPED,
-    EndReason.CONNECTION_LOST: Outcome.CONNECTION_LOST,
+@dataclass(frozen=True)
+class Ending:
+    """How a channel that ended for one `EndReason` looks to the application and on the wire."""
+
+    error: type[ChannelError]
+    """What `recv` raises for it (and `send`, on a sender that ended so; a finished sender raises ChannelClosed)."""
+    outcome: Outcome
+    """What a message sent with `confirm=True` and still unanswered when the channel ended reports."""
+    wire: str
+    """The signal that carries it between the peers."""
+
+
+ENDINGS: dict[EndReason, Ending] = {
+    EndReason.FINISHED: Ending(ChannelFinished, Outcome.NACKED, "the sender's FIN after its last message"),
+    EndReason.CANCELLED: Ending(ChannelCancelled, Outcome.CANCELLED, f"stream reset {ResetCode.CANCELLED.name} (1)"),
+    EndReason.LOST: Ending(ChannelLost, Outcome.CREATING_MESSAGE_LOST, f"stream reset {ResetCode.LOST.name} (2)"),
+    EndReason.RECEIVER_DROPPED: Ending(ReceiverDropped, Outcome.RECEIVER_DROPPED, "the receiver's CloseReceiver"),
+    EndReason.CLOSED: Ending(ChannelClosed, Outcome.CANCELLED, "this side's close: its sender cancels, its receiver"
+                             " sends CloseReceiver"),
+    EndReason.CONNECTION_LOST: Ending(ConnectionLost, Outcome.CONNECTION_LOST, "the QUIC connection close (its code)"),
 }
+"""The one table of how a channel ends: reason -> exception raised, outcome reported, wire signal."""
+
+OUTCOME_FOR_END: dict[EndReason, Outcome] = {reason: ending.outcome for reason, ending in ENDINGS.items()}
 """A confirmed message still unanswered when its sender ends gets the outcome of the way it ended."""
 
-
 ERROR_FOR_REASON: dict[EndReason, type[ChannelError]] = {
-    EndReason.CLOSED: ChannelClosed,
-    EndReason.CANCELLED: ChannelCancelled,
-    EndReason.LOST: ChannelLost,
-    EndReason.RECEIVER_DROPPED: ReceiverDropped,
-    EndReason.CONNECTION_LOST: ConnectionLost,
+    reason: ending.error for reason, ending in ENDINGS.items() if reason is not EndReason.FINISHED
 }
+"""The error of a half that ended otherwise than by a finish (a finish is StopAsyncIteration in `async for`,
+ChannelFinished from `recv`, ChannelClosed on a sender)."""
 
 __all__ = [
-    "ERROR_FOR_REASON",
     "AqueductError",
     "AuthenticationFailed",
     "ChannelCancelled",
     "ChannelClosed",
     "ChannelError",
+    "ChannelFinished",
     "ChannelLost",
     "CloseCode",
     "ConfigError",
@@ -185,7 +215,6 @@ __all__ = [
     "Outcome",
     "ProtocolError",
     "ReceiverDropped",
-    "ResetCode",
     "Timeout",
     "ValidationError",
     "WouldBlock",

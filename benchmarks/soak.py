@@ -126,7 +126,7 @@ async def soak(args: argparse.Namespace) -> int:
         while time.monotonic() < deadline:
             try:
                 conn = await aqueduct.connect(url, ca=certs.ca, settings=settings)
-            except aqueduct.ConnectionLost:
+            except (aqueduct.ConnectError, aqueduct.ConnectionLost):
                 counters["connect_failures"] += 1
                 continue
             counters["connections"] += 1

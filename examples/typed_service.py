@@ -51,7 +51,7 @@ async def desk(conn: Connection[Receiver[Request]]) -> None:
         except aqueduct.ValidationError as exc:
             print(f"desk: refused a message: at {exc.path} expected {exc.expected}, got {exc.received}")
             continue
-        except StopAsyncIteration:
+        except aqueduct.ChannelFinished:
             return
         if req.reply is not None:
             await req.reply.send(Quote(req.sym, bid=99.5, ask=100.5))
@@ -65,11 +65,10 @@ async def desk(conn: Connection[Receiver[Request]]) -> None:
 
 async def main() -> None:
     global TAPE
-    TAPE = aqueduct.broadcast(Trade)
+    TAPE = aqueduct.Broadcast(Trade)
     async with running_server(desk, entrypoint=Request) as (url, certs):
         async with aqueduct.connect(url, ca=certs.ca, entrypoint=Request) as conn:
-            quote: Quote = await aqueduct.request(conn.entrypoint, lambda reply: Request("ACME", reply=reply),
-                                                  timeout=5.0)
+            quote = await aqueduct.request(conn.entrypoint, lambda reply: Request("ACME", reply=reply), timeout=5.0)
             print(f"quote: {quote.sym} {quote.bid}/{quote.ask}")
 
             feed_tx, feed_rx = aqueduct.channel(Tick)  # the sender travels inside the request
@@ -85,7 +84,8 @@ async def main() -> None:
             outcome = await conn.entrypoint.send(Request("ACME"), confirm=True)
             print(f"confirmed request: {outcome.value}")
 
-            tape: Receiver[Trade] = await aqueduct.request(conn.entrypoint, lambda r: Request("ACME", tape=r))
+            tape = await aqueduct.request(conn.entrypoint, lambda r: Request("ACME", tape=r),
+                                          reply_type=Receiver[Trade])  # (the reply half is not `reply`)
             for qty in (100, 250):
                 await TAPE.send(Trade("ACME", qty))
             print(f"tape: {(await tape.recv()).qty}, {(await tape.recv()).qty}")

@@ -96,15 +96,14 @@ def missing_docstrings(collection: griffe.ModulesCollection, package: str) -> li
 
 
 def _slugs(collection: griffe.ModulesCollection, package: str) -> dict[str, str]:
-    """name -> page file name; a function whose name differs from a class's only by case (`broadcast`,
-    `Broadcast`) gets a suffix, so the site also builds on case-insensitive file systems."""
+    """name -> page file name; two names differing only by case would clash on a case-insensitive file system,
+    so a package may not have them (one public name per concept)."""
     names = public_names(collection, package)
     lowered = [n.lower() for n in names]
-    slugs = {}
-    for name in names:
-        clash = lowered.count(name.lower()) > 1 and _target(collection[package][name]).is_function
-        slugs[name] = f"{name}-function" if clash else name
-    return slugs
+    clashes = sorted(n for n in names if lowered.count(n.lower()) > 1)
+    if clashes:
+        raise ValueError(f"{package}: public names differing only by case: {clashes}")
+    return {name: name for name in names}
 
 
 def _summary(obj: griffe.Object | griffe.Alias) -> str:

@@ -31,7 +31,7 @@ from collections import deque
 from typing import Any
 
 from aqueduct.api import Receiver, Sender, channel
-from aqueduct.errors import AqueductError, ChannelClosed, ReceiverDropped
+from aqueduct.errors import AqueductError, ChannelClosed, ChannelFinished, ReceiverDropped
 
 from .buffered import BufferedStream, StreamAcceptor
 from .credit import CreditOnInfinite, CreditOverflow, add_credit, restore_amount
@@ -186,7 +186,7 @@ class ChannelStream(BufferedStream):
                 self._buffer += data
                 conn._note_buffered()
                 self._pulse.fire()
-        except StopAsyncIteration:
+        except ChannelFinished:
             self._in_data_ended = True
             self._eof = True
             await self._read_side_done()
@@ -213,7 +213,7 @@ class ChannelStream(BufferedStream):
                     await self.close()
                 else:
                     raise ConnectionTerminated(Rule.UNDEFINED_PACKET_TYPE, f"stream {self.stream_id}: {message!r}")
-        except StopAsyncIteration:
+        except ChannelFinished:
             self._in_ctl_ended = True
             self._fail_pings(StreamStopped(f"stream {self.stream_id}: the peer ended it before the pong"))
             self._maybe_ended()
@@ -370,7 +370,7 @@ class ChannelConnection(StreamAcceptor[ChannelStream]):
                     await self._on_open(*message[1:])
                 else:
                     raise ConnectionTerminated(Rule.UNDEFINED_PACKET_TYPE, f"control message {message!r}")
-        except StopAsyncIteration:
+        except ChannelFinished:
             self._peer_done = True
             self._pulse.fire()
         except ConnectionTerminated as exc:

@@ -1,10 +1,24 @@
-"""The asyncio API: connect / serve, Connection, Sender / Receiver, channel(), oneshot(), request(), codecs."""
+"""The asyncio API: connect / serve, Connection, Sender / Receiver, channel(), oneshot(), request(), codecs.
 
+`__all__` lists what `aqueduct` exports from here (aqueduct/__init__.py joins it with the errors' and the
+services' lists): the modules of this package are the library's own, not API. `connect` and `serve` are
+left out of it: `aqueduct.connect` and `aqueduct.serve` are the services' versions of these (they add
+`service=`); `aqueduct.api.connect` stays importable for them.
+"""
+
+from ..core.app import Delivery
+from ..core.config import EngineConfig
+from ..quic.mtls import PeerIdentity
+from ..quic.settings import TransportSettings
+from ..quic.tickets import FileTicketStore, MemoryTicketStore
 from .codec import CborCodec, Codec, CodecError, RawCodec, RawMessage
 from .connection import CodecMismatch, Connection, Stats
-from .endpoints import Server, connect, serve
-from .fanout import Broadcast, Watch, broadcast, watch
+from .endpoints import Server
+from .endpoints import connect as connect  # (imported by name; aqueduct.connect is the services' one)
+from .endpoints import serve as serve
+from .fanout import Broadcast, Watch
 from .halves import Message, OneshotReceiver, OneshotSender, Receiver, Sender, channel, oneshot
+from .oneof import OneOf
 from .reconnect import Attempt, Backoff, reconnecting
 from .request import request
 from .schema import SchemaMismatch
@@ -18,9 +32,15 @@ __all__ = [
     "CodecError",
     "CodecMismatch",
     "Connection",
+    "Delivery",
+    "EngineConfig",
+    "FileTicketStore",
+    "MemoryTicketStore",
     "Message",
+    "OneOf",
     "OneshotReceiver",
     "OneshotSender",
+    "PeerIdentity",
     "RawCodec",
     "RawMessage",
     "Receiver",
@@ -28,13 +48,10 @@ __all__ = [
     "Sender",
     "Server",
     "Stats",
+    "TransportSettings",
     "Watch",
-    "broadcast",
     "channel",
-    "connect",
     "oneshot",
     "reconnecting",
     "request",
-    "serve",
-    "watch",
 ]

@@ -15,7 +15,7 @@ import contextlib
 from typing import Any
 
 from ..core.app import Delivery
-from ..errors import AqueductError
+from ..errors import AqueductError, ChannelFinished
 from .codec import RawMessage
 from .connection import Connection
 from .halves import Receiver, Sender
@@ -31,7 +31,7 @@ async def serve_receiver(rx: Receiver[Any], tasks: set[asyncio.Task[int]]) -> in
         while True:
             try:
                 msg = await rx.recv_message()
-            except StopAsyncIteration:
+            except ChannelFinished:
                 break
             seen += 1
             raw = msg.value

@@ -35,6 +35,7 @@ from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from .connection import Connection, link_of
 from .halves import Receiver, Sender
 from .link import ConnectionLink
+from .oneof import OneOf, type_of
 from .schema import SCHEMA_HEADER, SchemaCheck, canonical
 
 if TYPE_CHECKING:
@@ -115,7 +116,9 @@ class ConnectOptions(TypedDict, total=False):
 @overload
 def connect(url: str, *, entrypoint: None = None, **options: Unpack[ConnectOptions]) -> _Connecting[Sender[Any]]: ...
 @overload
-def connect(url: str, *, entrypoint: type[T], **options: Unpack[ConnectOptions]) -> _Connecting[Sender[T]]: ...
+def connect(
+    url: str, *, entrypoint: type[T] | OneOf[T], **options: Unpack[ConnectOptions]
+) -> _Connecting[Sender[T]]: ...
 def connect(
     url: str,
     *,
@@ -145,13 +148,14 @@ def connect(
     Fails with `ConfigError` for an unusable CA, certificate or key file (before anything is sent), and with
     `ConnectError` when nothing listens (at once, on ICMP port unreachable), when the handshake and the
     server's headers do not complete within `connect_timeout` seconds, or when TLS verification fails.
-    `entrypoint=T`: `conn.entrypoint` is a `Sender[T]`, checked as every typed Sender is; T's schema is
+    `entrypoint=T` (or `OneOf(A, B)` for a union): `conn.entrypoint` is a `Sender[T]`, checked as every typed
+    Sender is; T's schema is
     announced, and a server announcing a different one fails the connect with `SchemaMismatch`
     (`schema_check="compatible"` accepts one that differs only by optional fields).
     """
     return _Connecting(
         _connect(url, ca, fingerprint, headers, codec or DEFAULT_CODEC, session_ticket_store, early_data,
-                 server_name, settings, engine_config, record, connect_timeout, entrypoint, schema_check,
+                 server_name, settings, engine_config, record, connect_timeout, type_of(entrypoint), schema_check,
                  cert, key)
     )
 
@@ -196,7 +200,7 @@ async def _connect(
     except TimeoutError:
         protocol.close_connection(0, "connect timeout")
         raise ConnectError(f"no answer from {host}:{port} within {connect_timeout} s") from None
-    except ConnectionLost as exc:
+    except (ConnectError, ConnectionLost) as exc:  # (the handshake's ConnectError, or the connection ended)
         by_peer = not protocol.quic.closed_locally  # (our own TLS stack refusing the server is no refusal of us)
         protocol.close_connection(0, "connect failed")
         refused = refusal(exc.code, str(exc), by_peer=by_peer) if exc.code is not None else None
@@ -341,14 +345,16 @@ def serve(
 ) -> contextlib.AbstractAsyncContextManager[Server[Receiver[Any]]]: ...
 @overload
 def serve(
-    host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: type[T], **options: Unpack[ServeOptions],
+    host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: type[T] | OneOf[T],
+    **options: Unpack[ServeOptions],
 ) -> contextlib.AbstractAsyncContextManager[Server[Receiver[T]]]: ...
 def serve(
     host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: Any = None, **options: Any,
 ) -> contextlib.AbstractAsyncContextManager[Server[Any]]:
     """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`).
 
-    `entrypoint=T`: each connection's `conn.entrypoint` is a `Receiver[T]` (every message converted to T).
+    `entrypoint=T`: each connection's `conn.entrypoint` is a `Receiver[T]` (every message converted to T);
+    `entrypoint=OneOf(A, B)`: a `Receiver[A | B]`.
     `record`: a directory (or `aqueduct.recording.Recorder`) to record every connection's traffic into.
     `metrics`: `(host, port)` serves Prometheus metrics there (`server.metrics_address`; `(host, port,
     aqueduct.metrics.HttpLimits(...))` sets the endpoint's bounds), or an `aqueduct.metrics.Metrics` to count
@@ -370,7 +376,7 @@ def serve(
     before anything else of it is processed; it returns what `conn.identity` becomes, or raises to refuse the
     client (close code AUTHENTICATION_FAILED; see api/auth.py).
     """
-    return _serve(host, port, cert=cert, key=key, entrypoint=entrypoint, **options)
+    return _serve(host, port, cert=cert, key=key, entrypoint=type_of(entrypoint), **options)
 
 
 @contextlib.asynccontextmanager

@@ -1,4 +1,4 @@
-"""One producer, many subscribers: `aqueduct.broadcast(T)` and `aqueduct.watch(T, initial)`.
+"""One producer, many subscribers: `aqueduct.Broadcast(T)` and `aqueduct.Watch(T, initial)`.
 
 Theory of operation. Every subscriber is an ordinary channel: `subscribe()` makes a pair, keeps the
 Sender and returns the `Receiver[T]`, which may stay local or travel inside a message like any other.
@@ -13,7 +13,8 @@ drops its oldest value and counts it, and before the next value the subscriber g
 
 watch: subscribers see the latest value. `send(v)` replaces the value; each pump sends whatever is
 latest when its channel can take it, so intermediate values may be skipped. A new subscriber gets the
-current value first.
+current value first. Its `send` never waits, but is awaited as a broadcast's is (one shape for both: a
+producer can be handed either).
 
 On a typed broadcast or watch, `send` checks the value first: one that is not a T raises ValidationError
 there, in the producer, instead of later in a pump. `close()` (or `async with`) finishes every subscriber's
@@ -27,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from ..errors import AqueductError, ChannelError
 from .halves import LagNotice, Receiver, Sender, channel, within
+from .oneof import OneOf, type_of
 from .validation import spec_for
 
 T = TypeVar("T")
@@ -51,11 +53,12 @@ class _Subscriber:
 class _Fanout(Generic[T]):
     """What broadcast and watch share: subscribers, their pumps, closing."""
 
-    def __init__(self, message_type: type[T] | None, capacity: int) -> None:
+    def __init__(self, message_type: Any, capacity: int) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
-        self.message_type = message_type
-        tp: Any = message_type  # (any type expression; spec_for caches by it)
+        tp: Any = type_of(message_type)  # (any type expression; spec_for caches by it)
+        self.message_type = tp
+        """The type of every value (None: any value)."""
         self._spec = spec_for(tp) if tp is not None else None
         self.capacity = capacity
         self._subs: list[_Subscriber] = []
@@ -125,9 +128,18 @@ class _Fanout(Generic[T]):
 
 
 class Broadcast(_Fanout[T]):
-    """One producer, many subscribers, each getting every value (or `Lagged(n)` when it fell behind)."""
+    """One producer, many subscribers, each getting every value (or `Lagged(n)` when it fell behind).
 
-    def __init__(self, message_type: type[T] | None = None, *, capacity: int = 64, on_lag: OnLag = "lagged") -> None:
+    `Broadcast(T)` checks every value against T (`Broadcast()`: any value); `subscribe()` gives receivers,
+    `await send(v)` reaches all of them."""
+
+    @overload
+    def __init__(
+        self: Broadcast[Any], message_type: None = None, *, capacity: int = ..., on_lag: OnLag = ...
+    ) -> None: ...
+    @overload
+    def __init__(self, message_type: type[T] | OneOf[T], *, capacity: int = ..., on_lag: OnLag = ...) -> None: ...
+    def __init__(self, message_type: Any = None, *, capacity: int = 64, on_lag: OnLag = "lagged") -> None:
         super().__init__(message_type, capacity)
         self.on_lag: OnLag = on_lag
 
@@ -153,17 +165,25 @@ class Broadcast(_Fanout[T]):
 
 
 class Watch(_Fanout[T]):
-    """The latest value, for every subscriber: intermediate values may be skipped, the latest never is."""
+    """The latest value, for every subscriber: intermediate values may be skipped, the latest never is.
 
-    def __init__(self, message_type: type[T] | None, initial: T) -> None:
+    `Watch(T, initial)` checks every value against T (`Watch(None, initial)`: any value); `subscribe()` gives
+    receivers of the latest value, `await send(v)` replaces it."""
+
+    @overload
+    def __init__(self: Watch[Any], message_type: None, initial: Any) -> None: ...
+    @overload
+    def __init__(self, message_type: type[T] | OneOf[T], initial: T) -> None: ...
+    def __init__(self, message_type: Any, initial: Any) -> None:
         super().__init__(message_type, 1)
-        self.value = initial
+        self.value: T = initial
+        """The latest value."""
 
     def _first(self, sub: _Subscriber) -> None:
         sub.queue.append(self.value)
 
-    def send(self, value: T) -> None:
-        """Make `value` the latest; each subscriber gets it as soon as its channel takes a message."""
+    async def send(self, value: T) -> None:
+        """Make `value` the latest; each subscriber gets it as soon as its channel takes a message (never waits)."""
         if self._closed:
             raise AqueductError("send on a closed watch")
         self._check(value)
@@ -172,13 +192,3 @@ class Watch(_Fanout[T]):
             sub.queue.clear()
             sub.queue.append(value)
             sub.wake.set()
-
-
-def broadcast(message_type: type[T] | None = None, *, capacity: int = 64, on_lag: OnLag = "lagged") -> Broadcast[T]:
-    """A broadcast of T values: `subscribe()` gives receivers, `send(v)` reaches all of them."""
-    return Broadcast(message_type, capacity=capacity, on_lag=on_lag)
-
-
-def watch(message_type: type[T] | None, initial: T) -> Watch[T]:
-    """A watched value: `subscribe()` gives receivers of the latest value, `send(v)` replaces it."""
-    return Watch(message_type, initial)

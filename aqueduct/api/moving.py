@@ -25,7 +25,7 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-from ..errors import ChannelError, EndReason, Outcome, ReceiverDropped
+from ..errors import ChannelError, ChannelFinished, EndReason, Outcome, ReceiverDropped
 from .halves import Half, Link, Receiver, Sender, networked_receiver, networked_sender
 
 
@@ -107,7 +107,7 @@ async def relay(src: Receiver[Any], dst: Sender[Any]) -> None:
         while True:
             try:
                 msg = await src.recv_message()
-            except StopAsyncIteration:
+            except ChannelFinished:
                 await dst.finish()
                 return
             await dst.send(msg.value, mode=msg.delivery)

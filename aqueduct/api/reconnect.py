@@ -26,12 +26,20 @@ import logging
 import random
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
-from ..errors import AqueductError, ConnectionLost
+from ..errors import AqueductError, ConnectError, ConnectionLost
 from ..quic.tickets import MemoryTicketStore
 from .connection import CodecMismatch, Connection
-from .endpoints import connect
+from .endpoints import ConnectOptions, connect
+from .halves import Sender
+from .oneof import OneOf
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+T = TypeVar("T")
+C = TypeVar("C")
 
 log = logging.getLogger("aqueduct.reconnect")
 
@@ -81,28 +89,45 @@ class Attempt:
 
 
 def _retryable(exc: AqueductError) -> bool:
-    return isinstance(exc, ConnectionLost) and not isinstance(exc, CodecMismatch)
+    return isinstance(exc, ConnectError | ConnectionLost) and not isinstance(exc, CodecMismatch)
 
 
+@overload
+def reconnecting(
+    url: str, *, entrypoint: None = None, backoff: Backoff | None = ...,
+    on_attempt: Callable[[Attempt], object] | None = ..., max_attempts: int | None = ...,
+    rng: random.Random | None = ..., **connect_kwargs: Unpack[ConnectOptions],
+) -> Reconnecting[Sender[Any]]: ...
+@overload
+def reconnecting(
+    url: str, *, entrypoint: type[T] | OneOf[T], backoff: Backoff | None = ...,
+    on_attempt: Callable[[Attempt], object] | None = ..., max_attempts: int | None = ...,
+    rng: random.Random | None = ..., **connect_kwargs: Unpack[ConnectOptions],
+) -> Reconnecting[Sender[T]]: ...
 def reconnecting(
     url: str,
     *,
+    entrypoint: Any = None,
     backoff: Backoff | None = None,
     on_attempt: Callable[[Attempt], object] | None = None,
     max_attempts: int | None = None,
     rng: random.Random | None = None,
     **connect_kwargs: Any,
-) -> Reconnecting:
+) -> Reconnecting[Any]:
     """Connections to `url`, one per loop turn, reconnecting with `backoff`; `connect`'s keywords pass through.
+
+    `entrypoint=T`: each connection is a `Connection[Sender[T]]`, as `connect(url, entrypoint=T)` gives.
 
     `on_attempt(attempt)` hears of every attempt (default: a log line at INFO, failures at WARNING).
     `max_attempts`: failed attempts in a row before the last error is raised (default: never give up).
     `aclose()` (or leaving `async with`) closes the current connection and ends the iteration."""
+    if entrypoint is not None:
+        connect_kwargs["entrypoint"] = entrypoint
     return Reconnecting(url, backoff=backoff, on_attempt=on_attempt, max_attempts=max_attempts, rng=rng,
                         **connect_kwargs)
 
 
-class Reconnecting(AsyncIterator[Connection[Any]]):
+class Reconnecting(AsyncIterator[Connection[C]], Generic[C]):
     """The async iterator (and async context manager) that `reconnecting` returns."""
 
     def __init__(
@@ -122,16 +147,16 @@ class Reconnecting(AsyncIterator[Connection[Any]]):
         self._rng = rng or random.Random()
         connect_kwargs.setdefault("session_ticket_store", MemoryTicketStore())
         self._kwargs = connect_kwargs
-        self.connection: Connection[Any] | None = None
+        self.connection: Connection[C] | None = None
         """The connection of the current loop turn."""
         self.connections = 0
         """Connections made so far."""
         self._closed = False
 
-    def __aiter__(self) -> Reconnecting:
+    def __aiter__(self) -> Reconnecting[C]:
         return self
 
-    async def __anext__(self) -> Connection[Any]:
+    async def __anext__(self) -> Connection[C]:
         await self._close_current()
         if self._closed:
             raise StopAsyncIteration
@@ -140,7 +165,7 @@ class Reconnecting(AsyncIterator[Connection[Any]]):
         while True:
             number += 1
             try:
-                conn = await connect(self.url, **self._kwargs)
+                conn = cast("Connection[C]", await connect(self.url, **self._kwargs))
             except AqueductError as exc:
                 last = self._max_attempts is not None and number >= self._max_attempts
                 if not _retryable(exc) or last:
@@ -165,7 +190,7 @@ class Reconnecting(AsyncIterator[Connection[Any]]):
         self._closed = True
         await self._close_current()
 
-    async def __aenter__(self) -> Reconnecting:
+    async def __aenter__(self) -> Reconnecting[C]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

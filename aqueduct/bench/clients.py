@@ -149,7 +149,7 @@ class AqueductClient:
             if t1 >= deadline:
                 break
         await tx.finish()
-        with contextlib.suppress(StopAsyncIteration):
+        with contextlib.suppress(aqueduct.ChannelFinished):
             await rx.recv()
         return out
 

@@ -53,7 +53,7 @@ async def serve_calls(rx: Receiver[Any], impl: Service, iface: Interface) -> Non
         await slots.acquire()
         try:
             call = await rx.recv()
-        except (StopAsyncIteration, ChannelError):
+        except ChannelError:  # (ChannelFinished too: the caller finished its channel)
             slots.release()
             return
         method = by_call.get(type(call))

@@ -23,6 +23,7 @@ from ..api.endpoints import connect as api_connect
 from ..api.endpoints import serve as api_serve
 from ..api.halves import Receiver, Sender
 from ..api.link import ConnectionLink
+from ..api.oneof import OneOf
 from ..errors import ConfigError
 from . import capability  # noqa: F401  (registers services with the typed channels)
 from .context import DEFAULT_MAX_CONCURRENT_CALLS, Interceptor, configure
@@ -79,7 +80,9 @@ def connect(
     url: str, *, entrypoint: None = None, **options: Unpack[ConnectOptions]
 ) -> _Connecting[Sender[Any]]: ...
 @overload
-def connect(url: str, *, entrypoint: type[T], **options: Unpack[ConnectOptions]) -> _Connecting[Sender[T]]: ...
+def connect(
+    url: str, *, entrypoint: type[T] | OneOf[T], **options: Unpack[ConnectOptions]
+) -> _Connecting[Sender[T]]: ...
 @overload
 def connect(
     url: str, *, service: Callable[..., S], interceptors: Sequence[Interceptor] = ...,
@@ -124,7 +127,8 @@ def serve(
 ) -> contextlib.AbstractAsyncContextManager[Server[Receiver[Any]]]: ...
 @overload
 def serve(
-    host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: type[T], **options: Unpack[ServeOptions],
+    host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: type[T] | OneOf[T],
+    **options: Unpack[ServeOptions],
 ) -> contextlib.AbstractAsyncContextManager[Server[Receiver[T]]]: ...
 @overload
 def serve(

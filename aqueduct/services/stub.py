@@ -97,7 +97,7 @@ async def remote_call(iface: Interface, sender: Sender[Any], method: Method, fie
 async def _exchange(iface: Interface, sender: Sender[Any], method: Method, fields: dict[str, Any],
                     metadata: dict[str, str], timeout: float | None, slots: Any) -> Any:
     meta = CallMeta(timeout, metadata) if timeout is not None or metadata else None
-    build = method.call
+    build: Any = method.call  # (a msgspec Struct class made at run time, with a `reply` field)
     reply: Any
     if slots is not None:
         async with slots:

@@ -56,6 +56,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from ..errors import ChannelFinished
+
 SOURCE_SCHEMA = "offset BIGINT, value STRING, delivery STRING, number BIGINT, received_ns BIGINT"
 SPOOL_SCHEMA = pa.schema(
     [("offset", pa.int64()), ("value", pa.string()), ("delivery", pa.string()), ("number", pa.int64()),
@@ -190,7 +192,7 @@ async def _messages(rx: Any) -> Any:
     while True:
         try:
             yield await rx.recv_message()
-        except StopAsyncIteration:
+        except ChannelFinished:
             return
 
 

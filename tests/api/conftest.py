@@ -37,7 +37,7 @@ async def running(
             for task in tasks:
                 if task.done() and not task.cancelled():
                     exc = task.exception()
-                    if exc is not None and not isinstance(exc, aqueduct.ConnectionLost | StopAsyncIteration):
+                    if exc is not None and not isinstance(exc, aqueduct.ConnectionLost | aqueduct.ChannelFinished):
                         raise exc  # a handler failed for a reason other than its client leaving
                 task.cancel()
 

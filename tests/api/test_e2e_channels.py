@@ -24,7 +24,7 @@ async def test_request_with_reply_channel(certs: DevCerts) -> None:
         reply_tx, reply_rx = aqueduct.channel()
         await conn.entrypoint.send({"ask": "time", "reply": reply_tx})
         assert await guard(reply_rx.recv()) == {"answer": "TIME"}
-        with pytest.raises(StopAsyncIteration):
+        with pytest.raises(aqueduct.ChannelFinished):
             await guard(reply_rx.recv())
 
 
@@ -126,7 +126,7 @@ async def test_closing_the_connection_reaches_every_handle(certs: DevCerts) -> N
             await conn.entrypoint.recv()
         except ConnectionLost:
             lost.put_nowait("entrypoint lost")
-        except StopAsyncIteration:
+        except aqueduct.ChannelFinished:
             lost.put_nowait("entrypoint finished")
 
     async with running(certs, handler) as (url, _):

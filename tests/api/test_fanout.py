@@ -59,7 +59,7 @@ async def test_cloned_senders_follow_their_receiver_onto_a_connection(certs: Dev
 
 
 async def test_broadcast_lagged_subscriber_is_told_and_goes_on() -> None:
-    bc = aqueduct.broadcast(int, capacity=2)
+    bc = aqueduct.Broadcast(int, capacity=2)
     fast, slow = bc.subscribe(), bc.subscribe()
     for i in range(6):
         await bc.send(i)
@@ -73,7 +73,7 @@ async def test_broadcast_lagged_subscriber_is_told_and_goes_on() -> None:
             seen.append(await guard(slow.recv()))
         except aqueduct.Lagged as lag:
             seen.append(f"lagged {lag.n}")
-        except StopAsyncIteration:
+        except aqueduct.ChannelFinished:
             break
     values = [v for v in seen if isinstance(v, int)]
     assert values[-2:] == [4, 5] and values == sorted(values)  # order kept, the newest always delivered
@@ -82,7 +82,7 @@ async def test_broadcast_lagged_subscriber_is_told_and_goes_on() -> None:
 
 
 async def test_broadcast_block_paces_the_producer_by_the_slowest() -> None:
-    bc = aqueduct.broadcast(int, capacity=1, on_lag="block")
+    bc = aqueduct.Broadcast(int, capacity=1, on_lag="block")
     rx = bc.subscribe()
     sent = 0
 
@@ -102,11 +102,11 @@ async def test_broadcast_block_paces_the_producer_by_the_slowest() -> None:
 
 
 async def test_watch_gives_the_latest_value() -> None:
-    w = aqueduct.watch(str, "initial")
+    w = aqueduct.Watch(str, "initial")
     rx = w.subscribe()
     assert await guard(rx.recv()) == "initial"
     for v in ("a", "b", "c"):
-        w.send(v)
+        await w.send(v)
     latest = await guard(rx.recv())
     assert latest in ("a", "c")  # intermediate values may be skipped; the latest never is
     if latest != "c":
@@ -128,12 +128,12 @@ async def test_broadcast_subscribers_across_a_connection(certs: DevCerts) -> Non
                     got.put_nowait(await feed.recv())
                 except aqueduct.Lagged as lag:
                     got.put_nowait(("lagged", lag.n))
-                except StopAsyncIteration:
+                except aqueduct.ChannelFinished:
                     got.put_nowait("end")
                     return
 
     async with running(certs, listener) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
-        bc = aqueduct.broadcast(int, capacity=1)
+        bc = aqueduct.Broadcast(int, capacity=1)
         await conn.entrypoint.send({"feed": bc.subscribe()})  # the subscriber's Receiver travels
         local = bc.subscribe()
         await bc.send(1)
@@ -148,7 +148,7 @@ async def test_broadcast_subscribers_across_a_connection(certs: DevCerts) -> Non
 
 @pytest.mark.parametrize("kind", ["timeout=", "asyncio.timeout"])
 async def test_a_blocking_broadcast_send_times_out_having_offered_nothing(kind: str) -> None:
-    bc = aqueduct.broadcast(int, capacity=1, on_lag="block")
+    bc = aqueduct.Broadcast(int, capacity=1, on_lag="block")
     rx = bc.subscribe()  # never read until the producer blocked
     sent: list[int] = []
     for i in range(100):  # bounded: a handful fill the subscriber's queue and channel
@@ -175,14 +175,14 @@ async def _all(rx: Receiver[int]) -> list[int]:
 
 
 async def test_a_typed_broadcast_or_watch_refuses_a_wrong_value_in_send() -> None:
-    bc = aqueduct.broadcast(int)
+    bc = aqueduct.Broadcast(int)
     rx = bc.subscribe()
     with pytest.raises(aqueduct.ValidationError, match="broadcast"):
         await bc.send("one")  # type: ignore[arg-type]
     await bc.send(1)
     await bc.close()
     assert await guard(_all(rx)) == [1]  # (the pump would have died on "one": the channel never finished)
-    w = aqueduct.watch(int, 0)
+    w = aqueduct.Watch(int, 0)
     with pytest.raises(aqueduct.ValidationError, match="watch"):
-        w.send("one")  # type: ignore[arg-type]
+        await w.send("one")  # type: ignore[arg-type]
     assert w.value == 0

@@ -25,7 +25,8 @@ async def _nothing(conn: aqueduct.Connection) -> None:
 
 
 def test_connect_and_config_errors_are_aqueduct_errors() -> None:
-    assert issubclass(aqueduct.ConnectError, aqueduct.ConnectionLost)
+    assert issubclass(aqueduct.ConnectError, aqueduct.AqueductError)
+    assert not issubclass(aqueduct.ConnectError, aqueduct.ChannelError)  # no channel existed yet
     assert issubclass(aqueduct.ConfigError, aqueduct.AqueductError)
 
 

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from aqueduct import ChannelCancelled, ChannelClosed, ReceiverDropped, WouldBlock, channel
+from aqueduct import ChannelCancelled, ChannelClosed, ChannelFinished, ReceiverDropped, WouldBlock, channel
 from aqueduct.core.app import Delivery
 
 
@@ -16,7 +16,7 @@ async def test_send_recv_finish_and_iterate() -> None:
         for i in range(3):
             await tx.send({"i": i})
     assert [m async for m in rx] == [{"i": 0}, {"i": 1}, {"i": 2}]
-    with pytest.raises(StopAsyncIteration):
+    with pytest.raises(ChannelFinished):
         await rx.recv()
     with pytest.raises(ChannelClosed):
         await tx.send(1)

@@ -8,7 +8,7 @@ from collections import deque
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aqueduct import ChannelCancelled, ChannelClosed, ReceiverDropped, WouldBlock, channel
+from aqueduct import ChannelCancelled, ChannelClosed, ChannelFinished, ReceiverDropped, WouldBlock, channel
 
 CAPACITY = 3
 ops = st.lists(
@@ -58,7 +58,7 @@ async def _run(schedule: list[tuple[str, int | None]]) -> None:
                 try:
                     await rx.recv()
                     raise AssertionError("recv after the end")
-                except StopAsyncIteration:
+                except ChannelFinished:
                     pass
             elif end == "cancelled":
                 try:

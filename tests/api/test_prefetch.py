@@ -105,7 +105,7 @@ async def test_a_finish_ends_the_iteration_only_after_every_prefetched_message(c
         rx: aqueduct.Receiver = await conn.entrypoint.recv()
         values = [await _first_with_rest_prefetched(rx)]
         values += [v async for v in rx]
-        with pytest.raises(StopAsyncIteration):
+        with pytest.raises(aqueduct.ChannelFinished):
             await rx.recv()
         got.set_result(values)
 
@@ -140,7 +140,7 @@ async def test_a_message_that_does_not_decode_raises_in_its_own_turn(certs: DevC
                 seen.append(await rx.recv())
             except CodecError:
                 seen.append("error")
-            except StopAsyncIteration:
+            except aqueduct.ChannelFinished:
                 break
         got.set_result(seen)
 

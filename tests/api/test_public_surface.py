@@ -1,13 +1,20 @@
-"""The public surface has one name per concept: every exported name resolves and is listed by `dir()`,
-every exported error derives from AqueductError, and a `Connection` shows only its documented members
-(no engine, aioquic adapter, futures or hooks: those are the library's `ConnectionLink`)."""
+"""The public surface has one name per concept, written once: `aqueduct.__all__` is its parts' lists joined
+(errors, api, services: no name written in aqueduct/__init__.py), no two names for one thing, every exported
+name resolves and is listed by `dir()`, every exported error derives from AqueductError, the guides and
+examples reach only public modules, and a `Connection` shows only its documented members (no engine,
+aioquic adapter, futures or hooks: those are the library's `ConnectionLink`)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import aqueduct
+from aqueduct import api, errors, services
 from aqueduct.api.connection import link_of
 from aqueduct.api.link import ConnectionLink
 from aqueduct.quic.certs import DevCerts
@@ -28,6 +35,64 @@ def test_every_exported_name_resolves_and_is_listed() -> None:
         assert getattr(aqueduct, name) is not None, name
     for concept in ("Sender", "Receiver", "Message", "Connection", "EndReason", "EngineConfig", "Stats"):
         assert concept in names
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC_MODULES = {
+    "aqueduct", "aqueduct.errors", "aqueduct.testing", "aqueduct.recording", "aqueduct.metrics",
+    "aqueduct.metrics_otel", "aqueduct.spark", "aqueduct.services.otel", "aqueduct.quic.certs",
+}
+"""Where a user may reach besides `aqueduct` itself (specs/DECISIONS.md, "The public surface"): the tools'
+packages, the ENDINGS table's module and the dev certificates; every other module is the library's own."""
+NOT_MODULES = {"aqueduct.quic", "aqueduct.bench"}
+"""Names the guides mention that are no module to import: a logger's, an entry point group's."""
+
+
+def test_all_is_the_parts_lists_joined_and_written_once() -> None:
+    joined = [*errors.__all__, *api.__all__, *services.__all__]
+    assert aqueduct.__all__ == joined
+    assert len(set(joined)) == len(joined), "a name exported by two parts"
+    source = (ROOT / "aqueduct" / "__init__.py").read_text()
+    written = [name for name in joined if re.search(rf"[\"']{name}[\"']", source)]
+    assert written == [], f"aqueduct/__init__.py writes public names itself: {written}"
+
+
+def test_one_name_per_concept() -> None:
+    lowered = [name.lower() for name in aqueduct.__all__]
+    assert sorted(n for n in aqueduct.__all__ if lowered.count(n.lower()) > 1) == []  # broadcast/Broadcast
+    assert not hasattr(aqueduct, "broadcast") and not hasattr(aqueduct, "watch")
+    assert aqueduct.connect is services.connect and aqueduct.serve is services.serve  # the ones with service=
+    assert not issubclass(aqueduct.ConnectError, aqueduct.ChannelError)
+
+
+def test_importing_aqueduct_loads_no_asyncio_until_the_api_is_used() -> None:
+    probe = ("import sys, aqueduct; assert 'asyncio' not in sys.modules, 'eager';"
+             "aqueduct.AqueductError; assert 'asyncio' not in sys.modules, 'errors';"
+             "aqueduct.Sender; assert 'asyncio' in sys.modules; from aqueduct import *; Broadcast; ChannelFinished")
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=ROOT)
+
+
+def test_guides_and_examples_reach_only_public_modules() -> None:
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "examples").glob("*.py"))]
+    reached = {}
+    for path in texts:
+        for dotted in set(re.findall(r"\baqueduct(?:\.[a-z_][a-z_0-9]*)+", path.read_text())) - NOT_MODULES:
+            parts = dotted.split(".")
+            module = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in
+                           PUBLIC_MODULES or _is_module(".".join(parts[:n]))), dotted)
+            reached.setdefault(module, path.name)
+    private = {m: where for m, where in reached.items() if not any(m == p or m.startswith(p + ".") for p in
+                                                                   PUBLIC_MODULES - {"aqueduct"}) and m != "aqueduct"}
+    assert private == {}, f"guides or examples reach into the library's own modules: {private}"
+
+
+def _is_module(dotted: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def test_every_exported_error_is_an_aqueduct_error() -> None:

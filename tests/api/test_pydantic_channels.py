@@ -60,7 +60,7 @@ def _desk(errors: asyncio.Queue[aqueduct.ValidationError]) -> Any:
             except aqueduct.ValidationError as exc:
                 errors.put_nowait(exc)
                 continue
-            except StopAsyncIteration:
+            except aqueduct.ChannelFinished:
                 return
             assert isinstance(order, Order) and all(isinstance(leg, Leg) for leg in order.legs)
             await order.reply.send(Quote(sym=order.sym, px=100.0 + order.qty + sum(leg.qty for leg in order.legs)))

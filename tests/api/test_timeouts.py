@@ -56,7 +56,7 @@ async def test_recv_times_out_on_an_empty_channel_and_still_receives_later(certs
             assert isinstance(raised.value, aqueduct.AqueductError)
         go.set()
         assert await guard(rx.recv(timeout=20.0 if kind == "timeout=" else None)) == "later"
-        with pytest.raises(StopAsyncIteration):
+        with pytest.raises(aqueduct.ChannelFinished):
             await guard(rx.recv())
         assert not conn.is_closed
 

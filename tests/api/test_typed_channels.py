@@ -121,7 +121,7 @@ async def test_invalid_payload_from_an_untyped_peer_is_dropped_and_the_connectio
                 seen.put_nowait(await rx.recv())
             except aqueduct.ValidationError as exc:
                 seen.put_nowait(exc)
-            except StopAsyncIteration:
+            except aqueduct.ChannelFinished:
                 return
 
     async with running(certs, typed_server, entrypoint=Order) as (url, _), \

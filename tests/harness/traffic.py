@@ -31,7 +31,7 @@ from aqueduct.api.connection import Connection, link_of
 from aqueduct.api.halves import Receiver, Sender, channel
 from aqueduct.api.link import ConnectionLink
 from aqueduct.core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
-from aqueduct.errors import ChannelError, EndReason
+from aqueduct.errors import ChannelError, ChannelFinished, EndReason
 from aqueduct.testing.ledger import Ledger
 
 HandleKey = tuple[int, int]
@@ -284,7 +284,7 @@ class TreeTraffic:
 
     async def serve_entry(self, rx: Receiver[Any]) -> None:
         """Serve the trees arriving on an entrypoint receiver until it ends (not itself checked)."""
-        with contextlib.suppress(ChannelError, StopAsyncIteration):
+        with contextlib.suppress(ChannelError):
             while True:
                 self.serve((await rx.recv_message()).value, 0)
 
@@ -417,7 +417,7 @@ class TreeTraffic:
                     return
                 try:
                     msg = await asyncio.wait_for(rx.recv_message(), shape.guard)
-                except StopAsyncIteration:
+                except ChannelFinished:
                     rec.receiver_end = EndReason.FINISHED
                     return
                 value = msg.value

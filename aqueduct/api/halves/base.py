@@ -10,13 +10,15 @@ from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-from ...core.app import Delivery
+from ...core.app import ConnectionClosed, Delivery
 from ...errors import (
     ERROR_FOR_REASON,
+    ChannelFinished,
     EndReason,
     Outcome,
     Timeout,
 )
+from ...wire.errors import CloseCode
 from ..validation import TypeSpec
 
 T = TypeVar("T")
@@ -58,6 +60,9 @@ async def within(seconds: float | None, aw: Awaitable[R], what: str) -> R:
 
 class Link(Protocol):
     """What a networked half needs from its connection (implemented by api.connection)."""
+
+    @property
+    def closed(self) -> asyncio.Future[ConnectionClosed]: ...
 
     def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None: ...
     def channel_name(self, handle: int) -> str: ...
@@ -133,9 +138,19 @@ class _Pipe:
         self.wake()
 
 
+def closed_here(link: Link) -> bool:
+    """Whether this side closed `link`'s connection gracefully (`conn.close()`, a server's drain or exit: code 0
+    or SHUTTING_DOWN, not the peer's close, an idle timeout or a protocol error)."""
+    fut = link.closed
+    if not fut.done() or fut.cancelled():
+        return False
+    ended = fut.result()
+    return not ended.by_peer and ended.error_code in (0, CloseCode.SHUTTING_DOWN)
+
+
 def _raise_end(reason: EndReason | None, what: str) -> None:
     if reason is None or reason is EndReason.FINISHED:
-        raise StopAsyncIteration
+        raise ChannelFinished(f"{what}: finished")
     raise ERROR_FOR_REASON[reason](f"{what}: {reason.value}")
 
 

@@ -9,6 +9,7 @@ from ...core.app import AttachKind, Delivery
 from ...errors import (
     ChannelClosed,
 )
+from ..oneof import OneOf, type_of
 from ..validation import spec_for
 from .base import DEFAULT_LOCAL_CAPACITY, Link, ModeLike, OnInvalid, T, _Pipe
 from .oneshot import Half, OneshotReceiver, OneshotSender
@@ -26,7 +27,7 @@ def channel(
 ) -> tuple[Sender[Any], Receiver[Any]]: ...
 @overload
 def channel(
-    message_type: type[T], mode: ModeLike = ..., capacity: int = ..., *, on_invalid: OnInvalid = ...
+    message_type: type[T] | OneOf[T], mode: ModeLike = ..., capacity: int = ..., *, on_invalid: OnInvalid = ...
 ) -> tuple[Sender[T], Receiver[T]]: ...
 def channel(
     message_type: Any = None,
@@ -37,8 +38,9 @@ def channel(
 ) -> tuple[Sender[Any], Receiver[Any]]:
     """A new channel as (Sender, Receiver); in-process until a half is sent inside a message.
 
-    `channel(T)`: every message is a T, checked before sending and converted on arrival; `channel()`: any
-    value. (`channel("unordered")` still names a mode: a string or Delivery first is the mode.)"""
+    `channel(T)`: every message is a T, checked before sending and converted on arrival (`channel(OneOf(A, B))`:
+    an A or a B); `channel()`: any value. (`channel("unordered")` still names a mode: a string or Delivery
+    first is the mode.)"""
     if isinstance(message_type, str | Delivery):
         message_type, mode = None, message_type
     tx: Sender[Any] = Sender(mode=mode)
@@ -51,7 +53,7 @@ def channel(
 @overload
 def oneshot() -> tuple[OneshotSender[Any], OneshotReceiver[Any]]: ...
 @overload
-def oneshot(message_type: type[T]) -> tuple[OneshotSender[T], OneshotReceiver[T]]: ...
+def oneshot(message_type: type[T] | OneOf[T]) -> tuple[OneshotSender[T], OneshotReceiver[T]]: ...
 def oneshot(message_type: Any = None) -> tuple[OneshotSender[Any], OneshotReceiver[Any]]:
     """A oneshot channel: one message, then finished (the spec's oneshot channel ID bit on the wire)."""
     tx: OneshotSender[Any] = OneshotSender()
@@ -62,7 +64,7 @@ def oneshot(message_type: Any = None) -> tuple[OneshotSender[Any], OneshotReceiv
 
 def _pair(tx: Sender[Any], rx: Receiver[Any], message_type: Any, capacity: int) -> None:
     pipe = _Pipe(capacity)
-    tx._spec = rx._spec = spec_for(message_type) if message_type is not None else None
+    tx._spec = rx._spec = spec_for(type_of(message_type)) if message_type is not None else None
     tx._set_pipe(pipe)
     rx._set_pipe(pipe)
 

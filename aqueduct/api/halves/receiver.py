@@ -10,6 +10,8 @@ from typing import Any, Generic
 
 from ...errors import (
     ChannelClosed,
+    ChannelFinished,
+    ConnectionLost,
     Lagged,
     ValidationError,
 )
@@ -25,6 +27,7 @@ from .base import (
     _Half,
     _Pipe,
     _raise_end,
+    closed_here,
     within,
 )
 from .sender import Sender
@@ -70,7 +73,7 @@ class Receiver(_Half, Generic[T]):
         self._link = self._handle = None
 
     async def recv_message(self, *, timeout: float | None = None) -> Message[T]:
-        """The next message with its delivery mode; StopAsyncIteration after a finish, typed errors otherwise."""
+        """The next message with its delivery mode; ChannelFinished after a finish, typed errors otherwise."""
         if timeout is not None:
             return await within(timeout, self.recv_message(), f"recv on {self._where()}")
         while True:
@@ -97,7 +100,10 @@ class Receiver(_Half, Generic[T]):
                 return msg
             if self._link is not None:
                 assert self._handle is not None
-                await self._link.fill(self._handle, buf)
+                try:
+                    await self._link.fill(self._handle, buf)
+                except StopAsyncIteration:  # (the link's word for a finished channel)
+                    raise ChannelFinished(f"{self._where()}: finished") from None
                 continue
             assert pipe is not None
             if pipe.ended is not None:
@@ -105,7 +111,8 @@ class Receiver(_Half, Generic[T]):
             await pipe.wait()
 
     async def recv(self, *, timeout: float | None = None) -> T:
-        """The next message's value (StopAsyncIteration at the end after a finish; Timeout after `timeout` s)."""
+        """The next message's value (ChannelFinished once the sender finished and all was taken; Timeout after
+        `timeout` s; the ending's error otherwise: see `aqueduct.EndReason`)."""
         buf = self._buf
         if buf and timeout is None:  # (empty once closed or moved)
             spec = self._spec
@@ -157,7 +164,14 @@ class Receiver(_Half, Generic[T]):
             value = self._typed_next(spec)
             if value is not _SKIPPED:
                 return value  # type: ignore[no-any-return]
-        return (await self.recv_message()).value  # (not via recv: one coroutine less per message)
+        try:
+            return (await self.recv_message()).value  # (not via recv: one coroutine less per message)
+        except ChannelFinished:
+            raise StopAsyncIteration from None
+        except ConnectionLost:  # this side closed the connection (a drain, say): the loop ends as at a finish
+            if self._link is not None and closed_here(self._link):
+                raise StopAsyncIteration from None
+            raise
 
     async def __aenter__(self) -> Receiver[T]:
         return self
