@@ -4,7 +4,8 @@ A half is dropped from its `__del__` (halves/), which may run inside any
 code, even the engine's, or on another thread; so a drop is only queued
 here (`defer`) and told to the engine by one callback on the loop (`run`),
 which takes every drop queued before it runs: one engine call per half,
-one flush per batch. Only another thread needs call_soon_threadsafe (its
+one flush per batch, which transmits only if the drops wrote something
+(`flush_if_any`). Only another thread needs call_soon_threadsafe (its
 self-pipe write wakes the loop). The flag is cleared before the batch is
 taken, so a drop queued meanwhile schedules another (at worst empty) batch,
 never none. The recording hears of a drop before the engine (the engine
@@ -95,4 +96,4 @@ class Drops:
                     engine.drop_sender(handle, now=now)
             except ChannelError:
                 pass
-        host.protocol.flush()
+        host.protocol.flush_if_any()

@@ -380,7 +380,7 @@ class ConnectionLink:
         if self.closed.done():
             return
         method(handle, now=self._loop.time())
-        self._protocol.flush()
+        self._protocol.flush_if_any()  # (closing an ended receiver writes nothing: no transmit for it)
 
     def drop_sender(self, handle: int) -> None:
         """A Sender object was garbage-collected (from `__del__`: may run anywhere, so defer)."""

@@ -274,6 +274,24 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
             self._execute(cmd)
         self.wrote()
 
+    def flush_if_any(self) -> None:
+        """After an application call that usually writes nothing (a drop, closing an ended receiver): as `flush`
+        when the engine has commands; otherwise only pump its events, and schedule no transmit.
+
+        A transmit scheduled for nothing is not only wasted work: queued ahead of a task that a packet read in
+        the same loop turn wakes, it sends that packet's consequences (a control stream's ChannelControl)
+        before the task's answer, in a packet of their own."""
+        engine = self.engine
+        if engine is None:
+            return
+        commands = engine.commands()
+        if not commands:
+            self.pump()
+            return
+        for cmd in commands:
+            self._execute(cmd)
+        self.wrote()
+
     def wrote(self) -> None:
         """Writes are with `writes` (flush's, or ones the engine handed back): transmit at the turn's end, or now."""
         self._wrote = True

@@ -3,6 +3,7 @@ connection's send bound is exact; datagrams are read into 64 KiB buffers."""
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 from typing import Any
 
@@ -68,6 +69,34 @@ async def test_a_reply_is_sent_after_the_task_its_request_woke(certs: DevCerts) 
     for i in apps:
         before = [e for e in log[:i] if e != "app"]
         assert before[-1] == "rx", log[max(0, i - 6) : i + 1]
+
+
+async def test_closing_or_dropping_an_ended_half_schedules_no_transmit(certs: DevCerts) -> None:
+    """What follows each fresh-oneshot request (its ended reply receiver closed, its halves collected) writes
+    nothing, so it schedules no transmit: one queued for nothing runs ahead of a task that a packet read in the
+    same loop turn woke, and sends that packet's consequences (the next reply channel's ChannelControl) in a
+    packet of their own, before the task's answer."""
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        async for req in conn.entrypoint:
+            await req["reply"].send(req["n"])
+
+    async with running(certs, handler) as (url, _server), aqueduct.connect(url, ca=certs.ca) as conn:
+        link = link_of(conn)
+        proto: Any = link.protocol
+        tx, rx = aqueduct.oneshot()
+        await conn.entrypoint.send({"n": 1, "reply": tx})
+        assert await guard(rx.recv()) == 1
+        assert link.engine.state_sizes()["receivers"] == 1  # ended (finished), not yet forgotten
+        proto.transmit()  # (what the reply's arrival wrote goes now: nothing is scheduled after this)
+        assert proto._transmit_task is None
+        rx.close()
+        assert proto._transmit_task is None
+        del rx, tx
+        gc.collect()
+        link.drops.run()
+        assert proto._transmit_task is None
+        assert link.engine.state_sizes()["receivers"] == 0
 
 
 async def test_the_connection_bound_is_exact_though_its_count_is_only_an_upper_bound(certs: DevCerts) -> None:
