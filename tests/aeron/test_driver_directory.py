@@ -23,7 +23,7 @@ from aeron_compat import Aeron, Context
 from aeron_compat.client.directory import UnsafeDirectory, private_dir
 from aeron_compat.driver.proxy import DriverProxy
 from aeron_compat.driver.standalone import LOCK_NAME, SOCKET_NAME, StandaloneDriver
-from aeron_compat.media.link import dev_certs
+from aeron_compat.media.aqueduct_link import dev_certs
 
 NOBODY = 65534
 VICTIM_FILE = b"precious data of the victim, " * 7 + b"end"  # 206 bytes
