@@ -7,6 +7,10 @@ fresh examples each time.
 
 Fixtures for every folder: `certs` (dev certificates, one set per session)
 and `io_modules_loaded_by` (which I/O modules an import pulls in).
+
+`@pytest.mark.requires_system("java")` on a test or module: the system piece
+must be present (tests/system_deps.py: skipped with the enabling command,
+failed under AQUEDUCT_REQUIRE_SYSTEM=1).
 """
 
 from __future__ import annotations
@@ -21,10 +25,20 @@ import pytest
 from hypothesis import settings
 
 from aqueduct.quic.certs import DevCerts, make_dev_certs
+from tests.system_deps import requires_system
 
 settings.register_profile("aqueduct", deadline=None)
 settings.register_profile("aqueduct-ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile("aqueduct-ci" if os.environ.get("CI") else "aqueduct")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requires_system(piece): needs scripts/setup-system.sh's PIECE (skip or fail)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("requires_system"):
+        requires_system(*mark.args)
 
 
 def _io_modules_loaded_by(names: list[str]) -> str:

@@ -12,8 +12,8 @@ aioquic's under Aqueduct. A cell is bulk MB/s (256 KiB messages for `window` sec
 / time to the count's arrival, as everywhere in the bench); rounds alternate the paths, and each ratio
 compares a loss level with the same path at 0%.
 
-It needs root (a namespace, iptables) and the `ip` and `iptables` commands (scripts/netns_tools.sh
-installs them); `reason_unavailable()` says why it cannot run, and the report prints that instead.
+It needs root (a namespace, iptables) and the `ip` and `iptables` commands (`scripts/setup-system.sh
+netns` installs them); `reason_unavailable()` says why it cannot run, and the report prints that instead.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def reason_unavailable() -> str | None:
         return "kernel loss needs root (a network namespace and an iptables rule)"
     missing = [tool for tool in ("ip", "iptables") if shutil.which(tool) is None]
     if missing:
-        return f"kernel loss needs {' and '.join(missing)} (bash scripts/netns_tools.sh installs them)"
+        return f"kernel loss needs {' and '.join(missing)} (scripts/setup-system.sh netns installs them)"
     return None
 
 

@@ -9,10 +9,12 @@ import pytest
 
 from aqueduct.spark.session import spark_session
 from aqueduct.spark.stream import register
+from tests.system_deps import requires_system
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    requires_system("java")
     # C1-only JIT: a short-lived test JVM starts and warms up much faster (tests only)
     fast = {f"spark.{r}.extraJavaOptions": "-XX:TieredStopAtLevel=1" for r in ("driver", "executor")}
     session = spark_session("local[2]", app_name="aqueduct-tests", config=fast)

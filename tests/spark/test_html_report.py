@@ -1,4 +1,4 @@
-"""`aqueduct report DIR -o report.html`, opened in a real headless Chromium (Debian's, via scripts/chromium.sh)."""
+"""`aqueduct report DIR -o report.html`, opened in a real headless Chromium (Debian's; setup-system.sh chromium)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,17 @@ import pytest
 
 from aqueduct.recording import read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
+from tests.system_deps import requires_system
 
 ROOT = Path(__file__).parents[2]
 
 
+pytestmark = pytest.mark.requires_system("java")
+
+
 @pytest.fixture(scope="module")
 def chromium() -> str:
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "chromium.sh")], capture_output=True, text=True,
-                            timeout=900)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout.strip().splitlines()[-1]
+    return requires_system("chromium")
 
 
 def _browse(chromium: str, page: Path, *args: str) -> subprocess.CompletedProcess[str]:
