@@ -97,7 +97,9 @@ fi
 pieces=${*:-$ALL}
 for piece in $pieces; do packages "$piece" >/dev/null; done
 SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+if [ "$(id -u)" != 0 ]; then
+  if [ -t 0 ]; then SUDO="sudo"; else SUDO="sudo -n"; fi  # no terminal (scripts/test.sh in CI): never prompt
+fi
 
 exec 9>"${TMPDIR:-/tmp}/aqueduct-setup-system.lock"  # concurrent runs do not run apt-get twice
 flock 9
@@ -114,8 +116,9 @@ for piece in $todo; do
   missing=$(missing_packages "$piece")
   if [ -n "$missing" ]; then
     echo "setup-system: $piece: apt-get install $missing ($(why "$piece"))"
-    if [ -n "$SUDO" ] && ! command -v sudo >/dev/null; then
-      echo "setup-system: not root and no sudo: cannot install $missing" >&2; exit 1
+    if [ -n "$SUDO" ] && ! $SUDO true 2>/dev/null; then
+      echo "setup-system: not root and no usable sudo: cannot install $missing (run: sudo scripts/setup-system.sh $piece)" >&2
+      exit 1
     fi
     if [ -z "$updated" ]; then $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq; updated=1; fi
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
