@@ -82,8 +82,9 @@ check() {
     echo "netns needs root (network namespaces and iptables); enable with: run the tests as root"; return 1
   fi
   case "$piece" in
-    chromium) command -v chromium || command -v chromium-browser ;;
-    *) echo "$(packages "$piece")" ;;
+    chromium) command -v chromium || command -v chromium-browser \
+      || { echo "chromium: the packages are installed but no chromium command is on PATH"; return 1; } ;;
+    *) packages "$piece" ;;
   esac
 }
 
@@ -101,7 +102,7 @@ if [ "$(id -u)" != 0 ]; then
   if [ -t 0 ]; then SUDO="sudo"; else SUDO="sudo -n"; fi  # no terminal (scripts/test.sh in CI): never prompt
 fi
 
-exec 9>"${TMPDIR:-/tmp}/aqueduct-setup-system.lock"  # concurrent runs do not run apt-get twice
+exec 9>"${TMPDIR:-/tmp}/aqueduct-setup-system-$(id -u).lock"  # concurrent runs do not run apt-get twice
 flock 9
 todo="" present=""
 for piece in $pieces; do
