@@ -16,7 +16,7 @@ within a batch its rows come in hash-partition order, and append mode cannot
 sort a streaming aggregate (only complete mode can). So the hub applies a
 committed batch of a topic it is told to order (`Hub(order_by=...)`) sorted by
 that field, here the window's start. Spark stops without PySpark's
-accumulator-server EOFError traceback (`stop_spark`).
+accumulator-server EOFError traceback (`quiet_accumulator_eof`).
 
     .venv/bin/python examples/spark_telemetry.py [--seconds 90] [--windows N]
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import sys
 import tempfile
 import threading
 import time
@@ -123,14 +124,20 @@ async def printer(url: str, ca: Path, windows: int, enough: threading.Event) -> 
                 enough.set()
 
 
-def stop_spark(spark: Any) -> None:
-    """Stop Spark without PySpark's accumulator-server traceback: its handler thread is still reading the
-    update socket that the JVM closes as it stops, gets EOFError, and socketserver prints it (harmless; the
-    accumulators were all read). That one report is dropped; `spark.stop()` itself is unchanged."""
+def quiet_accumulator_eof(spark: Any) -> None:
+    """No traceback when the JVM closes PySpark's accumulator-update connection (as it stops, or as a streaming
+    query ends): the server's handler reads it, gets EOFError, and socketserver prints that. Harmless (every
+    update was read), so an EOFError is dropped; any other error is still reported."""
     server = getattr(spark.sparkContext, "_accumulatorServer", None)
-    if server is not None:
-        server.handle_error = lambda request, client_address: None
-    spark.stop()
+    if server is None:
+        return
+    report = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError):
+            report(request, client_address)
+
+    server.handle_error = handle_error
 
 
 def main() -> None:
@@ -173,6 +180,7 @@ def main() -> None:
             app_name="aqueduct-telemetry", config={"spark.sql.shuffle.partitions": "2"}, jvm_log=f"{tmp}/spark.log"
         )
         register(spark)
+        quiet_accumulator_eof(spark)
         from pyspark.sql import functions as F
 
         samples = (
@@ -205,7 +213,7 @@ def main() -> None:
                     break
         finally:
             query.stop()
-            stop_spark(spark)
+            spark.stop()
             loop.call_soon_threadsafe(stop.set)
             done.result(timeout=30)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,3 +22,6 @@ def spark() -> Iterator[Any]:
     register(session)
     yield session
     session.stop()
+    # pyspark's SIGINT handler (cancel the jobs) outlives the session and then raises from a dead context when a
+    # pytest-xdist worker is interrupted at shutdown: give SIGINT back to Python
+    signal.signal(signal.SIGINT, signal.default_int_handler)
