@@ -36,18 +36,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requires_system(piece): needs scripts/setup-system.sh's PIECE (skip or fail)")
 
 
-# Under pytest-xdist (scripts/test.sh: `-n 2 --dist loadgroup`), the tests using one of these session fixtures
-# run on one worker, so the expensive thing behind it starts once per run, not once per worker.
-SHARED_FIXTURE_GROUPS = {"spark": "spark-session"}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        for fixture, group in SHARED_FIXTURE_GROUPS.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(group))
-
-
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("requires_system"):
         requires_system(*mark.args)
