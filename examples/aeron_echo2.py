@@ -6,7 +6,8 @@
 # server picked from the reserved range and sent only encrypted with the client's pad.  The client
 # then talks ECHO <text> on the duologue; anything else ends it with "ERROR bad message".  The server
 # expires duologues whose client never came or has gone, after a configurable time.
-"""Echo 2.0: `python examples/aeron_echo2.py demo --clients 5` (limits make some of them fail)."""
+"""Echo 2.0: `python examples/aeron_echo2.py demo --clients 5` (the server's limits refuse some; the demo
+says which limit: by default 3 per IP address, and every demo client is on the same address)."""
 
 from __future__ import annotations
 
@@ -279,8 +280,8 @@ class EchoClient:
         return self._poll() if self.state in ("WAIT", "JOIN", "ECHO") else 0
 
     def fail(self, why: str) -> None:
-        """Log, record and stop."""
-        log.error("[%d] %s", self.pub.session_id, why)
+        """Log, record and stop (the demo and `client` print the reason themselves)."""
+        log.info("[%d] %s", self.pub.session_id, why)
         self.error = why
         self.state = "FAILED"
 
@@ -334,9 +335,24 @@ class EchoClient:
                 resource.close()
 
 
+def refusal_reason(error: str, config: EchoServerConfiguration) -> str:
+    """Why the server refused a demo client, in the demo's terms (its limits, one address for every client)."""
+    if error.endswith("too many connections for IP address"):
+        return (f"{error}: the server allows {config.max_duologues_per_ip} per IP address (--per-ip) "
+                "and every demo client comes from the same one")
+    if error.endswith("server full"):
+        return f"{error}: the server allows {config.max_clients} clients at once (--max-clients)"
+    return error
+
+
 def demo(clients: int, max_clients: int, per_ip: int, media: str) -> int:
-    """A server and `clients` clients in one process (each with its own driver)."""
+    """A server and `clients` clients in one process (each with its own driver), one after another: the
+    server's limits refuse the clients beyond them, which the demo shows and explains."""
     config = EchoServerConfiguration(max_clients=max_clients, max_duologues_per_ip=per_ip)
+    limit = min(max_clients, per_ip)
+    beyond = f", so those beyond the first {limit} are refused" if clients > limit else ""
+    print(f"echo server: at most {max_clients} clients (--max-clients) and {per_ip} per IP address (--per-ip); "
+          f"{clients} clients from one address{beyond}", flush=True)
     with Aeron.connect(echo_context(media)) as server_aeron:
         server = EchoServer(server_aeron, config)
         aerons = [Aeron.connect(echo_context(media)) for _ in range(clients)]
@@ -351,7 +367,10 @@ def demo(clients: int, max_clients: int, per_ip: int, media: str) -> int:
                 if client.state == "ECHO":
                     client.send_echo(f"hello from client {i}")
                     run_until(step, lambda c=client: bool(c.responses))  # type: ignore[misc]
-                print(f"client {i}: {client.state} {client.error or client.responses}")
+                if client.error:
+                    print(f"client {i}: refused: {refusal_reason(client.error, config)}", flush=True)
+                else:
+                    print(f"client {i}: {client.state} {client.responses}", flush=True)
         finally:
             for aeron in aerons:
                 aeron.close()

@@ -10,7 +10,15 @@ that topic with the `aqueduct` stream source, aggregates 1-second windows
 prints. Hub, producer and printer share an event loop on a thread; Spark
 runs in the main thread.
 
-    .venv/bin/python examples/spark_telemetry.py [--seconds 90]
+Windows are printed in order. Spark closes them as the watermark advances, so
+a micro-batch never holds a window older than one an earlier batch held; but
+within a batch its rows come in hash-partition order, and append mode cannot
+sort a streaming aggregate (only complete mode can). So the hub applies a
+committed batch of a topic it is told to order (`Hub(order_by=...)`) sorted by
+that field, here the window's start. Spark stops without PySpark's
+accumulator-server EOFError traceback (`quiet_accumulator_eof`).
+
+    .venv/bin/python examples/spark_telemetry.py [--seconds 90] [--windows N]
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import sys
 import tempfile
 import threading
 import time
@@ -33,9 +42,11 @@ from aqueduct.spark.stream import register
 
 
 class Hub:
-    """Topics as lists; subscribers follow a topic from any count; publishers append to it."""
+    """Topics as lists; subscribers follow a topic from any count; publishers append to it. A committed batch of
+    a topic in `order_by` is applied sorted by that topic's field (a batch is a set: its order means nothing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, order_by: dict[str, str] | None = None) -> None:
+        self.order_by = order_by or {}
         self.topics: dict[str, list[Any]] = {}
         self.committed: set[tuple[str, str, int]] = set()
         self.changed = asyncio.Event()
@@ -74,6 +85,8 @@ class Hub:
                 applied = key not in self.committed
                 if applied:
                     self.committed.add(key)
+                    if req["topic"] in self.order_by:
+                        rows.sort(key=lambda row: row[self.order_by[req["topic"]]])
                     for row in rows:
                         self.append(req["topic"], row)
                 async with req["done"] as done:
@@ -97,20 +110,42 @@ async def producer(url: str, ca: Path, stop: asyncio.Event) -> None:
             await asyncio.sleep(0.01)
 
 
-async def printer(url: str, ca: Path) -> None:
-    """Subscribe to the aggregated topic and print each window."""
+async def printer(url: str, ca: Path, windows: int, enough: threading.Event) -> None:
+    """Subscribe to the aggregated topic and print each window; set `enough` after `windows` of them (0: never)."""
     async with aqueduct.connect(url, ca=ca) as conn:
         tx, rx = aqueduct.channel()
         await conn.entrypoint.send({"op": "subscribe", "topic": "telemetry-1s", "from": 0, "updates": tx})
+        printed = 0
         async for w in rx:
             print(f"  window {w['second']}: {w['samples']:3d} samples, cpu mean {w['cpu_mean']:5.1f}, "
                   f"max {w['cpu_max']:5.1f}", flush=True)  # fmt: skip
+            printed += 1
+            if printed == windows:
+                enough.set()
+
+
+def quiet_accumulator_eof(spark: Any) -> None:
+    """No traceback when the JVM closes PySpark's accumulator-update connection (as it stops, or as a streaming
+    query ends): the server's handler reads it, gets EOFError, and socketserver prints that. Harmless (every
+    update was read), so an EOFError is dropped; any other error is still reported."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+    report = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError):
+            report(request, client_address)
+
+    server.handle_error = handle_error
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Spark streaming over Aqueduct channels")
-    parser.add_argument("--seconds", type=float, default=90.0)
+    parser.add_argument("--seconds", type=float, default=90.0, help="stream this long at most")
+    parser.add_argument("--windows", type=int, default=0, help="stop after this many windows (default 0: --seconds)")
     args = parser.parse_args()
+    enough = threading.Event()
     with tempfile.TemporaryDirectory(prefix="aqueduct-spark-telemetry-") as tmp:
         certs = make_dev_certs(tmp)
         loop = asyncio.new_event_loop()
@@ -119,7 +154,7 @@ def main() -> None:
         stop = asyncio.Event()
 
         async def services() -> None:
-            hub = Hub()
+            hub = Hub(order_by={"telemetry-1s": "start"})
             async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key) as server:
                 host, port = server.address
                 url = f"aqueduct://{host}:{port}"
@@ -129,7 +164,8 @@ def main() -> None:
                         hub.spawn(hub.connection(conn))
 
                 tasks = [
-                    asyncio.ensure_future(t) for t in (accept(), producer(url, certs.ca, stop), printer(url, certs.ca))
+                    asyncio.ensure_future(t)
+                    for t in (accept(), producer(url, certs.ca, stop), printer(url, certs.ca, args.windows, enough))
                 ]
                 started.set_result(url)
                 await stop.wait()
@@ -144,6 +180,7 @@ def main() -> None:
             app_name="aqueduct-telemetry", config={"spark.sql.shuffle.partitions": "2"}, jvm_log=f"{tmp}/spark.log"
         )
         register(spark)
+        quiet_accumulator_eof(spark)
         from pyspark.sql import functions as F
 
         samples = (
@@ -156,8 +193,9 @@ def main() -> None:
             samples.withWatermark("ts", "1 second")
             .groupBy(F.window("ts", "1 second"))
             .agg(F.count(F.lit(1)).alias("samples"), F.avg("cpu").alias("cpu_mean"), F.max("cpu").alias("cpu_max"))
-            .select(F.date_format("window.start", "HH:mm:ss").alias("second"), "samples", "cpu_mean", "cpu_max")
-        )
+            .select(F.date_format("window.start", "HH:mm:ss").alias("second"),
+                    F.col("window.start").cast("long").alias("start"), "samples", "cpu_mean", "cpu_max")
+        )  # fmt: skip
         query = (
             windows.writeStream.format("aqueduct").outputMode("append").option("url", url)
             .option("ca", str(certs.ca)).option("topic", "telemetry-1s").option("ledger", f"{tmp}/ledger")
@@ -169,7 +207,10 @@ def main() -> None:
             flush=True,
         )
         try:
-            query.awaitTermination(args.seconds)
+            deadline = time.monotonic() + args.seconds
+            while not enough.is_set() and time.monotonic() < deadline:
+                if query.awaitTermination(0.5):  # True once the query ended; raises if it failed
+                    break
         finally:
             query.stop()
             spark.stop()

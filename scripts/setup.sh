@@ -13,7 +13,8 @@ fi
 stamp="$VENV/.aqueduct-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
   echo "setup: installing aqueduct-py with its dev and spark extras (first time: a few minutes)" >&2
-  # compat mode: a plain path entry, so type checkers (mypy) find the package from any directory
-  "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark,otel]" --config-settings editable_mode=compat
+  # an editable install that is one plain .pth path entry (pyproject's package-dir), so type checkers (mypy)
+  # find the package from any directory (tests/scripts/test_editable_install.py)
+  "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark,otel]"
   touch "$stamp"
 fi

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Set everything up, then run the whole test suite. Extra arguments go to pytest.
+# scripts/setup-system.sh installs the system packages the full suite needs (Chromium, the OpenWeaver build
+# packages, iproute2/iptables, a JDK, the pyaeron venv); it says what it installs, and one line when all is
+# there. Without them (not root, no sudo) the tests that need them skip, naming the command that enables them.
+# The suite runs on two pytest-xdist workers, a test file at a time (--dist loadfile): a file's tests share its
+# module fixtures and run one after another, and each worker starts its session fixtures (Spark) once.
+# (--dist loadgroup would pin named groups, but pytest 9.2 broke it: pytest-xdist issue 1386.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-system.sh || echo "test.sh: system pieces missing (above): the tests that need them will skip" >&2
 VENV="${AQUEDUCT_VENV:-.venv}"
-exec "$VENV/bin/python" -m pytest -q "$@"
+exec "$VENV/bin/python" -m pytest -q -n "${AQUEDUCT_TEST_WORKERS:-2}" --dist loadfile "$@"

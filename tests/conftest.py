@@ -7,7 +7,11 @@ fresh examples each time.
 
 Fixtures for every folder: `certs` (dev certificates, one set per session),
 `io_modules_loaded_by` (which I/O modules an import pulls in) and `chromium`
-(Debian's headless Chromium, installed once by scripts/chromium.sh).
+(Debian's headless Chromium: tests/system_deps.py, scripts/setup-system.sh chromium).
+
+`@pytest.mark.requires_system("java")` on a test or module: the system piece
+must be present (tests/system_deps.py: skipped with the enabling command,
+failed under AQUEDUCT_REQUIRE_SYSTEM=1).
 """
 
 from __future__ import annotations
@@ -22,10 +26,20 @@ import pytest
 from hypothesis import settings
 
 from aqueduct.quic.certs import DevCerts, make_dev_certs
+from tests.system_deps import requires_system
 
 settings.register_profile("aqueduct", deadline=None)
 settings.register_profile("aqueduct-ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile("aqueduct-ci" if os.environ.get("CI") else "aqueduct")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requires_system(piece): needs scripts/setup-system.sh's PIECE (skip or fail)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("requires_system"):
+        requires_system(*mark.args)
 
 
 def _io_modules_loaded_by(names: list[str]) -> str:
@@ -51,9 +65,5 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    """The path of a headless Chromium (Debian's; scripts/chromium.sh installs it on first use, as root)."""
-    root = Path(__file__).resolve().parents[1]
-    result = subprocess.run(["bash", str(root / "scripts" / "chromium.sh")], capture_output=True, text=True,
-                            timeout=900)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout.strip().splitlines()[-1]
+    """The path of a headless Chromium (Debian's; `scripts/setup-system.sh chromium` installs it), else a skip."""
+    return requires_system("chromium")

@@ -2,8 +2,10 @@
 
 Theory: pyaeron (the Aeron C client with an embedded C media driver) needs
 Python 3.12+, so it lives in its own virtual environment, `.venv-aeron` at
-the repository root (or `$AERON_INTEROP_VENV`), created on first use from a
-Python 3.12 interpreter found on PATH, in pyenv, or via `$AERON_PYTHON`.
+the repository root (or `$AERON_INTEROP_VENV`), created by
+`scripts/setup-system.sh aeron` (which runs this file as a script: it needs
+only the standard library) from a Python 3.12 interpreter found on PATH, in
+pyenv, or via `$AERON_PYTHON`. Tests only look it up (`installed_venv`).
 `RealPeer` starts `real_peer.py` there with a JSON role, reads its JSON event
 lines on a reader thread, sends it commands, and always kills it on `close`,
 removing the driver files it made (its TMPDIR).
@@ -27,8 +29,11 @@ REPO = Path(__file__).resolve().parents[2]
 PEER_SCRIPT = Path(__file__).with_name("real_peer.py")
 
 
+SETUP_HINT = "scripts/setup-system.sh aeron"
+
+
 class InteropUnavailable(RuntimeError):
-    """No Python 3.12+ interpreter to run a real Aeron peer with."""
+    """No pyaeron environment (or no Python 3.12+ interpreter to make one with)."""
 
 
 def _works(python: str) -> bool:
@@ -52,9 +57,22 @@ def find_python312() -> str:
     raise InteropUnavailable("no Python 3.12+ interpreter (needed by pyaeron); set AERON_PYTHON to one")
 
 
+def _venv() -> Path:
+    return Path(os.environ.get("AERON_INTEROP_VENV", REPO / ".venv-aeron"))
+
+
+def installed_venv() -> Path:
+    """The interpreter of the pyaeron environment; InteropUnavailable naming the setup command if it is absent."""
+    python = _venv() / "bin" / "python"
+    if (_venv() / ".pyaeron-installed").exists() and python.exists():
+        return python
+    raise InteropUnavailable(f"no pyaeron environment in {_venv()} (pyaeron needs its own Python 3.12+ venv); "
+                             f"make it with: {SETUP_HINT}")
+
+
 def ensure_venv() -> Path:
     """The interpreter of the pyaeron environment, creating and installing it the first time."""
-    venv = Path(os.environ.get("AERON_INTEROP_VENV", REPO / ".venv-aeron"))
+    venv = _venv()
     python = venv / "bin" / "python"
     stamp = venv / ".pyaeron-installed"
     if stamp.exists() and python.exists():
@@ -133,3 +151,13 @@ class RealPeer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+if __name__ == "__main__":  # scripts/setup-system.sh: `interop.py --check` looks, `interop.py` installs
+    import sys
+
+    try:
+        print(installed_venv() if sys.argv[1:] == ["--check"] else ensure_venv())
+    except InteropUnavailable as exc:
+        print(exc)
+        sys.exit(1)

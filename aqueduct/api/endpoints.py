@@ -75,6 +75,14 @@ def parse_url(url: str) -> tuple[str, int]:
     return parts.hostname, port or DEFAULT_PORT
 
 
+def check_port(port: int, what: str = "port") -> int:
+    """`port` if it is a port number (0 to 65535; 0 picks a free one); ConfigError naming the value otherwise
+    (the socket layer would take it modulo 65536: 99999 would listen on 34463)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"{what} {port!r} is not a port number: 0 to 65535 (0 picks a free one)")
+    return port
+
+
 class _Connecting(Generic[C]):
     """Awaitable and async context manager returned by `connect`."""
 
@@ -351,7 +359,7 @@ def serve(
 def serve(
     host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: Any = None, **options: Any,
 ) -> contextlib.AbstractAsyncContextManager[Server[Any]]:
-    """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`).
+    """Listen for Aqueduct connections (port 0 picks a free one; see `server.address`; beyond 0-65535: ConfigError).
 
     `entrypoint=T`: each connection's `conn.entrypoint` is a `Receiver[T]` (every message converted to T);
     `entrypoint=OneOf(A, B)`: a `Receiver[A | B]`.
@@ -376,6 +384,9 @@ def serve(
     before anything else of it is processed; it returns what `conn.identity` becomes, or raises to refuse the
     client (close code AUTHENTICATION_FAILED; see api/auth.py).
     """
+    check_port(port)
+    if isinstance(options.get("metrics"), tuple):
+        check_port(options["metrics"][1], "metrics port")
     return _serve(host, port, cert=cert, key=key, entrypoint=type_of(entrypoint), **options)
 
 

@@ -16,8 +16,8 @@ sending client instead of its default Reno: the evidence for the `congestion_con
 rate = the peer's count / time to the count's arrival, as everywhere in the bench); rounds alternate the
 paths, and each ratio compares a loss level with the same path at 0%.
 
-It needs root (a namespace, iptables) and the `ip` and `iptables` commands (scripts/netns_tools.sh
-installs them); `reason_unavailable()` says why it cannot run, and the report prints that instead.
+It needs root (a namespace, iptables) and the `ip` and `iptables` commands (`scripts/setup-system.sh
+netns` installs them); `reason_unavailable()` says why it cannot run, and the report prints that instead.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def reason_unavailable() -> str | None:
         return "kernel loss needs root (a network namespace and an iptables rule)"
     missing = [tool for tool in ("ip", "iptables") if shutil.which(tool) is None]
     if missing:
-        return f"kernel loss needs {' and '.join(missing)} (bash scripts/netns_tools.sh installs them)"
+        return f"kernel loss needs {' and '.join(missing)} (scripts/setup-system.sh netns installs them)"
     return None
 
 

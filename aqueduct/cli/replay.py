@@ -26,11 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    """Plan, say what will be sent, send it."""
+    """Check the target, plan, say what will be sent, send it."""
+    from ..api.endpoints import parse_url
     from ..errors import AqueductError
     from ..recording.reader import RecordingError
     from ..recording.replay import plan, replay
 
+    parse_url(args.to)  # a bad target is refused (ConfigError) before the recording is read
     try:
         the_plan = plan(args.recording, args.connection, args.channel, args.direction, zero_fill=args.zero_fill)
     except (RecordingError, OSError) as exc:

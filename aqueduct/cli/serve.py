@@ -1,4 +1,8 @@
-"""`aqueduct serve --echo`: run the echo service (raw codec) until killed.
+"""`aqueduct serve`: run the echo service (raw codec) until killed.
+
+The echo service is the only one so far, so it is the default; `--echo`
+names it explicitly (specs/DECISIONS.md, "serve's default service"). Ports
+beyond 0-65535 are refused (ConfigError) before anything starts.
 
 Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0
 picks a free port) and one line per connection when it ends. SIGTERM drains
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
-from ..api.endpoints import Server, serve
+from ..api.endpoints import Server, check_port, serve
 from ..core.config import EngineConfig
 from ..errors import ConfigError
 from ..metrics import Metrics
@@ -46,9 +50,9 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `serve` subcommand."""
-    p = sub.add_parser("serve", help="run an Aqueduct service (--echo: the interop echo service)")
-    p.add_argument("--echo", action="store_true", required=True,
-                   help="run the echo service (raw codec; required: the only service so far)")
+    p = sub.add_parser("serve", help="run an Aqueduct service (the interop echo service, the default)")
+    p.add_argument("--echo", action="store_true",
+                   help="run the echo service (raw codec; the default, as the only service so far)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=4433, help="UDP port (default: 4433; 0: pick a free one)")
     p.add_argument("--cert", required=True, help="server certificate chain (PEM)")
@@ -224,6 +228,9 @@ async def _serve_connections(server: Server[Any], args: argparse.Namespace,
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
+    check_port(args.port, "--port")
+    if args.metrics_port is not None:
+        check_port(args.metrics_port, "--metrics-port")
     if not 1 <= args.workers <= MAX_WORKERS or not 0 <= args.worker < args.workers:
         print(f"aqueduct serve: --workers must be 1 to {MAX_WORKERS}", file=sys.stderr)
         return 2

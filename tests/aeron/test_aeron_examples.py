@@ -185,3 +185,15 @@ def test_example_demos_run(module: Any, capsys: pytest.CaptureFixture[str]) -> N
     args = ["demo", "--rounds", "2", "--interval", "0"] if module is take1 else ["demo", "--clients", "3"]
     assert module.main(args) == 0
     assert capsys.readouterr().out
+
+
+def test_echo2_demo_says_why_a_client_is_refused(capsys: pytest.CaptureFixture[str],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    assert echo2.main(["demo", "--clients", "5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "3 per IP address (--per-ip)" in lines[0] and "those beyond the first 3 are refused" in lines[0]
+    assert [line.split(": ")[1].split(" ")[0] for line in lines[1:]] == ["ECHO"] * 3 + ["refused"] * 2
+    for line in lines[4:]:
+        assert line.endswith("too many connections for IP address: the server allows 3 per IP address (--per-ip) "
+                             "and every demo client comes from the same one")
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # no bare log line without the why

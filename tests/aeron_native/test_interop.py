@@ -20,12 +20,13 @@ from aeron_compat import NOT_CONNECTED, Aeron, FragmentAssembler, Publication, S
 from aeron_compat.native.codec import decode_datagram
 from aeron_compat.native.driver import NativeDriver
 from aeron_compat.native.frames import Nak
-from aeron_compat.native.interop import InteropUnavailable, RealPeer, ensure_venv
+from aeron_compat.native.interop import RealPeer
 from aeron_compat.native.proxy import ImpairmentProxy
 from aeron_compat.native.publication import NativePublication
 from aeron_compat.native.publisher import OfferCode
 from aeron_compat.native.subscription import NativeSubscription
 from aeron_native.simnet import message
+from tests.system_deps import requires_system
 
 pytestmark = pytest.mark.timeout(120)
 MAX_PAYLOAD = 1408 - 32
@@ -35,10 +36,7 @@ STREAM = 1001
 
 @pytest.fixture(scope="module")
 def real_python() -> Path:
-    try:
-        return ensure_venv()
-    except InteropUnavailable as exc:
-        pytest.skip(f"real-Aeron interop needs Python 3.12+ for pyaeron: {exc}")
+    return Path(requires_system("aeron"))
 
 
 @pytest.fixture

@@ -27,10 +27,11 @@ def test_cert_command_writes_a_ca_and_leaf(tmp_path: Path) -> None:
     assert {p.name for p in tmp_path.iterdir()} >= {"ca.pem", "ca.key", "cert.pem", "key.pem"}
 
 
-@pytest.fixture()
-def echo_server(certs: DevCerts) -> Iterator[str]:
+@pytest.fixture(params=[["--echo"], []], ids=["--echo", "default"])
+def echo_server(certs: DevCerts, request: pytest.FixtureRequest) -> Iterator[str]:
+    """`aqueduct serve --echo`, and `aqueduct serve` alone, which serves the echo service by default."""
     proc = subprocess.Popen(
-        [*CLI, "serve", "--echo", "--host", "127.0.0.1", "--port", "0", "--cert", str(certs.cert),
+        [*CLI, "serve", *request.param, "--host", "127.0.0.1", "--port", "0", "--cert", str(certs.cert),
          "--key", str(certs.key)],
         stdout=subprocess.PIPE, text=True,
     )

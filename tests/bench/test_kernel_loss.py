@@ -1,6 +1,6 @@
 """Kernel loss for `aqueduct bench --loss-curves`: a network namespace whose loopback drops packets at random,
-so TCP meets the same loss as Marlin Stream and Aqueduct-on-QUIC (netloss.py). CI runs as root;
-scripts/netns_tools.sh installs `ip` and `iptables` on first use. No timing is asserted."""
+so TCP meets the same loss as Marlin Stream and Aqueduct-on-QUIC (netloss.py). Needs root and `ip` and
+`iptables` (scripts/setup-system.sh netns); CI runs as root. No timing is asserted."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from aqueduct.bench import netloss, report
 from aqueduct.bench.loss import curves
 from aqueduct.bench.runner import Options, Results, run
+from tests.system_deps import requires_system
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,10 +38,7 @@ print(got)
 
 @pytest.fixture(scope="module")
 def tools() -> None:
-    assert os.geteuid() == 0, "CI runs as root; the kernel-loss curves need it"
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "netns_tools.sh")], capture_output=True, text=True,
-                            timeout=900)
-    assert result.returncode == 0, result.stderr[-2000:]
+    requires_system("netns")
     assert netloss.reason_unavailable() is None
 
 

@@ -1,4 +1,4 @@
-"""The site in a real browser: headless Chromium (Debian's, scripts/chromium.sh) driven by Playwright, which
+"""The site in a real browser: headless Chromium (Debian's: setup-system.sh chromium) driven by Playwright, which
 uses that executable (it downloads no browser of its own). The built site is served over HTTP on loopback,
 as `mkdocs serve` would (the search runs in a web worker, which a file:// page cannot start). The home page,
 the Typed channels guide and the API page of `Sender` each render their title and their first code block

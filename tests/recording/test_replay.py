@@ -114,3 +114,15 @@ async def test_replay_delivers_every_message_in_order(certs: DevCerts, tmp_path:
 def test_cli_reports_an_empty_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(tmp_path), "--to", "aqueduct://127.0.0.1:1"]) == 2
     assert "aqueduct replay:" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_bad_target_before_reading_the_recording(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _record(tmp_path, payloads=True)
+    assert main(["replay", str(tmp_path), "--to", "http://127.0.0.1:4433"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no "replaying N messages" before the refusal
+    assert err.count("\n") == 1 and "not an aqueduct://host:port URL: 'http://127.0.0.1:4433'" in err
+    # the target is checked first: a missing recording is not even looked at
+    assert main(["replay", str(tmp_path / "missing"), "--to", "aqueduct://127.0.0.1:99999"]) == 2
+    assert "99999" in capsys.readouterr().err

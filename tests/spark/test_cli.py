@@ -41,6 +41,7 @@ def test_old_java_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         find_java()
 
 
+@pytest.mark.requires_system("java")
 def test_java_on_this_machine_is_found() -> None:
     assert find_java()[1] >= 17
 

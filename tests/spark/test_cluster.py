@@ -27,6 +27,8 @@ from aqueduct.recording.synthetic import SyntheticSpec, generate
 
 from . import expected
 
+pytestmark = pytest.mark.requires_system("java")
+
 SPARK_HOME = Path(pyspark.__file__).parent
 START_TIMEOUT = 90.0
 FAST_JVM = "-XX:TieredStopAtLevel=1 -Xshare:auto"

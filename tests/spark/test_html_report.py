@@ -1,4 +1,4 @@
-"""`aqueduct report DIR -o report.html`, opened in a real headless Chromium (Debian's, via scripts/chromium.sh)."""
+"""`aqueduct report DIR -o report.html`, opened in a real headless Chromium (Debian's; setup-system.sh chromium)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ import sys
 from pathlib import Path
 
 import matplotlib.image
+import pytest
 
 from aqueduct.recording import read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
+
+ROOT = Path(__file__).parents[2]
+
+
+pytestmark = pytest.mark.requires_system("java")
 
 
 def _browse(chromium: str, page: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -17,6 +17,8 @@ from aqueduct.quic.certs import DevCerts
 
 from .publisher import Publisher
 
+pytestmark = pytest.mark.requires_system("java")
+
 GUARD = 180.0
 CHILD = Path(__file__).with_name("sink_child.py")
 

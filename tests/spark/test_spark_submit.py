@@ -40,6 +40,8 @@ from aqueduct.spark.report import table_text
 
 from . import expected
 
+pytestmark = pytest.mark.requires_system("java")
+
 ROOT = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent
 SQL = (

@@ -18,6 +18,8 @@ from aqueduct.recording.synthetic import SyntheticSpec, generate
 from aqueduct.spark.analyze import run_sql
 from aqueduct.spark.frames import load_events, views
 
+pytestmark = pytest.mark.requires_system("java")
+
 _DOC = Path(__file__).parents[2] / "specs" / "RECORDING.md"
 
 

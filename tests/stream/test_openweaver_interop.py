@@ -1,7 +1,7 @@
 """Interop with OpenWeaver (Marlin's C++ Stream), both directions, 10 MB checked by SHA-256.
 
 Our endpoint dials its example server: the server (a patched copy of the upstream example,
-scripts/openweaver_patch.py) prints the SHA-256 of the first OW_BYTES bytes it received; it must equal
+third_party/openweaver/patches) prints the SHA-256 of the first OW_BYTES bytes it received; it must equal
 ours. Its example client dials our listener and sends OW_BYTES bytes of a known pattern; we hash what we
 read, and it prints `SENT n` once we acknowledged them. The build is cached by source hash, so only a
 fresh machine pays for it (about 15 s plus the apt packages).

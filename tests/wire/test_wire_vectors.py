@@ -30,7 +30,7 @@ VECTORS: list[dict[str, Any]] = DOC["vectors"]
 VALID = [v for v in VECTORS if v["valid"]]
 INVALID = [v for v in VECTORS if not v["valid"]]
 SHARED_COUNT = 30
-# sha256 of the 30 shared vectors (from ../shared/vectors/aqueduct-wire.json) as canonical JSON
+# sha256 of the 30 vectors given with the specification (the first 30 here) as canonical JSON
 SHARED_SHA256 = "143dc4c7b3eaa2cabc0badef4f6465299bddab99c298e2b290002d2018d61e21"
 
 

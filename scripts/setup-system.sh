@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Install what the full test suite needs beyond the Python venv (scripts/setup.sh): Debian packages, and the
+# separate Python 3.12 venv of the real-Aeron peer. Idempotent: a piece already present is left alone, and a
+# run with nothing to do prints one line. Prints what it installs and why. apt needs root (or sudo).
+#
+#   scripts/setup-system.sh [PIECE...]          install the named pieces (default: all)
+#   scripts/setup-system.sh --check PIECE       exit 0 and print what was found if PIECE is present; else
+#                                               exit 1 and print why, with the command that enables it
+#
+# Pieces (each: what it is for):
+#   chromium    Debian's chromium + fonts: the HTML report's browser test (tests/spark/test_html_report.py)
+#   openweaver  g++, patch and the C++ libraries of the vendored OpenWeaver (third_party/openweaver), built
+#               by scripts/build_openweaver.sh for the interop tests (tests/stream/test_openweaver_interop.py)
+#   netns       iproute2 + iptables: kernel-loss curves in a network namespace (tests/bench/test_kernel_loss.py);
+#               those tests also need root
+#   java        a JDK (Java 17+) for Spark, which the analysis pipeline and its tests run (tests/spark/)
+#   aeron       .venv-aeron: Python 3.12+ with pyaeron, the real Aeron C driver for interop
+#               (tests/aeron_native/test_interop.py; aeron_compat/native/interop.py makes it)
+# The tests call `--check` (tests/system_deps.py): a missing piece skips them with this script's reason,
+# and fails them under AQUEDUCT_REQUIRE_SYSTEM=1 (.ci/run).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ALL="chromium openweaver netns java aeron"
+
+packages() {
+  case "$1" in
+    chromium) echo "chromium fonts-dejavu-core" ;;
+    openweaver) echo "g++ patch libsodium-dev libuv1-dev libspdlog-dev libfmt-dev libboost-filesystem-dev libabsl-dev" ;;
+    netns) echo "iproute2 iptables" ;;
+    java) echo "openjdk-17-jre-headless" ;;
+    aeron) echo "" ;;
+    *) echo "setup-system: unknown piece '$1' (pieces: $ALL)" >&2; exit 2 ;;
+  esac
+}
+
+why() {
+  case "$1" in
+    chromium) echo "headless browser for the HTML report test" ;;
+    openweaver) echo "to build the OpenWeaver C++ peers of the Marlin Stream interop tests" ;;
+    netns) echo "network namespaces with kernel packet loss for the loss-curve tests" ;;
+    java) echo "Spark needs Java 17+" ;;
+    aeron) echo "pyaeron (the real Aeron C driver) for the Aeron interop tests" ;;
+  esac
+}
+
+missing_packages() {
+  local p out=""
+  for p in $(packages "$1"); do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out="$out $p"
+  done
+  echo "${out# }"
+}
+
+java_major() {  # the major version of the java Spark would use (JAVA_HOME first, as aqueduct/spark/session.py)
+  local java="${JAVA_HOME:+$JAVA_HOME/bin/}java" v
+  v=$("$java" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\)\(\.\([0-9]*\)\)\{0,1\}.*/\1 \3/p' | head -1) || true
+  set -- $v
+  if [ "${1:-0}" = 1 ]; then echo "${2:-0}"; else echo "${1:-0}"; fi
+}
+
+# check PIECE: print what is there (exit 0) or why not and how to enable it (exit 1)
+check() {
+  local piece=$1 missing enable="sudo scripts/setup-system.sh $1"
+  [ "$(id -u)" = 0 ] && enable="scripts/setup-system.sh $1"
+  case "$piece" in
+    aeron)
+      if out=$(python3 "$ROOT/aeron_compat/native/interop.py" --check); then echo "$out"; return 0; fi
+      echo "$out"; return 1 ;;
+    java)
+      if [ "$(java_major)" -ge 17 ]; then echo "Java $(java_major)"; return 0; fi
+      missing=$(missing_packages java) ;;
+    *) missing=$(missing_packages "$piece") ;;
+  esac
+  if [ -n "$missing" ]; then
+    echo "$piece missing: Debian packages $missing ($(why "$piece")); enable with: $enable"; return 1
+  fi
+  if [ "$piece" = java ]; then  # the package is there but JAVA_HOME/PATH point elsewhere
+    echo "java: openjdk-17 is installed but ${JAVA_HOME:+JAVA_HOME=$JAVA_HOME gives }Java $(java_major); unset JAVA_HOME or point it at Java 17+"
+    return 1
+  fi
+  if [ "$piece" = netns ] && [ "$(id -u)" != 0 ]; then
+    echo "netns needs root (network namespaces and iptables); enable with: run the tests as root"; return 1
+  fi
+  case "$piece" in
+    chromium) command -v chromium || command -v chromium-browser \
+      || { echo "chromium: the packages are installed but no chromium command is on PATH"; return 1; } ;;
+    *) packages "$piece" ;;
+  esac
+}
+
+if [ "${1:-}" = --check ]; then
+  [ $# = 2 ] || { echo "usage: setup-system.sh --check PIECE (pieces: $ALL)" >&2; exit 2; }
+  packages "$2" >/dev/null
+  check "$2"
+  exit
+fi
+
+pieces=${*:-$ALL}
+for piece in $pieces; do packages "$piece" >/dev/null; done
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if [ -t 0 ]; then SUDO="sudo"; else SUDO="sudo -n"; fi  # no terminal (scripts/test.sh in CI): never prompt
+fi
+
+exec 9>"${TMPDIR:-/tmp}/aqueduct-setup-system-$(id -u).lock"  # concurrent runs do not run apt-get twice
+flock 9
+todo="" present=""
+for piece in $pieces; do
+  if check "$piece" >/dev/null; then present="$present $piece"; else todo="$todo $piece"; fi
+done
+if [ -z "$todo" ]; then
+  echo "setup-system: present:$present (nothing to install)"
+  exit 0
+fi
+updated=""
+for piece in $todo; do
+  missing=$(missing_packages "$piece")
+  if [ -n "$missing" ]; then
+    echo "setup-system: $piece: apt-get install $missing ($(why "$piece"))"
+    if [ -n "$SUDO" ] && ! $SUDO true 2>/dev/null; then
+      echo "setup-system: not root and no usable sudo: cannot install $missing (run: sudo scripts/setup-system.sh $piece)" >&2
+      exit 1
+    fi
+    if [ -z "$updated" ]; then $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq; updated=1; fi
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+  if [ "$piece" = aeron ]; then
+    echo "setup-system: aeron: creating .venv-aeron with pyaeron ($(why aeron))"
+    if [ -n "${SUDO_USER:-}" ] && [ "$(id -u)" = 0 ]; then  # under sudo: the venv belongs to the user
+      sudo -u "$SUDO_USER" python3 "$ROOT/aeron_compat/native/interop.py"
+    else
+      python3 "$ROOT/aeron_compat/native/interop.py"
+    fi
+  fi
+  msg=$(check "$piece") || { echo "setup-system: $piece still missing after install: $msg" >&2; exit 1; }
+done
+echo "setup-system: done:$todo${present:+ (already present:$present)}"
