@@ -64,11 +64,12 @@ async def attack(server: LiveServer, certs: DevCerts, name: str, payload: bytes,
         await good.served_during()
         async with Watch(server) as watch:
             before = good.round_trips
-            for _ in range(repeat):
-                halves = [aqueduct.oneshot()[0] for _ in range(attachments)]
-                await attacker.entrypoint.send(RawMessage(payload, list(halves)))
-            try:  # the attacker's own next request: answered if its desk survived and the loop is free
-                await asyncio.wait_for(quote(attacker), GUARD)
+            try:
+                async with asyncio.timeout(GUARD):  # (sends wait for credit: a desk that died never grants it)
+                    for _ in range(repeat):
+                        halves = [aqueduct.oneshot()[0] for _ in range(attachments)]
+                        await attacker.entrypoint.send(RawMessage(payload, list(halves)))
+                    await quote(attacker)  # its own next request: answered if its desk survived, the loop free
                 attacker_served = True
             except (TimeoutError, aqueduct.AqueductError):
                 attacker_served = False
