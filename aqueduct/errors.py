@@ -123,6 +123,13 @@ class ValidationError(AqueductError, TypeError):
         self.channel, self.path, self.expected, self.received = channel, path, expected, received
 
 
+class CodecError(AqueductError, ValueError):
+    """A payload could not be encoded or decoded by the connection's codec (api/codec.py).
+
+    From `recv` on an untyped channel: the peer sent bytes the codec refuses (the message was dropped and the
+    channel goes on); a typed channel raises ValidationError for them instead."""
+
+
 class Lagged(AqueductError):
     """A broadcast subscriber fell behind and `n` messages were skipped for it; the next recv goes on."""
 
@@ -206,6 +213,7 @@ __all__ = [
     "ChannelFinished",
     "ChannelLost",
     "CloseCode",
+    "CodecError",
     "ConfigError",
     "ConnectError",
     "ConnectionLost",

@@ -2,9 +2,17 @@
 subscriber travels in a message, confirmed delivery, and an untyped peer whose malformed message is refused
 while its connection goes on.
 
-Run: `python examples/typed_service.py` (server and clients in one process, on loopback)."""
+Run: `python examples/typed_service.py` (server and clients in one process, on loopback).
+`python examples/typed_service.py serve --cert C --key K [--port P] [--metrics-port M]` runs only the desk,
+printing `listening on HOST:PORT` (and `metrics on URL`) first, as `aqueduct serve` does: the red-team suite
+(tests/reliability/test_redteam_payloads.py) attacks it that way. The desk catches ValidationError, as README's
+handler does, and that is all a hostile peer's payload can raise from `recv` (SECURITY.md, "Payloads")."""
 
 from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
 
 import msgspec
 from _common import run, running_server
@@ -51,19 +59,26 @@ async def desk(conn: Connection[Receiver[Request]]) -> None:
         except aqueduct.ValidationError as exc:
             print(f"desk: refused a message: at {exc.path} expected {exc.expected}, got {exc.received}")
             continue
-        except aqueduct.ChannelFinished:
+        except (aqueduct.ChannelFinished, aqueduct.ConnectionLost):
             return
-        if req.reply is not None:
-            await req.reply.send(Quote(req.sym, bid=99.5, ask=100.5))
-        if req.feed is not None:
-            async with req.feed as feed:  # finished when the block ends
-                for seq in range(req.ticks):
-                    await feed.send(Tick(req.sym, seq, 100.0 + seq / 10))
-        if req.tape is not None and TAPE is not None:
-            await req.tape.send(TAPE.subscribe())  # a subscriber's Receiver travels back in the reply
+        try:
+            await answer(req)
+        except aqueduct.ChannelError as exc:  # the asker closed its reply channel first: the desk goes on
+            print(f"desk: not answered: {exc}")
 
 
-async def main() -> None:
+async def answer(req: Request) -> None:
+    if req.reply is not None:
+        await req.reply.send(Quote(req.sym, bid=99.5, ask=100.5))
+    if req.feed is not None:
+        async with req.feed as feed:  # finished when the block ends
+            for seq in range(req.ticks):
+                await feed.send(Tick(req.sym, seq, 100.0 + seq / 10))
+    if req.tape is not None and TAPE is not None:
+        await req.tape.send(TAPE.subscribe())  # a subscriber's Receiver travels back in the reply
+
+
+async def demo() -> None:
     global TAPE
     TAPE = aqueduct.Broadcast(Trade)
     async with running_server(desk, entrypoint=Request) as (url, certs):
@@ -95,6 +110,33 @@ async def main() -> None:
             reply_tx, reply_rx = aqueduct.oneshot()
             await untyped.entrypoint.send({"sym": "ACME", "reply": reply_tx})
             print(f"untyped peer, still served: {await reply_rx.recv()}")
+
+
+async def main() -> None:
+    await (serve_desk(sys.argv[2:]) if sys.argv[1:2] == ["serve"] else demo())
+
+
+async def serve_desk(argv: list[str]) -> None:
+    """Only the desk, until killed (for attacking it from another process)."""
+    global TAPE
+    parser = argparse.ArgumentParser(prog="typed_service.py serve")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--metrics-port", type=int)
+    args = parser.parse_args(argv)
+    TAPE = aqueduct.Broadcast(Trade)
+    metrics = None if args.metrics_port is None else ("127.0.0.1", args.metrics_port)
+    async with aqueduct.serve("127.0.0.1", args.port, cert=args.cert, key=args.key, entrypoint=Request,
+                              metrics=metrics) as server:
+        print(f"listening on {server.address[0]}:{server.address[1]}", flush=True)
+        if server.metrics_address is not None:
+            print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
+        desks: set[asyncio.Task[None]] = set()
+        async for conn in server:
+            task = asyncio.ensure_future(desk(conn))
+            desks.add(task)
+            task.add_done_callback(desks.discard)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,18 @@ connection at connect time (CloseCode.CODEC_MISMATCH).
 CBOR tag `ATTACHMENT_TAG` holding the attachment index; a value cbor2 does
 not know (a dataclass, msgspec.Struct, enum) goes as its msgspec builtins. `RawCodec` carries
 bytes as they are, with the halves as a separate list (`RawMessage`).
+
+Decoding is the first thing a peer's bytes meet, so it refuses what would make
+the rest of the receive path costly (SECURITY.md, "Payloads"; specs/DECISIONS.md,
+"CBOR value sharing"): value sharing (tags 28/29, which our encoder never writes)
+would let a few hundred bytes decode into a DAG that every later walk sees as a
+tree of 2**40 nodes, or into a value that contains itself; nesting deeper than
+`max_depth` is refused by cbor2 itself; each attachment index may be used once and
+must be one the message carried. So a decoded value is a tree no larger than its
+payload. A broadcast's lag notice (`LAGGED_TAG`) is honoured only as a whole
+payload and comes back as a `LagNotice` value: the receiver decides whether it may
+raise Lagged (halves/receiver.py). Every refusal is a CodecError, and the halves
+the refused message carried are ended at once.
 """
 
 from __future__ import annotations
@@ -21,19 +33,22 @@ from typing import Any, Protocol
 import cbor2
 import msgspec
 
-from ..errors import AqueductError, ConnectionLost, Lagged
+from ..errors import CodecError as CodecError  # (defined with the other public errors; its home is here)
+from ..errors import ConnectionLost
 from . import validation
-from .halves import Half, LagNotice, Receiver, Sender
+from .halves import Half, LagNotice, Receiver, Sender, end_halves
 
 CODEC_HEADER = "codec"
 ATTACHMENT_TAG = 24945
 """CBOR tag (0x6171, "aq") whose content is the index of an attachment of the message."""
 LAGGED_TAG = 24946
-"""CBOR tag whose content is how many broadcast messages a subscriber missed: it reads as `Lagged(n)`."""
-
-
-class CodecError(AqueductError, ValueError):
-    """A payload could not be encoded or decoded by the connection's codec."""
+"""CBOR tag whose content is how many broadcast messages a subscriber missed: a whole payload of it decodes as
+`LagNotice(n)`, which a subscriber's receiver raises as `Lagged(n)`."""
+_SHARING_TAGS = (28, 29)
+"""CBOR value sharing (shareable, sharedref): refused when decoding."""
+DEFAULT_MAX_DEPTH = 100
+"""How deep a received CBOR payload may nest containers and tags (CborCodec(max_depth=...))."""
+_MAX_LAG = 2**63
 
 
 class Codec(Protocol):
@@ -55,6 +70,13 @@ class CborCodec:
     """CBOR payloads; Sender/Receiver objects anywhere inside become attachments (a tagged index)."""
 
     name = "cbor-a1d0c7"
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """How deep a received payload may nest arrays, maps and tags; a deeper one is refused (CodecError)."""
+
+    def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+        if max_depth < 1:
+            raise ValueError("max_depth must be at least 1")
+        self.max_depth = max_depth
 
     def encode(self, obj: Any) -> tuple[bytes, list[Half]]:
         """Encode `obj`, collecting the halves it contains."""
@@ -91,25 +113,46 @@ class CborCodec:
             raise CodecError(str(exc)) from exc
 
     def decode(self, payload: bytes, halves: Sequence[Half]) -> Any:
-        """Decode `payload`, replacing attachment tags by the given halves."""
+        """Decode `payload`, replacing attachment tags by the given halves; a whole-payload lag notice is a
+        LagNotice. CodecError if the payload is refused (the halves are then ended)."""
+        used = [False] * len(halves)
 
         def tag_hook(tag: cbor2.CBORTag, _immutable: bool) -> Any:
-            if tag.tag == LAGGED_TAG and isinstance(tag.value, int):
-                raise Lagged(tag.value)
             if tag.tag != ATTACHMENT_TAG:
-                return tag
-            if not isinstance(tag.value, int) or not 0 <= tag.value < len(halves):
-                raise CodecError(f"attachment index {tag.value!r} out of range (message has {len(halves)})")
-            return halves[tag.value]
+                return tag  # (a LAGGED_TAG too: only a whole payload of it is a notice, see below)
+            index = tag.value
+            if type(index) is not int or not 0 <= index < len(halves):
+                raise CodecError(f"attachment index {index!r} out of range (message has {len(halves)})")
+            if used[index]:
+                raise CodecError(f"attachment index {index} used twice")
+            used[index] = True
+            return halves[index]
 
         try:
-            return cbor2.loads(payload, tag_hook=tag_hook)
-        except (CodecError, Lagged):
-            raise
-        except (cbor2.CBORDecodeError, ValueError, TypeError, RecursionError) as exc:
-            if isinstance(exc.__cause__, CodecError | Lagged):  # cbor2 wraps what tag_hook raised
-                raise exc.__cause__ from None
-            raise CodecError(f"malformed CBOR payload: {exc}") from exc
+            value = cbor2.loads(payload, tag_hook=tag_hook, semantic_decoders=_REFUSE_SHARING,
+                                max_depth=self.max_depth)
+        except Exception as exc:  # (cbor2 wraps what a hook raised; a decoder of a semantic tag may raise anything)
+            end_halves(halves)
+            cause = exc.__cause__
+            if isinstance(cause, CodecError):
+                raise CodecError(str(cause)) from None
+            if isinstance(exc, CodecError):
+                raise
+            raise CodecError(f"malformed CBOR payload: {exc}") from None
+        if type(value) is cbor2.CBORTag and value.tag == LAGGED_TAG:
+            n = value.value
+            if type(n) is not int or not 0 <= n < _MAX_LAG:
+                end_halves(halves)
+                raise CodecError("malformed lag notice")
+            return LagNotice(n)
+        return value
+
+
+def _refuse_sharing(*_args: Any) -> Any:
+    raise CodecError("CBOR value sharing (tags 28/29) is refused")
+
+
+_REFUSE_SHARING = dict.fromkeys(_SHARING_TAGS, _refuse_sharing)
 
 
 @dataclass(slots=True)

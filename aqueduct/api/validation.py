@@ -72,8 +72,13 @@ class TypeSpec:
             if self._pydantic is not None:
                 return self._pydantic.validate_python(value, context=RECEIVING)
             return msgspec.convert(value, self.tp, **self._convert_kw)
-        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+        except (msgspec.ValidationError, TypeError, ValueError, RecursionError) as exc:
             raise _error(exc, where(), self.tp, value, sending=False) from None
+
+    def undecodable(self, exc: Exception, where: Callable[[], str]) -> ValidationError:
+        """The ValidationError for a payload the codec refused (`exc`, a CodecError) on a channel of this type."""
+        return ValidationError(f"invalid message on {where()} (type {self.name}): at $: {exc}", channel=where(),
+                               path="$", expected=self.name, received="a payload the codec refused")
 
 
 def _holds(tp: Any) -> tuple[bool, bool]:

@@ -2,14 +2,16 @@
 
 `live_server(certs, limits)` starts the echo service as a subprocess with the
 suite's limits (`--limit NAME=VALUE`) and a metrics endpoint, and yields a
-`LiveServer`. `Watch` scrapes that endpoint every `SAMPLE` seconds while an
-attack runs and keeps the peaks: the process's resident memory
-(`process_resident_memory_bytes`) and every engine table summed over live
+`LiveServer`; `live_process(*argv)` does the same for any server command that
+prints `listening on` and `metrics on` first (examples/typed_service.py serve).
+`Watch` scrapes that endpoint every `SAMPLE` seconds while an attack runs and
+keeps the peaks: the process's resident memory (`process_resident_memory_bytes`) and every engine table summed over live
 connections (`aqueduct_state_size{table}`, i.e. `Engine.state_sizes()`).
 `GoodClient` keeps doing echo round trips on its own connection from
 127.0.0.1 while the attacker (hostile.RawPeer, raw aioquic from 127.0.0.2)
-works, so "other connections are served meanwhile" is measured, not assumed.
-With `typed=True` the server is typed_serve.py (the echo rule behind a typed
+works, so "other connections are served meanwhile" is measured, not assumed;
+its round trip is an echo unless it is given another (`round_trip=`). With
+`typed=True` the server is typed_serve.py (the echo rule behind a typed
 entrypoint, so it reads a peer's `schema` header) and the good client speaks it.
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,9 +59,12 @@ class LiveServer:
     """Whether it is typed_serve.py (entrypoint Ping, CBOR) rather than `aqueduct serve --echo`."""
 
     async def scrape(self) -> Sample:
-        reader, writer = await asyncio.open_connection(*self.metrics)
-        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        raw = await asyncio.wait_for(reader.read(), GUARD)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the cancel Watch uses to stop sampling
+        # (when the read completes as the cancel arrives), and Watch's exit then waits forever
+        async with asyncio.timeout(GUARD):
+            reader, writer = await asyncio.open_connection(*self.metrics)
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            raw = await reader.read()
         writer.close()
         body = raw.partition(b"\r\n\r\n")[2].decode()
         rss, tables, counters = 0, {}, {}
@@ -86,20 +91,34 @@ async def live_server(certs: DevCerts, limits: dict[str, object], *extra: str,
     args = [f"{k}={v}" for k, v in limits.items()]
     program = ([str(Path(__file__).with_name("typed_serve.py"))] if typed
                else ["-m", "aqueduct", "serve", "--echo", "--port", "0", "--metrics-port", "0"])
-    proc = await asyncio.create_subprocess_exec(
+    async with live_process(
         sys.executable, *program, "--cert", str(certs.cert), "--key", str(certs.key),
-        *[a for arg in args for a in ("--limit", arg)], *extra, stdout=asyncio.subprocess.PIPE)
+        *[a for arg in args for a in ("--limit", arg)], *extra,
+    ) as server:
+        server.typed = typed
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def live_process(*argv: str) -> AsyncIterator[LiveServer]:
+    """Run a server command whose first stdout lines are `listening on HOST:PORT` and `metrics on URL`; what it
+    prints afterwards is read and dropped (a full pipe would stop the server)."""
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE)
+    drain: asyncio.Task[bytes] | None = None
     try:
         assert proc.stdout is not None
         listening = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
         metrics = (await asyncio.wait_for(proc.stdout.readline(), GUARD)).decode()
+        drain = asyncio.ensure_future(proc.stdout.read())
         port = int(listening.split()[-1].rpartition(":")[2])
         mhost, _, mport = metrics.split()[-1].removeprefix("http://").removesuffix("/metrics").rpartition(":")
-        yield LiveServer(proc, port, (mhost, int(mport)), f"aqueduct://127.0.0.1:{port}", typed)
+        yield LiveServer(proc, port, (mhost, int(mport)), f"aqueduct://127.0.0.1:{port}")
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+        if drain is not None:
+            drain.cancel()
 
 
 @dataclass
@@ -145,13 +164,37 @@ class Watch:
         return (self.peak_rss - self.before.rss) / MIB
 
 
-class GoodClient:
-    """A well-behaved client doing echo round trips on one connection until stopped; counts them.
-    `typed`: against typed_serve.py (a Ping with a typed reply channel, the server's schema announced)."""
+RoundTrip = Callable[[aqueduct.Connection[Any]], Awaitable[None]]
 
-    def __init__(self, url: str, certs: DevCerts, *, typed: bool = False, **options: Any) -> None:
-        self.url, self.certs, self.typed = url, certs, typed
-        self.options = {"entrypoint": Ping, **options} if typed else {"codec": RawCodec(), **options}
+
+async def echo_round_trip(conn: aqueduct.Connection[Any]) -> None:
+    """One echo over a reply channel (the echo service, raw codec)."""
+    tx, rx = aqueduct.channel()
+    await conn.entrypoint.send(RawMessage(b"ping", [tx]))
+    reply = await asyncio.wait_for(rx.recv(), GUARD)
+    assert reply.data == b"ping"
+
+
+async def ping_round_trip(conn: aqueduct.Connection[Any]) -> None:
+    """One echo against typed_serve.py: a Ping with a typed reply channel."""
+    tx, rx = aqueduct.channel(bytes)
+    await conn.entrypoint.send(Ping(b"ping", tx))
+    assert await asyncio.wait_for(rx.recv(), GUARD) == b"ping"
+
+
+class GoodClient:
+    """A well-behaved client doing round trips (echo, or `round_trip`) on one connection until stopped; counts
+    them. `options` go to `connect` (the echo's default codec is RawCodec). `typed`: against typed_serve.py
+    (a Ping with a typed reply channel, the server's schema announced)."""
+
+    def __init__(self, url: str, certs: DevCerts, round_trip: RoundTrip = echo_round_trip, *, typed: bool = False,
+                 **options: Any) -> None:
+        if typed:
+            round_trip = ping_round_trip
+            options.setdefault("entrypoint", Ping)
+        elif round_trip is echo_round_trip:
+            options.setdefault("codec", RawCodec())
+        self.url, self.certs, self.options, self.round_trip = url, certs, options, round_trip
         self.round_trips = 0
         self._stop = asyncio.Event()
         self._progress = asyncio.Event()
@@ -165,15 +208,7 @@ class GoodClient:
     async def _run(self, conn: aqueduct.Connection) -> None:
         async with conn:
             while not self._stop.is_set():
-                if self.typed:
-                    tx, rx = aqueduct.channel(bytes)
-                    await conn.entrypoint.send(Ping(b"ping", tx))
-                    assert await asyncio.wait_for(rx.recv(), GUARD) == b"ping"
-                else:
-                    tx, rx = aqueduct.channel()
-                    await conn.entrypoint.send(RawMessage(b"ping", [tx]))
-                    reply = await asyncio.wait_for(rx.recv(), GUARD)
-                    assert reply.data == b"ping"
+                await self.round_trip(conn)
                 self.round_trips += 1
                 self._progress.set()
                 self._progress = asyncio.Event()

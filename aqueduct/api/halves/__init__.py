@@ -46,11 +46,11 @@ from .base import (
 )
 from .make import attach_kind, channel, networked_half, networked_receiver, networked_sender, oneshot
 from .oneshot import Half, OneshotReceiver, OneshotSender
-from .receiver import Receiver
+from .receiver import Receiver, end_halves
 from .sender import Sender
 
 __all__ = [
     "DEFAULT_LOCAL_CAPACITY", "Half", "LagNotice", "Link", "Message", "ModeLike", "OnInvalid", "OneshotReceiver",
-    "OneshotSender", "Prefetched", "Receiver", "Sender", "as_delivery", "attach_kind", "channel",
+    "OneshotSender", "Prefetched", "Receiver", "Sender", "as_delivery", "attach_kind", "channel", "end_halves",
     "networked_half", "networked_receiver", "networked_sender", "oneshot", "within",
 ]

@@ -209,6 +209,7 @@ class _Half:
 @dataclass(frozen=True, slots=True)
 class LagNotice:
     """In-band notice that a broadcast subscriber missed `n` messages: its receiver raises Lagged(n) for it
-    (locally it travels in the pipe; on a connection as a CBOR tag the codec turns back into Lagged)."""
+    (locally it travels in the pipe; on a connection as a CBOR tag the codec decodes back into a LagNotice,
+    honoured only by a receiver that may be a subscription: receiver.py)."""
 
     n: int

@@ -70,12 +70,15 @@ def _pair(tx: Sender[Any], rx: Receiver[Any], message_type: Any, capacity: int) 
 
 
 def networked_half(link: Link, handle: int, *, is_sender: bool, oneshot: bool = False) -> Half:
-    """A half bound to a network channel (an attachment we received); untyped until a message type types it."""
+    """A half bound to a network channel (an attachment we received); untyped until a message type types it.
+
+    A receiver that arrived in a message may be a broadcast subscription: it takes lag notices as Lagged."""
     half: Half
     if is_sender:
         half = OneshotSender() if oneshot else Sender()
     else:
         half = OneshotReceiver() if oneshot else Receiver()
+        half._lags = True
     half._bind(link, handle)
     return half
 

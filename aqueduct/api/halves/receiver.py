@@ -1,16 +1,27 @@
 """Receiver: the receiving half (recv, async for, close, the typed conversion of what arrives), and how the
-halves inside a dropped message end at once."""
+halves inside a dropped message end at once.
+
+What a peer sends reaches `recv` as a value, or as a refusal that never escapes as anything but a documented
+error: a payload the codec refuses (malformed, value sharing, too deep, a bad attachment index) comes out of
+the link's `fill` as CodecError; a typed receiver turns it into ValidationError, like a value that does not
+fit its type, and applies `on_invalid` to both. A broadcast's lag notice (a LagNotice value) raises Lagged
+only on a receiver that may be a broadcast subscription: a local one, or one that arrived in a message
+(`_lags`, set by make.networked_half); anywhere else (an entrypoint, a channel whose sender we sent) it is an
+invalid message, so a peer cannot make `recv` raise Lagged where no broadcast feeds it. A dropped message's
+halves are ended by an iterative walk that visits each container once.
+"""
 
 from __future__ import annotations
 
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Generic
 
 from ...errors import (
     ChannelClosed,
     ChannelFinished,
+    CodecError,
     ConnectionLost,
     Lagged,
     ValidationError,
@@ -36,10 +47,13 @@ from .sender import Sender
 class Receiver(_Half, Generic[T]):
     """The receiving half of a channel: `recv`, `async for`, `close`."""
 
-    __slots__ = ("_buf", "on_invalid")
+    __slots__ = ("_buf", "_lags", "on_invalid")
 
     def __init__(self) -> None:
         super().__init__()
+        self._lags = False
+        """Whether a lag notice from the network raises Lagged: this receiver arrived in a message, so it may be a
+        broadcast subscription (make.networked_half); otherwise a notice is an invalid message."""
         self._buf: deque[Prefetched] = deque()
         """Messages a networked receiver took from the engine ahead of the application (ConnectionLink.fill)."""
         self.on_invalid: OnInvalid = "raise"
@@ -88,6 +102,8 @@ class Receiver(_Half, Generic[T]):
                         continue
                 else:
                     buf.popleft()
+                    if type(value) is LagNotice:
+                        self._lag_notice(value)
                 return Message(value, delivery, number)
             pipe = self._pipe
             if pipe is not None and pipe.items:
@@ -104,6 +120,10 @@ class Receiver(_Half, Generic[T]):
                     await self._link.fill(self._handle, buf)
                 except StopAsyncIteration:  # (the link's word for a finished channel)
                     raise ChannelFinished(f"{self._where()}: finished") from None
+                except CodecError as exc:  # the message was taken (acknowledged) and dropped; its halves ended
+                    if self._spec is None:
+                        raise
+                    self._invalid(self._spec.undecodable(exc, self._where))
                 continue
             assert pipe is not None
             if pipe.ended is not None:
@@ -117,7 +137,10 @@ class Receiver(_Half, Generic[T]):
         if buf and timeout is None:  # (empty once closed or moved)
             spec = self._spec
             if spec is None:
-                return buf.popleft()[0]  # type: ignore[no-any-return]
+                value = buf.popleft()[0]
+                if type(value) is LagNotice:
+                    self._lag_notice(value)
+                return value  # type: ignore[no-any-return]
             value = self._typed_next(spec)
             if value is not _SKIPPED:
                 return value  # type: ignore[no-any-return]
@@ -128,15 +151,30 @@ class Receiver(_Half, Generic[T]):
 
         An invalid message is taken too: it was acknowledged as processed when the engine gave it up."""
         value = self._buf.popleft()[0]
+        if type(value) is LagNotice:
+            if self._lags:
+                raise Lagged(value.n)
+            return self._invalid(spec.undecodable(_not_subscribed(), self._where))
         try:
             return spec.convert(value, self._where)
-        except ValidationError:
+        except ValidationError as exc:
             _discard_halves(value)  # the halves it carried go with it, at once (not when collected)
-            if self.on_invalid == "drop":
-                return _SKIPPED
-            if self.on_invalid == "close":
-                self.close()
-            raise
+            return self._invalid(exc)
+
+    def _invalid(self, error: ValidationError) -> Any:
+        """A message that is not a T was taken: _SKIPPED if `on_invalid` drops it, else raise `error` (after
+        closing this receiver with "close")."""
+        if self.on_invalid == "drop":
+            return _SKIPPED
+        if self.on_invalid == "close":
+            self.close()
+        raise error
+
+    def _lag_notice(self, notice: LagNotice) -> None:
+        """An untyped receiver took a lag notice: Lagged if it may be a subscription, CodecError otherwise."""
+        if self._lags:
+            raise Lagged(notice.n)
+        raise _not_subscribed()
 
     def close(self) -> None:
         """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
@@ -160,7 +198,10 @@ class Receiver(_Half, Generic[T]):
         if buf:  # the common case on a busy channel: what the last fill took
             spec = self._spec
             if spec is None:
-                return buf.popleft()[0]  # type: ignore[no-any-return]
+                value = buf.popleft()[0]
+                if type(value) is LagNotice:
+                    self._lag_notice(value)
+                return value  # type: ignore[no-any-return]
             value = self._typed_next(spec)
             if value is not _SKIPPED:
                 return value  # type: ignore[no-any-return]
@@ -184,18 +225,37 @@ class Receiver(_Half, Generic[T]):
         return f"<Receiver {where} {self._done or 'open'}>"
 
 
+def _not_subscribed() -> CodecError:
+    return CodecError("a broadcast lag notice on a receiver that is no broadcast subscription")
+
+
+def end_halves(halves: Iterable[Any]) -> None:
+    """End each of these halves (the ones a dropped message carried): senders cancel, receivers close."""
+    for half in halves:
+        if isinstance(half, Sender):
+            if half._done is None:
+                half.cancel()
+        elif isinstance(half, Receiver):
+            half.close()
 
 
 def _discard_halves(value: Any) -> None:
-    """End every half inside a received value that is being dropped: senders cancel, receivers close."""
-    if isinstance(value, Sender):
-        if value._done is None:
-            value.cancel()
-    elif isinstance(value, Receiver):
-        value.close()
-    elif isinstance(value, dict):
-        for item in value.values():
-            _discard_halves(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _discard_halves(item)
+    """End every half inside a received value that is being dropped: each container is visited once, without
+    recursion (a codec other than ours may hand over a shared or a deep value)."""
+    todo: list[Any] = [value]
+    seen: set[int] = set()
+    found: list[Any] = []
+    while todo:
+        item = todo.pop()
+        if isinstance(item, Sender | Receiver):
+            found.append(item)
+        elif isinstance(item, dict | list | tuple | set | frozenset):
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if isinstance(item, dict):
+                todo.extend(item.keys())
+                todo.extend(item.values())
+            else:
+                todo.extend(item)
+    end_halves(found)
