@@ -47,7 +47,7 @@ async def typed_desk(certs: DevCerts, on_invalid: str = "raise", entrypoint: Any
         while True:
             try:
                 ask = await rx.recv()
-            except StopAsyncIteration:
+            except aqueduct.ChannelFinished:
                 return
             except Exception as exc:  # (README's handler catches only ValidationError; here we record anything)
                 seen.put_nowait(exc)
@@ -154,7 +154,7 @@ async def test_a_lag_notice_still_reaches_a_subscriber_that_travelled(certs: Dev
                     got.put_nowait(await feed.recv())
                 except aqueduct.Lagged as exc:
                     got.put_nowait(exc)
-                except StopAsyncIteration:
+                except aqueduct.ChannelFinished:
                     break
 
     async with running(certs, listener) as (url, _), aqueduct.connect(url, ca=certs.ca, codec=ForgedCbor()) as conn:
