@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,16 @@ NOBODY = 65534
 VICTIM_FILE = b"precious data of the victim, " * 7 + b"end"  # 206 bytes
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second user (uid 65534)")
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short temporary directory: a unix socket's path must fit 108 bytes, which pytest's own tmp_path (under
+    xdist's per-worker folder) can exceed."""
+    path = Path(tempfile.mkdtemp(prefix="aqd-", dir="/tmp"))
+    os.chmod(path, 0o755)  # (uid 65534's fake driver must reach its socket inside)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _as_nobody(path: Path) -> Path:
