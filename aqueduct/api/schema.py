@@ -197,7 +197,7 @@ def canonical(tp: Any) -> bytes:
         hash(tp)
     except TypeError:  # (an unhashable hint: not kept)
         return _canonical(tp)
-    return _canonical_kept(tp, capabilities())
+    return _canonical_kept(tp, typing.cast(collections.abc.Hashable, capabilities()))  # (an object: hashed by identity)
 
 
 def _canonical(tp: Any, _under: object = None) -> bytes:
