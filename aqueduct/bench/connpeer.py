@@ -1,6 +1,6 @@
 """The connection benchmark's server process: one kind of server, alone, so its memory is its own.
 
-    python -m aqueduct.bench.connpeer --kind aqueduct|aioquic --cert CERT --key KEY
+    python -m aqueduct.bench.connpeer --kind aqueduct|aioquic --cert CERT --key KEY [--single-use-tickets]
 
 Serves the bench protocol (peer.py: PING, ECHO, ...) with Aqueduct (default settings, except connection
 limits raised so one address may hold tens of thousands of connections) or with raw aioquic, prints one JSON
@@ -51,13 +51,13 @@ def _commands(loop: asyncio.AbstractEventLoop, answer: Any, done: asyncio.Event)
     loop.call_soon_threadsafe(done.set)
 
 
-async def serve_one(kind: str, cert: str, key: str) -> None:
-    """Serve `kind` until stdin ends."""
+async def serve_one(kind: str, cert: str, key: str, single_use_tickets: bool = False) -> None:
+    """Serve `kind` until stdin ends (Aqueduct with `single_use_tickets`: 0-RTT work runs at once, as in peer.py)."""
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
     if kind == "aqueduct":
         async with aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(),
-                                  settings=connection_settings()) as server:
+                                  settings=connection_settings(), single_use_tickets=single_use_tickets) as server:
             accept = asyncio.ensure_future(aqserver.accept(server, "raw"))
 
             async def answer() -> dict[str, int]:
@@ -87,9 +87,10 @@ def main() -> None:
     parser.add_argument("--kind", choices=["aqueduct", "aioquic"], required=True)
     parser.add_argument("--cert", required=True)
     parser.add_argument("--key", required=True)
+    parser.add_argument("--single-use-tickets", action="store_true")
     args = parser.parse_args()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_one(args.kind, args.cert, args.key))
+        asyncio.run(serve_one(args.kind, args.cert, args.key, args.single_use_tickets))
 
 
 if __name__ == "__main__":

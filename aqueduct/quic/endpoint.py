@@ -17,6 +17,7 @@ refuses (EISCONN, reported to `error_received`, nothing sent).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -105,6 +106,22 @@ async def _connected_endpoint(factory: Callable[[], AqueductProtocol], sock: soc
     return protocol
 
 
+async def _resolve(loop: asyncio.AbstractEventLoop, host: str, port: int) -> tuple[int, Any]:
+    """(address family, socket address) of host:port. An IP address is taken as it is: asyncio's getaddrinfo
+    runs in a thread, a hop to the executor and back (two wake-ups) on every connect."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    if isinstance(ip, ipaddress.IPv4Address):
+        return socket.AF_INET, (str(ip), port)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id is None:
+        return socket.AF_INET6, (str(ip), port, 0, 0)
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    family, _, _, _, addr = infos[0]
+    return family, addr
+
+
 async def open_client(
     host: str,
     port: int,
@@ -123,8 +140,7 @@ async def open_client(
     settings = settings or TransportSettings()
     loop = asyncio.get_running_loop()
     name = server_name or host
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
-    family, _, _, _, addr = infos[0]
+    family, addr = await _resolve(loop, host, port)
     ticket_key = server_key(name, str(addr[0]), int(addr[1]))
     ticket = tickets.take(ticket_key) if tickets is not None else None
     pinned = normalize_fingerprint(fingerprint) if fingerprint is not None else None

@@ -26,7 +26,11 @@ where aioquic's loop would have put them; its per-stream call does nothing.
 aioquic keeps a 16 KiB TLS output buffer per encryption level for the
 connection's lifetime; once the Initial and Handshake levels are discarded
 (their keys gone, so nothing can be written or read there again) their
-buffers are replaced by one shared empty buffer: 32 KiB less per idle
+buffers are replaced by one shared empty buffer, and so is the 1-RTT
+level's when the Handshake level goes (the handshake is confirmed): TLS
+writes at 1-RTT only a server's NewSessionTicket, pushed out while the
+client's Finished was handled, before that; QUIC's TLS has no KeyUpdate
+message and aioquic no post-handshake authentication. 48 KiB less per idle
 connection at each end.
 
 aioquic also offers every stream with unsent data a place in every packet,
@@ -129,8 +133,11 @@ class PacedQuicConnection(QuicConnection):
 
     def _discard_epoch(self, epoch: tls.Epoch) -> None:
         super()._discard_epoch(epoch)
-        if epoch in SPENT_LEVELS and epoch in self._crypto_buffers:
-            self._crypto_buffers[epoch] = SPENT_CRYPTO_BUFFER
+        buffers = self._crypto_buffers
+        if epoch in SPENT_LEVELS and epoch in buffers:
+            buffers[epoch] = SPENT_CRYPTO_BUFFER
+            if epoch is tls.Epoch.HANDSHAKE and tls.Epoch.ONE_RTT in buffers:
+                buffers[tls.Epoch.ONE_RTT] = SPENT_CRYPTO_BUFFER
 
     def _replenish_connection_ids(self) -> None:
         """aioquic's, with the worker tag as the first byte of each new ID (when tagged)."""

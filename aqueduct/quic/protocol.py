@@ -341,13 +341,15 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
     def transmit(self) -> None:
         """Pump the engine, send what aioquic has ready; senders waiting on its datagram queue may proceed.
 
-        When the application wrote, the first packet carries any ACK aioquic holds back (its delay is 1 ms):
-        in a request/response exchange the answer then acknowledges the request, and no ACK-only packet, nor
-        the timer wake-up that sends it, follows a millisecond later."""
+        When the application wrote, or the engine did while handling what arrived (a server's headers, a
+        control stream's first frame, a CloseReceiver), the first packet carries any ACK aioquic holds back
+        (its delay is 1 ms): in a request/response exchange the answer then acknowledges the request, and no
+        ACK-only packet, nor the timer wake-up that sends it, follows a millisecond later."""
+        wrote = self._wrote or self.writes.unsent > 0  # (the engine's writes since the last transmit)
         self.writes.unsent = 0
         self.pump()
         self.writes.write_held()
-        if self._wrote:
+        if wrote or self.writes.unsent:
             self._wrote = False
             space = self._quic._spaces.get(Epoch.ONE_RTT)
             if space is not None and space.ack_at is not None:

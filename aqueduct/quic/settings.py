@@ -24,7 +24,7 @@ from aioquic.tls import SessionTicket
 
 from ..core.config import EngineConfig
 from ..errors import ConfigError
-from .credentials import check_ca_file, check_cert_and_key
+from .credentials import check_ca_file, load_cert_and_key
 
 ALPN = "aqueduct"
 
@@ -114,8 +114,7 @@ def client_configuration(
     if (cert is None) != (key is None):
         raise ConfigError("a client certificate needs both cert= and key=")
     if cert is not None and key is not None:
-        check_cert_and_key(cert, key)
-        config.load_cert_chain(str(cert), str(key))
+        _use_cert_and_key(config, cert, key)
     config.server_name = server_name
     config.session_ticket = session_ticket
     if pinned:
@@ -132,10 +131,17 @@ def client_configuration(
 
 def server_configuration(settings: TransportSettings, *, cert: str | Path, key: str | Path) -> QuicConfiguration:
     """A server configuration with the given certificate chain (PEM) and key (ConfigError if either is unusable)."""
-    check_cert_and_key(cert, key)
     config = _base(settings, is_client=False)
-    config.load_cert_chain(str(cert), str(key))
+    _use_cert_and_key(config, cert, key)
     return config
+
+
+def _use_cert_and_key(config: QuicConfiguration, cert: str | Path, key: str | Path) -> None:
+    """What aioquic's `load_cert_chain` sets, from the files as read once (credentials.py)."""
+    loaded = load_cert_and_key(cert, key)
+    config.certificate = loaded.certificate
+    config.certificate_chain = list(loaded.chain)
+    config.private_key = loaded.private_key
 
 
 SMALLEST_MESSAGE_FRAME = 5

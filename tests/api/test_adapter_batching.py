@@ -1,5 +1,6 @@
-"""Adapter rules: a reply leaves after the task its request woke ran, carrying the ACK of its request; the
-connection's send bound is exact; datagrams are read into 64 KiB buffers."""
+"""Adapter rules: a reply leaves after the task its request woke ran, carrying the ACK of its request (and so
+does the server's answer to the client's headers); the connection's send bound is exact; datagrams are read into
+64 KiB buffers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from aioquic.quic import connection as aioquic_connection
 from aioquic.tls import Epoch
 
 import aqueduct
@@ -164,3 +166,21 @@ async def test_datagrams_are_read_into_64_kib_buffers(certs: DevCerts) -> None:
         client_transport: Any = link_of(conn).protocol._transport
         server_transport: Any = server.admission._transport
         assert client_transport.max_size == server_transport.max_size == 65536
+
+
+async def test_the_servers_headers_carry_the_ack_of_the_clients(
+    certs: DevCerts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With aioquic's ACK delay raised to an hour at both ends only piggybacked ACKs acknowledge anything: the
+    server's reply to the client's headers (written by its engine, not by an application call) carries the ACK
+    of the client's headers packet, so once `connect` returns the client's headers are acknowledged (an ACK-only
+    packet used to follow that reply a millisecond later)."""
+    monkeypatch.setattr(aioquic_connection, "K_GRANULARITY", 3600.0)  # (read only as a new connection's ACK delay)
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        await conn.entrypoint.recv()
+
+    async with running(certs, handler) as (url, _server), aqueduct.connect(url, ca=certs.ca) as conn:
+        quic = link_of(conn).protocol.quic
+        assert quic._ack_delay == 3600.0
+        assert len(quic._streams[0].sender._buffer) == 0  # (stream 0 holds what is unacknowledged of the headers)

@@ -66,6 +66,26 @@ def _unused_udp_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def test_an_ip_address_is_connected_to_without_a_lookup(certs: DevCerts, monkeypatch: pytest.MonkeyPatch) -> None:
+    """asyncio's getaddrinfo runs in a thread: an address needs none (a name still does)."""
+    loop = asyncio.get_running_loop()
+    looked_up: list[str] = []
+    lookup = loop.getaddrinfo
+
+    async def counting(host: str, *args: object, **kwargs: object) -> object:
+        looked_up.append(host)
+        return await lookup(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    async with running(certs, _nothing) as (url, server):
+        monkeypatch.setattr(loop, "getaddrinfo", counting)  # (the server looked its address up before)
+        port = server.address[1]
+        async with aqueduct.connect(url, ca=certs.ca) as conn:
+            assert conn.rtt >= 0
+        async with aqueduct.connect(f"aqueduct://localhost:{port}", ca=certs.ca, server_name="127.0.0.1"):
+            pass
+    assert looked_up == ["localhost"]
+
+
 async def test_nothing_listening_fails_at_once_on_port_unreachable(certs: DevCerts) -> None:
     port = _unused_udp_port()
     # connect_timeout far beyond the guard: only the ICMP port-unreachable can end this in time

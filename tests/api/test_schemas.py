@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import typing
 from typing import Any
 
 import msgspec
@@ -155,3 +156,31 @@ def test_cli_prints_schema_and_fingerprint() -> None:
     bad = subprocess.run([sys.executable, "-m", "aqueduct", "schema", "no_such_module:X"], capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "cannot load" in bad.stderr and "\n" not in bad.stderr.strip()
+
+
+def test_a_types_schema_is_worked_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client announces its entrypoint's schema on every connect: the type is described once, and an
+    unhashable hint is described each time (not kept)."""
+    from aqueduct.api import schema
+
+    described: list[Any] = []
+    describe = schema.describe
+
+    def counting(tp: Any) -> dict[str, Any]:
+        described.append(tp)
+        return describe(tp)
+
+    monkeypatch.setattr(schema, "describe", counting)
+
+    class Once(msgspec.Struct):
+        name: str
+        reply: aqueduct.Sender[int]
+
+    first = schema.canonical(Once)
+    assert described[0] is Once  # (then the message types inside it)
+    seen = len(described)
+    assert schema.canonical(Once) is first
+    assert len(described) == seen
+    unhashable: Any = typing.Annotated[int, []]  # (metadata msgspec ignores)
+    assert schema.canonical(unhashable) == schema.canonical(unhashable)
+    assert described[seen:] == [unhashable, unhashable]
