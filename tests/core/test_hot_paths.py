@@ -218,14 +218,14 @@ def test_send_plain_bytes_leaves_every_other_case_to_send_plain() -> None:
 
 
 class _NoRuns(Engine):
-    """An engine whose messages always take the general path (no `_plain_runs`, `queue_reliable` or
-    `queue_unreliable`)."""
+    """The oracle: an engine whose messages always take the general path (no `_plain_runs`, and Intake's batches
+    never meet the fast conditions, so each message goes through `Intake._process` alone)."""
 
     def __init__(self, side: Side, *, config: EngineConfig | None = None) -> None:
         super().__init__(side, config=config)
         self._in._plain_runs = lambda rec, data: data  # type: ignore[method-assign]
-        self._intake.queue_unreliable = lambda channel, n, payload: False  # type: ignore[method-assign]
-        self._intake.queue_reliable = lambda channel, n, payload, sid, size: False  # type: ignore[method-assign]
+        self._intake._queue_unreliable = lambda channel, n, payload: 0  # type: ignore[method-assign]
+        self._intake._queue_next = lambda channel, first, payloads, sizes, at, sid: 0  # type: ignore[method-assign]
 
 
 _SMALL_QUEUE = EngineConfig(max_receiver_queue_messages=6, max_receiver_queue_bytes=3000)
