@@ -38,7 +38,8 @@ reported then.
 Additions to the original contract: `receiver_status`, `sender_status`,
 `state_sizes`, `now`, `send_many` (a batch of messages without
 attachments: `send` is a batch of one, and both take one path,
-Senders.send) and `take_many`. Each direction has one path: every send
+Senders.send; a message with attachments mints its channels first,
+Senders.send_attached) and `take_many`. Each direction has one path: every send
 goes through Senders.send, every Message received through Intake.receive;
 the per-message cost stays low because a batch is checked once and, in the
 steady state, written as one command (tests/core/test_hot_paths.py holds
@@ -251,9 +252,13 @@ class Engine:
         """
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
-        number, created, sid = self._tx.send(
-            self._tx.app_sender(sender), (payload if type(payload) is bytes else bytes(payload),), attach, delivery)
-        return SendResult(number, created, sid)
+        s = self._tx.app_sender(sender)
+        if type(payload) is not bytes:
+            payload = bytes(payload)
+        if attach:
+            return SendResult(*self._tx.send_attached(s, payload, attach, delivery))
+        number = s.next_unrel if delivery is Delivery.UNRELIABLE else s.next_rel
+        return SendResult(number, (), self._tx.send(s, (payload,), delivery))
 
     def send_many(
         self, sender: SenderHandle, payloads: Sequence[bytes], delivery: Delivery = Delivery.ORDERED,
@@ -269,7 +274,10 @@ class Engine:
                 payloads = (bytes(payloads[0]),)
         elif any(type(p) is not bytes for p in payloads):
             payloads = [bytes(p) for p in payloads]
-        return self._tx.send(self._tx.app_sender(sender), payloads, (), delivery)[2]
+        s = self._senders.get(sender)
+        if s is None or s.app_dropped or self._ctx.closed:  # (app_sender raises why)
+            s = self._tx.app_sender(sender)
+        return self._tx.send(s, payloads, delivery)
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""

@@ -132,29 +132,19 @@ class Senders:
         self.maybe_forget(s)
 
     # ---- writing messages ----
-    def send(
-        self, s: Sender, payloads: Sequence[bytes], attach: Sequence[AttachKind], delivery: Delivery
-    ) -> tuple[int, tuple[int, ...], int | None]:
-        """Send messages in order: the one send path (a batch of one may carry `attach`, one new channel per kind).
-
-        Raises, before anything is sent, if the sender cannot send or a payload is over its limit. Returns the
-        first message's number, the local halves created, and the stream written (an unordered batch: its last
-        message's; None: datagrams): what SendResult says, as a plain tuple (one is made per send)."""
-        if s.state is not _OPEN:
-            raise self.error(s)
+    def send(self, s: Sender, payloads: Sequence[bytes], delivery: Delivery) -> int | None:
+        """Send messages without attachments, in order: the one send path (`send_attached` is a message with
+        attachments: minting first, then the same writes). Raises, before anything is sent, if the sender cannot
+        send or a payload is over its limit. Returns the stream written (an unordered batch: its last message's;
+        None: datagrams)."""
         k = len(payloads)
-        size = len(payloads[0]) if k == 1 else max(map(len, payloads), default=0)
-        if size > self._max:
-            raise LimitExceeded(f"payload of {size} bytes exceeds max_frame_size {self._max}")
-        if attach:
-            assert k == 1
-            return self._send_attached(s, payloads[0], attach, delivery)
+        if s.state is not _OPEN or (len(payloads[0]) if k == 1 else max(map(len, payloads), default=0)) > self._max:
+            self._check(s, max(map(len, payloads), default=0))  # (raises why)
         if k != 1:
             if s.oneshot and k:
                 raise ChannelClosed("a oneshot sender sends one message")
             if not k:
-                unreliable = delivery is Delivery.UNRELIABLE
-                return (s.next_unrel if unreliable else s.next_rel), (), None if unreliable else s.ordered_sid
+                return None if delivery is Delivery.UNRELIABLE else s.ordered_sid
         head = s.head or self._head(s)
         sid = s.ordered_sid
         if delivery is _ORDERED:  # (the steady state: a plain write to the channel's open stream)
@@ -171,7 +161,6 @@ class Senders:
                 sid = s.ordered_sid = self._streams.open_uni(data)
             s.next_rel = number + k
         elif delivery is Delivery.UNORDERED:
-            number = s.next_rel
             for p in payloads:
                 sid = self._write_unordered(s, s.next_rel, plain_message_prefix(head, s.next_rel, len(p)) + p)
         else:
@@ -194,12 +183,21 @@ class Senders:
             sid = None
         if s.oneshot:
             self.finish(s)
-        return number, (), sid
+        return sid
 
-    def _send_attached(
+    def _check(self, s: Sender, size: int) -> None:
+        """Whether a sender may send messages of up to `size` bytes (raises why not)."""
+        if s.state is not _OPEN:
+            raise self.error(s)
+        if size > self._max:
+            raise LimitExceeded(f"payload of {size} bytes exceeds max_frame_size {self._max}")
+
+    def send_attached(
         self, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery
     ) -> tuple[int, tuple[int, ...], int | None]:
-        """A message carrying attachments: mint their channels and halves, link them from it, then write it."""
+        """A message carrying attachments: mint their channels and halves, link them from it, then write it;
+        returns its number, the local halves created and the stream written."""
+        self._check(s, len(payload))
         config = self._config
         minter, ids = self._minting.mint(attach)
         reliable = delivery is not Delivery.UNRELIABLE

@@ -276,7 +276,11 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
                 writes.stream(cmd.stream_id, cmd.data, cmd.end_stream)
             else:
                 self._execute(cmd)
-        self.wrote()
+        self._wrote = True  # (`wrote`, inline)
+        if writes.unsent >= TRANSMIT_EARLY:
+            self._transmit_now()
+        elif self._transmit_task is None:
+            self._transmit_soon()
 
     def wrote(self) -> None:
         """Writes are with `writes` (flush's): transmit at the turn's end, or now."""
