@@ -3,7 +3,7 @@
 Two engines are joined by a direct pump. Stream bytes are re-cut into
 1,200-byte chunks per stream (as QUIC packets would deliver them), so the
 receiver's cost does not depend on how the sender grouped its writes.
-The sender uses `send_plain`, the receiver `take_many` (the API's hot
+The sender uses `send_many`, the receiver `take_many` (what the API
 calls). Each engine's calls are timed apart (CPU time of the blocks that
 run it), so the figures are the protocol engine's own cost per message:
 "tx" the sending engine, "rx" the receiving engine, msgs/s the pair on one
@@ -106,7 +106,7 @@ def message_rate(n: int, delivery: Delivery, size: int = 64) -> tuple[float, flo
     for done in range(0, n, BATCH):
         t0 = _clock()
         for _ in range(min(BATCH, n - done)):
-            c.send_plain(tx, payload, delivery, now)
+            c.send_many(tx, (payload,), delivery, now)
         t1 = _clock()
         split.tx += t1 - t0
         split.pump(c, s, now, True)
@@ -142,7 +142,7 @@ def channel_rate(n: int) -> tuple[float, float, float]:
         t0 = _clock()
         for _ in range(max(0, min(CHANNEL_BATCH, n - done))):
             (new,) = c.send(tx, b"", [AttachKind.RECEIVER], now=now).created
-            c.send_plain(new, payload, Delivery.ORDERED, now)
+            c.send_many(new, (payload,), Delivery.ORDERED, now)
             c.finish(new, now)
         split.tx += _clock() - t0
         for _ in range(3):  # message, ChannelControl, FinishSender, CloseReceiver

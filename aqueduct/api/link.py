@@ -14,8 +14,10 @@ datagrams aioquic's queue) is over its bound, and never after it wrote, so a
 send cancelled or timed out has sent nothing; `send_nowait` refuses with
 WouldBlock instead of waiting.
 
-The hot paths are short: a send without attachments goes straight to the
-engine's `send_plain` and creates a coroutine only when it must wait; a
+The hot paths are short: a send goes to the engine's one send path (a
+batch of one, `Engine.send_many`; with attachments `Engine.send`), then
+the adapter takes the engine's commands (`flush`: only it joins writes and
+talks to aioquic); a coroutine is made only when the send must wait; a
 receiver takes a bounded batch of messages at once into its own deque
 (`fill`), so most receives are a popleft. Its parts own their state:
 prefetch.py, drops.py, outcomes.py, moving.py; hooks.py holds its
@@ -43,7 +45,6 @@ from ..errors import (
     WouldBlock,
 )
 from ..quic.protocol import AqueductProtocol, consume_exception
-from ..quic.writes import DATAGRAM_QUEUE_LIMIT
 from ..wire.channel_id import ChannelId
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
@@ -70,7 +71,6 @@ class ConnectionLink:
     def __init__(self, protocol: AqueductProtocol, codec: Codec, entrypoint_type: Any = None,
                  schema: bytes | None = None, schema_check: SchemaCheck = "exact") -> None:
         self._protocol = protocol
-        self._writes = protocol.writes
         self.codec = codec
         self.stats = Stats()
         self._loop = asyncio.get_running_loop()
@@ -78,10 +78,6 @@ class ConnectionLink:
         self._receiver_ended: dict[int, EndReason] = {}
         self._sender_ended: dict[int, EndReason] = {}
         self._last_stream: dict[int, int | None] = {}
-        self._clear_sid: int | None = None
-        self._clear_writes = -1
-        """The stream a send last found not blocked, and protocol.writes.stream_writes then: until another stream
-        write, the next send to it need not check again (see quic/writes.py)."""
         self._outcomes = Outcomes(self._loop)
         self._prefetch = Prefetch(self, self._loop.time)
         """The networked receivers' prefetch buffers (prefetch.py)."""
@@ -248,9 +244,9 @@ class ConnectionLink:
         return result
 
     def _blocked(self, handle: int, delivery: Delivery) -> bool:
-        if delivery is Delivery.UNRELIABLE:
+        if delivery is _UNRELIABLE:
             return self._protocol.send_blocked(None)
-        stream = self._last_stream.get(handle) if delivery is Delivery.ORDERED else None
+        stream = self._last_stream.get(handle) if delivery is _ORDERED else None
         if stream is None:
             return self._protocol.new_stream_blocked()
         return self._protocol.send_blocked(stream)
@@ -259,9 +255,10 @@ class ConnectionLink:
         """Send; None if it was sent, else a coroutine to await: it waits while the stream is over its send bound,
         then sends (cancelled while it waits, it has sent nothing).
 
-        The common case (no attachments, no recording, not over the bound) is this one function down to the
-        engine's `send_plain`: no coroutine, no waiter, no SendResult. A message carrying halves that need
-        not wait is sent at once too (`_send_now`), its halves bound before this returns."""
+        A message without attachments that need not wait (nor be recorded) goes to the engine's one send path
+        as a batch of one (`Engine.send_many`) and its write to the adapter (`flush`): no coroutine, no waiter,
+        no SendResult. A message carrying halves that need not wait is sent at once too (`_send_now`), its
+        halves bound before this returns."""
         payload, halves = self.codec.encode(obj)
         protocol = self._protocol
         engine = protocol.engine
@@ -272,47 +269,26 @@ class ConnectionLink:
                 return self._send_waiting(handle, payload, halves, delivery)
             self._send_now(handle, payload, halves, delivery)
             return None
+        stats = self.stats
         if delivery is _UNRELIABLE:
-            if len(payload) > protocol.datagram_payload_limit:
-                self._check_datagram(payload)
-            queued = protocol.datagrams_queued
-            if len(queued) >= DATAGRAM_QUEUE_LIMIT:
+            if len(payload) > protocol.datagram_payload_limit or protocol.send_blocked(None):
                 return self._send_waiting(handle, payload, halves, delivery)
-            if (datagram := engine.send_datagram_bytes(handle, payload, self._loop.time())) is None:
-                engine.send_plain(handle, payload, delivery, self._loop.time())
-            else:
-                self._writes.datagram(datagram)  # (as for ordered sends below: no command, sent here)
-            stats = self.stats
-            stats.messages_sent += 1
-            stats.bytes_sent += len(payload)
+            engine.send_many(handle, (payload,), delivery, self._loop.time())
             stats.unreliable_sent += 1
             stats.unreliable_bytes_sent += len(payload)
-            protocol.flush() if datagram is None else protocol.wrote()
-            return None
-        direct: tuple[int, bytes] | None = None
-        last = self._last_stream.get(handle) if delivery is _ORDERED else None
-        if last is None:
-            if protocol.new_stream_blocked():
-                return self._send_waiting(handle, payload, halves, delivery)
-        elif (
-            last != self._clear_sid or self._writes.stream_writes != self._clear_writes
-        ) and protocol.send_blocked(last):
-            return self._send_waiting(handle, payload, halves, delivery)
-        elif (direct := engine.send_plain_bytes(handle, payload, self._loop.time())) is not None:
-            self._writes.stream(direct[0], direct[1], False)  # (the hottest case: no command, written here)
-        if direct is None:
-            stream = self._last_stream[handle] = engine.send_plain(handle, payload, delivery, self._loop.time())
         else:
-            stream = direct[0]
-        stats = self.stats
+            last = self._last_stream.get(handle) if delivery is _ORDERED else None
+            if protocol.new_stream_blocked() if last is None else protocol.send_blocked(last):
+                return self._send_waiting(handle, payload, halves, delivery)
+            stream = engine.send_many(handle, (payload,), delivery, self._loop.time())
+            if last is None:
+                self._last_stream[handle] = stream
+            if delivery is not _ORDERED:
+                stats.unordered_sent += 1
+                stats.unordered_bytes_sent += len(payload)
         stats.messages_sent += 1
         stats.bytes_sent += len(payload)
-        if delivery is not _ORDERED:
-            stats.unordered_sent += 1
-            stats.unordered_bytes_sent += len(payload)
-        protocol.flush() if direct is None else protocol.wrote()
-        if not protocol.send_blocked(stream):  # (over its bound now: the next send checks it, and waits)
-            self._clear_sid, self._clear_writes = stream, self._writes.stream_writes
+        protocol.flush()
         return None
 
     async def _send_waiting(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> None:

@@ -9,7 +9,8 @@
   (send, relay, take, relay the acks back) while K idle channels are open.
 
 The relay turns each side's commands into the other side's events at once
-(no flow control, no loss); a skewable clock fires the engines' timers.
+(no flow control, no loss), joining consecutive writes to one stream as the
+adapter does; a skewable clock fires the engines' timers.
 """
 
 from __future__ import annotations
@@ -56,9 +57,16 @@ class Clock:
 
 def _relay(src: Engine, dst: Engine, now: float) -> int:
     cmds = src.commands()
-    for cmd in cmds:
+    held: list[bytes] = []  # consecutive writes to one stream, joined as the adapter joins them (quic/writes.py)
+    for i, cmd in enumerate(cmds):
         if isinstance(cmd, SendStreamData):
-            dst.handle_event(StreamDataReceived(cmd.stream_id, cmd.data, cmd.end_stream), now)
+            nxt = cmds[i + 1] if i + 1 < len(cmds) else None
+            if isinstance(nxt, SendStreamData) and nxt.stream_id == cmd.stream_id and not cmd.end_stream:
+                held.append(cmd.data)
+                continue
+            data = b"".join([*held, cmd.data]) if held else cmd.data
+            held.clear()
+            dst.handle_event(StreamDataReceived(cmd.stream_id, data, cmd.end_stream), now)
         elif isinstance(cmd, SendDatagram):
             dst.handle_event(DatagramReceived(cmd.data), now)
         elif isinstance(cmd, ResetStream):

@@ -36,13 +36,15 @@ taken, and any state it reached before (queued messages, its end) is
 reported then.
 
 Additions to the original contract: `receiver_status`, `sender_status`,
-`state_sizes`, `now`, and the per-message calls `send_plain`,
-`send_plain_bytes` (an ordered write handed back for the adapter to make
-at once, when no command is queued ahead of it) and `take_many`. Those,
-and data events once the connection is admitted, take
-short paths for the common case that do exactly what the general ones
-would (tests/core/test_hot_paths.py); consecutive plain writes to one stream
-reach `commands()` as one SendStreamData (a FIN stays its own write).
+`state_sizes`, `now`, `send_many` (a batch of messages without
+attachments: `send` is a batch of one, and both take one path,
+Senders.send; a message with attachments mints its channels first,
+Senders.send_attached) and `take_many`. Each direction has one path: every send
+goes through Senders.send, every Message received through Intake.receive;
+the per-message cost stays low because a batch is checked once and, in the
+steady state, written as one command (tests/core/test_hot_paths.py holds
+them to the general procedure). Each send is one SendStreamData (or one
+datagram per message); joining the writes of a loop turn is the adapter's.
 Transport notes: a ResetStream or GrantCredit may name
 a stream the transport already finished (ignore it); the engine never emits
 StopSending and ignores StopSendingReceived (the transport resets the
@@ -83,9 +85,6 @@ from .transport import (
     TransportEvent,
 )
 
-_OPEN = SState.OPEN
-_ORDERED = Delivery.ORDERED
-
 
 class Engine:
     """One side of an Aqueduct connection, as a deterministic state machine."""
@@ -104,7 +103,6 @@ class Engine:
         ctx = self._ctx = Context(side, self.config, now)
         self._out = ctx.out
         self._timers: Timers = ctx.timers
-        self._max = self.config.max_frame_size
         self._admitted = False  # data events may skip Startup.admit (see handle_event)
         streams = self._streams = StreamTable(ctx)
         halves = self._halves = Halves(self.config)
@@ -246,61 +244,40 @@ class Engine:
         delivery: Delivery = Delivery.ORDERED,
         now: float | None = None,
     ) -> SendResult:
-        """Send a message, creating one new channel per attachment.
+        """Send a message, creating one new channel per attachment (`send_many` of one message, and its result).
 
         Raises ChannelClosed/ChannelLost/... if the sender has ended,
         LimitExceeded for a payload over the frame limit, an unreliable message
         over the datagram limit, or too many channels.
         """
-        self._tick(now)
-        return self._tx.send(self._tx.app_sender(sender), bytes(payload), attach, delivery)
-
-    def send_plain(
-        self, sender: SenderHandle, payload: bytes, delivery: Delivery = Delivery.ORDERED, now: float | None = None
-    ) -> int | None:
-        """`send` of a message without attachments (the hot path): returns only the stream written (None: datagram)."""
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
-        s = self._senders.get(sender)
-        if (
-            s is not None
-            and s.state is _OPEN
-            and not s.app_dropped
-            and not self._ctx.closed
-            and len(payload) <= self._max
-        ):
-            if type(payload) is not bytes:
-                payload = bytes(payload)
-            sid = s.ordered_sid
-            if delivery is _ORDERED and sid is not None:  # (the hottest case: Senders.send_plain's first branch)
-                self._tx.write_ordered(s, sid, payload)
-                return sid
-            return self._tx.send_plain(s, payload, delivery)
-        return self._tx.send(self._tx.app_sender(sender), bytes(payload), (), delivery).stream_id
+        s = self._tx.app_sender(sender)
+        if type(payload) is not bytes:
+            payload = bytes(payload)
+        if attach:
+            return SendResult(*self._tx.send_attached(s, payload, attach, delivery))
+        number = s.next_unrel if delivery is Delivery.UNRELIABLE else s.next_rel
+        return SendResult(number, (), self._tx.send(s, (payload,), delivery))
 
-    def send_plain_bytes(self, sender: SenderHandle, payload: bytes, now: float) -> tuple[int, bytes] | None:
-        """`send_plain` of an ordered message on a sender whose ordered stream is open, while no command is
-        queued: instead of emitting it, return (stream, the bytes to write to it now) (the adapter writes them
-        at once, so the order of writes is the same). None: not that case (call `send_plain`); nothing done."""
-        s = self._plain_sender(sender, payload, now)
-        if s is None or (sid := s.ordered_sid) is None:
-            return None
-        return sid, self._tx.ordered_bytes(s, payload)
-
-    def send_datagram_bytes(self, sender: SenderHandle, payload: bytes, now: float) -> bytes | None:
-        """`send_plain_bytes` for an unreliable message (not on a oneshot): the datagram to send now."""
-        s = self._plain_sender(sender, payload, now)
-        return None if s is None or s.oneshot else self._tx.datagram_bytes(s, payload)
-
-    def _plain_sender(self, sender: SenderHandle, payload: bytes, now: float) -> Sender | None:
-        if self._out.has_commands():
-            return None
-        if now > self._ctx.now:
+    def send_many(
+        self, sender: SenderHandle, payloads: Sequence[bytes], delivery: Delivery = Delivery.ORDERED,
+        now: float | None = None,
+    ) -> int | None:
+        """Send messages without attachments, in order, as `send` would one by one (its errors, raised before
+        any is sent; a oneshot sender takes one); return the stream written (None: datagrams). An ordered batch
+        is one write."""
+        if now is not None and now > self._ctx.now:
             self._ctx.now = now
+        if len(payloads) == 1:
+            if type(payloads[0]) is not bytes:
+                payloads = (bytes(payloads[0]),)
+        elif any(type(p) is not bytes for p in payloads):
+            payloads = [bytes(p) for p in payloads]
         s = self._senders.get(sender)
-        if s is None or s.state is not _OPEN or s.app_dropped or self._ctx.closed or len(payload) > self._max:
-            return None
-        return s if type(payload) is bytes else None
+        if s is None or s.app_dropped or self._ctx.closed:  # (app_sender raises why)
+            s = self._tx.app_sender(sender)
+        return self._tx.send(s, payloads, delivery)
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""

@@ -21,8 +21,10 @@ those of Messages queued for the application. Datagrams need none.
 Short paths: a chunk inside a large frame is only buffered; a new uni
 stream arriving whole as one plain Message (an unordered message) is
 processed without a stream record; Message frames on a message stream skip
-the role table; on a message stream, a run of plain in-order Messages for
-one open receiver is parsed in one loop and queued together.
+the role table; on a message stream, a chunk's run of plain in-order
+Messages is parsed in one loop and handed to Intake as one batch.
+Every Message, of a stream or a datagram, reaches Intake through its one
+entry, `Intake.receive`.
 
 Incoming writes the reading side of stream records (streams.py says which
 fields) and nothing of the halves.
@@ -149,6 +151,8 @@ class Incoming:
             if rec.role is _MESSAGES and reader.buffered <= _SMALL_HELD and rec.stalled is None:
                 if rec.pending_reset is None:
                     data = self._plain_runs(rec, data)
+                    if self._ctx.closed:
+                        return
         before = reader.buffered
         frames, sizes = reader.feed_sized(data)
         after = reader.buffered
@@ -171,8 +175,8 @@ class Incoming:
                     self._streams.flush_pending_reset(rec)
 
     def _plain_runs(self, rec: StreamRec, data: bytes) -> bytes:
-        """Queue the run of plain in-order Messages at the front of a message stream's held bytes and `data`
-        (`Intake.queue_run`), as `_run_frames` would one by one; return the bytes left for the general path (the
+        """Hand the run of plain in-order Messages at the front of a message stream's held bytes and `data` to
+        Intake as one batch, as `_run_frames` would one by one; return the bytes left for the general path (the
         reader is then empty). One run per chunk: an ordered channel's stream carries one channel."""
         reader = rec.reader
         self._flow.partial_bytes -= reader.buffered
@@ -180,12 +184,27 @@ class Incoming:
         payloads: list[bytes] = []
         sizes: list[int] = []
         channel, first, stop = read_plain_run(buf, 0, self._max, payloads, sizes)
-        r = self._halves.rx_of.get(channel) if payloads else None
-        if r is None or r.oneshot:
+        if not payloads:
             return buf
-        taken = self._intake.queue_run(rec, r, first, payloads, sizes)
-        if taken < len(sizes):
-            stop = sum(sizes[:taken])
+        pre = rec.pre
+        if pre:  # (credited while it was partial: not again)
+            sizes[0] -= pre
+            rec.pre = 0
+        rec.busy = True
+        try:
+            done, held = self._intake.receive(channel, first, payloads, sizes, rec.stream_id)
+        except QueueFull:  # (nothing changed: the general path stalls the stream)
+            rec.pre = pre
+            return buf
+        finally:
+            rec.busy = False
+        rec.frames_seen += done
+        reader.frames_read += done
+        rec.outstanding += held
+        consumed = sum(sizes[:done]) if done < len(sizes) else stop - pre
+        if consumed > held:
+            self._credit(rec.stream_id, consumed - held)
+        stop = consumed + pre if done else 0
         return buf[stop:] if stop else buf
 
     def _whole_message(self, ev: StreamDataReceived) -> bool:
@@ -197,13 +216,12 @@ class Incoming:
         plain = read_plain_whole(data, self._max)
         if plain is None:
             return False
-        if self._intake.queue_reliable(*plain, ev.stream_id, len(data)):
-            return True
+        channel, number, payload = plain
         try:
-            queued = self._intake.on_message(Message(*plain[:2], (), plain[2]), True, ev.stream_id, len(data))
+            held = self._intake.receive(channel, number, (payload,), (len(data),), ev.stream_id)[1]
         except QueueFull:
             return False  # raised before any change: the general path stalls the stream
-        if not queued:
+        if not held:
             self._credit(ev.stream_id, len(data))
         return True
 
@@ -227,8 +245,8 @@ class Incoming:
                 if type(frame) is Message and (rec.role is _MESSAGES or rec.role is _NEW_UNI):  # the hot path
                     rec.role = _MESSAGES
                     rec.frames_seen += 1
-                    size = sizes[i] - p
-                    deferred = size if self._intake.on_message(frame, True, rec.stream_id, size) else 0
+                    deferred = self._intake.receive(frame.channel, frame.number, (frame.payload,), (sizes[i] - p,),
+                                                    rec.stream_id, True, frame.attachments)[1]
                 else:
                     deferred = self._stream_frame(rec, frame, sizes[i] - p)
             except QueueFull as full:
@@ -321,7 +339,8 @@ class Incoming:
         if isinstance(frame, Message):
             if rec.role is Role.NEW_UNI:
                 rec.role = Role.MESSAGES
-            return size if self._intake.on_message(frame, True, rec.stream_id, size) else 0
+            return self._intake.receive(frame.channel, frame.number, (frame.payload,), (size,), rec.stream_id, True,
+                                        frame.attachments)[1]
         if isinstance(frame, ConnectionControl):
             self._startup.on_connection_control(frame.headers)
         elif isinstance(frame, ChannelControl):
@@ -406,13 +425,13 @@ class Incoming:
         if type(data) is bytes:  # the hot path: one plain Message
             plain = read_plain_whole(data, self._max)
             if plain is not None:
-                if not self._intake.queue_unreliable(*plain):
-                    self._intake.on_message(Message(*plain[:2], (), plain[2]), False, None, 0)
+                self._intake.receive(plain[0], plain[1], (plain[2],), (0,), None, False)
                 return
         frames = decode_frames(data, self._max, self._headers)
         for i, frame in enumerate(frames):
             if type(frame) is Message:
-                self._intake.on_message(frame, False, None, 0)
+                self._intake.receive(frame.channel, frame.number, (frame.payload,), (0,), None, False,
+                                     frame.attachments)
                 if self._ctx.closed:
                     return
             elif isinstance(frame, Version):

@@ -14,12 +14,18 @@ Backpressure: a reliable message that finds its queue full raises
 QueueFull before changing anything; incoming.py stalls its stream (flow.py).
 An unreliable one is dropped and will be nacked like a lost datagram.
 
-Short paths: the next message of an open channel, nothing attached, room
-queued, takes `queue_reliable` / `queue_unreliable` (`queue_run` for a
-stream chunk's run of them), which do exactly what `on_message` would
-(tests/core/test_hot_paths.py). Every path queues through the receiver's
-one MessageQueue (queue.py), which keeps each message as the Delivered the
-application will get, with its credit.
+One way in: `receive` takes a batch, messages of one channel with
+consecutive numbers (a chunk's run of plain Messages on a stream, or one
+Message of a stream or datagram). While the batch's front meets the fast
+conditions (its receiver open, the next number in order, nothing attached,
+room queued) it is queued at once, its ledger and ack timer touched once
+for the batch (`_queue_next`, `_queue_unreliable` for a datagram); any
+other message goes through `_process`, the general procedure, alone. The
+fast conditions do exactly what `_process` would (tests/core/
+test_hot_paths.py holds an engine whose batches all take `_process` as
+the oracle). Every message is queued through the receiver's one
+MessageQueue (queue.py), which keeps it as the Delivered the application
+will get, with its credit.
 
 This module writes what arrives (a receiver's queue, `messages_seen`, its
 ledger through the ledger's methods); receiving.py owns the rest.
@@ -27,20 +33,19 @@ ledger through the ledger's methods); receiving.py owns the rest.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import repeat
 
 from ..wire.channel_id import ENTRYPOINT, ChannelId
 from ..wire.errors import CloseCode, ProtocolError
-from ..wire.frames import Message
 from ..wire.ranges import MAX_RANGE_END
 from .app import Attachment, Delivered, Delivery, MessageAvailable
 from .context import Context
 from .halves import Halves
 from .queue import MessageQueue
-from .receiver import Receiver, RState
+from .receiver import RState
 from .receiving import Receivers
 from .sending import Senders
-from .streams import StreamRec
 
 _ROPEN = RState.OPEN
 _ORDERED = Delivery.ORDERED
@@ -72,21 +77,57 @@ class Intake:
         self._overhead = ctx.config.held_item_overhead
         self._ack_delay = ctx.config.ack_delay
 
-    def on_message(self, m: Message, reliable: bool, credit_sid: int | None, size: int) -> bool:
-        """Route and process one Message; return whether it was queued (its credit then waits)."""
-        channel = m.channel
-        if not m.attachments:
-            if not reliable:
-                if self.queue_unreliable(channel, m.number, m.payload):
-                    return False
-            elif self.queue_reliable(channel, m.number, m.payload, credit_sid, size):
-                return credit_sid is not None
-        if m.number >= MAX_RANGE_END:
-            raise ProtocolError(f"message number {m.number} on channel {ChannelId(channel)}: its ack would end at "
+    def receive(
+        self,
+        channel: int,
+        first: int,
+        payloads: Sequence[bytes],
+        sizes: Sequence[int],
+        credit_sid: int | None,
+        reliable: bool = True,
+        attachments: tuple[int, ...] = (),
+    ) -> tuple[int, int]:
+        """The one way in: messages `first`, `first`+1, ... of `channel` (`attachments` belong to a batch of one),
+        arrived on stream `credit_sid` with wire `sizes` (None, 0: in datagrams), processed in order.
+
+        Returns (messages processed, credit held): each processed message is queued, its credit held until it is
+        taken, or dropped (its credit due now). A batch whose front meets the fast conditions is queued at once
+        (`_queue_next`); any other message goes through `_process` alone. A reliable message that finds its
+        queue full stops the batch: QueueFull if it is the first (nothing changed), else the count so far."""
+        n = len(payloads)
+        done = held = 0
+        while done < n:
+            if not attachments:
+                k = (self._queue_next(channel, first + done, payloads, sizes, done, credit_sid) if reliable
+                     else self._queue_unreliable(channel, first + done, payloads[done]))
+                if k:
+                    if credit_sid is not None:
+                        held += sizes[done] if k == 1 else sum(sizes[done : done + k])
+                    done += k
+                    continue
+            try:
+                queued = self._process(channel, first + done, payloads[done], attachments, reliable, credit_sid,
+                                       sizes[done])
+            except QueueFull:
+                if done:
+                    return done, held
+                raise
+            if queued and credit_sid is not None:
+                held += sizes[done]
+            done += 1
+            if self._ctx.closed:
+                break
+        return done, held
+
+    def _process(self, channel: int, n: int, payload: bytes, attachments: tuple[int, ...], reliable: bool,
+                 credit_sid: int | None, size: int) -> bool:
+        """Route and process one Message the general way; return whether it was queued (its credit then waits)."""
+        if n >= MAX_RANGE_END:
+            raise ProtocolError(f"message number {n} on channel {ChannelId(channel)}: its ack would end at "
                                 "2^64, past the var len int")
         found = self._rx_of.get(channel)
-        if m.number != 0 and ChannelId(channel).oneshot:
-            raise ProtocolError(f"Message number {m.number} on oneshot channel {ChannelId(channel)}")
+        if n != 0 and ChannelId(channel).oneshot:
+            raise ProtocolError(f"Message number {n} on oneshot channel {ChannelId(channel)}")
         if found is None:
             cid = ChannelId(channel)
             if cid.to is not self._side:
@@ -98,7 +139,6 @@ class Intake:
             r = self._rx.create(cid, claimed=False)
         else:
             r = found  # a receiver exists only for channels flowing to us
-        n = m.number
         acks = r.acks or r.ledger()
         if reliable:
             if acks.has_reliable(n):
@@ -115,7 +155,7 @@ class Intake:
         queue = r.queue
         if queue is None:
             queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
-        if not queue.has_room(1, len(m.payload)):
+        if not queue.has_room(1, len(payload)):
             if not reliable:
                 return False  # dropped: it will be nacked like a lost datagram
             if not queue:
@@ -123,7 +163,7 @@ class Intake:
                     f"a message on channel {channel} is larger than a receiver queue may hold", CloseCode.LIMIT_EXCEEDED
                 )
             raise QueueFull(r.handle)
-        attachments = self._take_attachments(m.attachments)
+        taken = self._take_attachments(attachments)
         r.messages_seen += 1
         if reliable:
             acks.mark_reliable(n)
@@ -135,7 +175,7 @@ class Intake:
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
         was_empty = not queue
-        queue.put((Delivered(m.payload, attachments, r.channel, n, delivery), credit_sid, size), len(m.payload))
+        queue.put((Delivered(payload, taken, r.channel, n, delivery), credit_sid, size), len(payload))
         if r.state is RState.CLOSE_WAIT:
             self._rx.discard_queues([r], lost=False)  # returns its credit: report it as deferred
         elif was_empty and r.exposed and not r.app_dropped:
@@ -146,62 +186,75 @@ class Intake:
             self._rx.schedule(r)
         return credit_sid is not None
 
-    def queue_reliable(self, channel: int, n: int, payload: bytes, credit_sid: int | None, size: int) -> bool:
-        """The hot path for a reliable message without attachments: queue it (holding `size` credit of stream
-        `credit_sid`) as `on_message` would if its channel's receiver is open, it is the next in order and the
-        queue has room; else False (nothing changed: the general path takes it)."""
+    def _queue_next(self, channel: int, first: int, payloads: Sequence[bytes], sizes: Sequence[int], at: int,
+                    credit_sid: int | None) -> int:
+        """The fast conditions for reliable messages without attachments: queue `payloads[at:]` (numbered from
+        `first`) as `_process` would one by one, while the channel's receiver is open, they are next in order
+        and its queue has room; return how many were queued (0: nothing changed)."""
         r = self._rx_of.get(channel)
-        if r is None:
-            return False
+        if r is None or r.oneshot:
+            return 0
         acks = r.acks or r.ledger()
-        if (
-            n != acks.done_prefix
-            or r.state is not _ROPEN
-            or r.oneshot
-            or acks.finish_count is not None
-            or acks.rel_done
-        ):
-            return False
+        if r.state is not _ROPEN or first != acks.done_prefix or acks.finish_count is not None or acks.rel_done:
+            return 0
         queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
             queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
-        if not queue.offer((Delivered(payload, (), r.channel, n, _ORDERED), credit_sid, size), len(payload)):
-            return False
+        if at or len(payloads) != len(sizes):
+            payloads, sizes = payloads[at:], sizes[at:]
+        k = len(payloads)
+        nbytes = len(payloads[0]) if k == 1 else sum(map(len, payloads))
+        if not queue.has_room(k, nbytes):
+            k, nbytes = queue.fitting(list(payloads))
+            if not k:
+                return 0
         # The timer always holds what Receivers.schedule would set; if acks were owed already (with their time
-        # set), one more number to ack leaves that unchanged.
-        ack_due = acks.ack_due
-        owed = ack_due is not None and bool(acks.rel_pending)
-        if ack_due is None:
+        # set), more numbers to ack leave that unchanged.
+        owed = acks.ack_due is not None and bool(acks.rel_pending)
+        was_empty = not queue
+        r.messages_seen += k
+        acks.in_order(first, k)
+        if acks.ack_due is None:
             acks.ack_due = self._ctx.now + self._ack_delay
-        r.messages_seen += 1
-        acks.rel_pending.add_one(n)
-        acks.done_prefix = n + 1
-        if len(queue) == 1 and r.exposed and not r.app_dropped:
+        if k == 1:  # (building the iterators below costs more than one message)
+            queue.put((Delivered(payloads[0], (), r.channel, first, _ORDERED), credit_sid, sizes[0]), nbytes)
+        else:
+            queue.put_run(
+                zip(
+                    map(Delivered, payloads[:k], repeat(()), repeat(r.channel), range(first, first + k),
+                        repeat(_ORDERED)),
+                    repeat(credit_sid),
+                    sizes[:k],
+                ),
+                nbytes,
+                k,
+            )
+        if was_empty and r.exposed and not r.app_dropped:
             self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx.schedule(r)
-        return True
+        return k
 
-    def queue_unreliable(self, channel: int, n: int, payload: bytes) -> bool:
-        """The hot path for an unreliable message without attachments: queue it as `on_message` would if its
-        channel's receiver is open, it is past every number received and the queue has room; else False (nothing
-        changed: the general path takes it)."""
+    def _queue_unreliable(self, channel: int, n: int, payload: bytes) -> int:
+        """The fast conditions for an unreliable message without attachments: queue it as `_process` would if its
+        channel's receiver is open, it is past every number received and the queue has room; return 1 (queued)
+        or 0 (nothing changed)."""
         r = self._rx_of.get(channel)
         if r is None:
-            return False
+            return 0
         acks = r.acks or r.ledger()
         if r.state is not _ROPEN or r.oneshot or acks.finish_count is not None:
-            return False
+            return 0
         start = acks.unrel_start
         received = acks.unrel_received
         top = received.max_stop()
         if n < start or n < top or n >= MAX_RANGE_END:
-            return False
+            return 0
         queue = r.queue
         if queue is None:  # (the first message: an idle receiver holds no queue)
             queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
         if not queue.offer((Delivered(payload, (), r.channel, n, _UNRELIABLE), None, 0), len(payload)):
-            return False
+            return 0
         # The timer always holds what Receivers.schedule would set; if acks were owed already (with their time
         # set), one more number to ack leaves that unchanged.
         ack_due = acks.ack_due
@@ -216,58 +269,7 @@ class Intake:
             self._out.event(MessageAvailable(r.handle))
         if not owed:
             self._rx.schedule(r)
-        return True
-
-    def queue_run(self, rec: StreamRec, r: Receiver, first: int, payloads: list[bytes], sizes: list[int]) -> int:
-        """Queue the plain reliable messages `first`, `first`+1, ... of stream `rec` (wire `sizes`; the first's
-        credit is less `rec.pre`) as `on_message` would one by one, while `r` is open, they are next in order and
-        its queue has room; return how many were queued (0: nothing changed, the general path takes them)."""
-        acks = r.acks or r.ledger()
-        if r.state is not _ROPEN or first != acks.done_prefix or acks.finish_count is not None or acks.rel_done:
-            return 0
-        queue = r.queue
-        if queue is None:
-            queue = r.queue = MessageQueue(self._queue_max, self._queue_max_bytes, self._overhead)
-        k = len(sizes)
-        nbytes = len(payloads[0]) if k == 1 else sum(map(len, payloads))
-        if not queue.has_room(k, nbytes):
-            k, nbytes = queue.fitting(payloads)
-            if not k:
-                return 0
-            payloads = payloads[:k]
-            sizes = sizes[:k]
-        owed = acks.ack_due is not None and bool(acks.rel_pending)
-        was_empty = not queue
-        r.messages_seen += k
-        acks.in_order(first, k)
-        if acks.ack_due is None:
-            acks.ack_due = self._ctx.now + self._ack_delay
-        if rec.pre:
-            sizes = [sizes[0] - rec.pre, *sizes[1:]]
-            rec.pre = 0
-        channel = r.channel
-        sid = rec.stream_id
-        if k == 1:  # (building the iterators below costs more than one message)
-            queue.put((Delivered(payloads[0], (), channel, first, _ORDERED), sid, sizes[0]), nbytes)
-            rec.outstanding += sizes[0]
-        else:
-            queue.put_run(
-                zip(
-                    map(Delivered, payloads, repeat(()), repeat(channel), range(first, first + k), repeat(_ORDERED)),
-                    repeat(sid),
-                    sizes,
-                ),
-                nbytes,
-                k,
-            )
-            rec.outstanding += sum(sizes)
-        rec.frames_seen += k
-        rec.reader.frames_read += k
-        if was_empty and r.exposed and not r.app_dropped:
-            self._out.event(MessageAvailable(r.handle))
-        if not owed:
-            self._rx.schedule(r)
-        return k
+        return 1
 
     def _take_attachments(self, ids: tuple[int, ...]) -> tuple[Attachment, ...]:
         out: list[Attachment] = []

@@ -6,9 +6,9 @@ ordered uni stream, on a fresh uni stream (FIN after it), or as a datagram (own 
 min(sent_unreliable_delay, RTT/2), or as soon as the control stream is attached). finish waits for the control
 stream, then SentUnreliable (if owed) + FinishSender + FIN. cancel resets message streams at once and the control
 stream (code 1) once attached. Acks on an unreachable sender are reported when it becomes reachable; CloseReceiver
-settles everything still open as nacked and ends the sender. A message without attachments (send_plain) skips
-minting and linking; its header bytes are built from the sender's cached Message head, and small ones on the ordered
-stream join the write before them.
+settles everything still open as nacked and ends the sender. `send` is the one way to send: a batch of messages
+(a batch of one may carry attachments); a batch without attachments skips minting and linking, is checked once, builds
+its header bytes from the sender's cached Message head and, ordered, is one write.
 
 Senders is the only writer of a Sender's fields (the ledger's through the record's own methods, the state through
 `Sender.move`). What a cascade does to a sender (`lose`, `became_reachable`) is here too; which halves a cascade
@@ -36,7 +36,7 @@ from ..wire.frames import (
     message_head,
     plain_message_prefix,
 )
-from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded, SendResult
+from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded
 from .context import Context
 from .halves import Halves
 from .links import LinkTable, Node
@@ -132,82 +132,73 @@ class Senders:
         self.maybe_forget(s)
 
     # ---- writing messages ----
-    def send_plain(self, s: Sender, payload: bytes, delivery: Delivery) -> int | None:
-        """The hot path: `send_plain` for an open sender and a payload within the frame limit."""
-        if delivery is _ORDERED:
-            sid = s.ordered_sid
-            if sid is None:
-                return self.send(s, payload, (), delivery).stream_id
-            self.write_ordered(s, sid, payload)
-            return sid
-        if delivery is Delivery.UNORDERED:
-            prefix = plain_message_prefix(s.head or self._head(s), s.next_rel, len(payload))
-            sid = self._write_unordered(s, s.next_rel, prefix + payload)
+    def send(self, s: Sender, payloads: Sequence[bytes], delivery: Delivery) -> int | None:
+        """Send messages without attachments, in order: the one send path (`send_attached` is a message with
+        attachments: minting first, then the same writes). Raises, before anything is sent, if the sender cannot
+        send or a payload is over its limit. Returns the stream written (an unordered batch: its last message's;
+        None: datagrams)."""
+        k = len(payloads)
+        if s.state is not _OPEN or (len(payloads[0]) if k == 1 else max(map(len, payloads), default=0)) > self._max:
+            self._check(s, max(map(len, payloads), default=0))  # (raises why)
+        if k != 1:
+            if s.oneshot and k:
+                raise ChannelClosed("a oneshot sender sends one message")
+            if not k:
+                return None if delivery is Delivery.UNRELIABLE else s.ordered_sid
+        head = s.head or self._head(s)
+        sid = s.ordered_sid
+        if delivery is _ORDERED:  # (the steady state: a plain write to the channel's open stream)
+            number = s.next_rel
+            if k == 1:
+                p = payloads[0]
+                data = plain_message_prefix(head, number, len(p)) + p
+            else:
+                data = b"".join([b for n, p in enumerate(payloads, number)
+                                 for b in (plain_message_prefix(head, n, len(p)), p)])
+            if sid is not None:
+                self._out.command(SendStreamData(sid, data, False))
+            else:
+                sid = s.ordered_sid = self._streams.open_uni(data)
+            s.next_rel = number + k
+        elif delivery is Delivery.UNORDERED:
+            for p in payloads:
+                sid = self._write_unordered(s, s.next_rel, plain_message_prefix(head, s.next_rel, len(p)) + p)
         else:
-            if (datagram := self.datagram_bytes(s, payload)) is None:
-                return self.send(s, payload, (), delivery).stream_id  # raises LimitExceeded
+            number = s.next_unrel
+            version = VERSION_BYTES if self._streams.need_version else b""
+            limit = self._config.max_datagram_payload
+            if k == 1:
+                p = payloads[0]
+                datagrams = [version + plain_message_prefix(head, number, len(p)) + p]
+            else:
+                datagrams = [version + plain_message_prefix(head, n, len(p)) + p
+                             for n, p in enumerate(payloads, number)]
+            for data in datagrams:
+                if len(data) > limit:
+                    raise LimitExceeded(
+                        f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload {limit}")
+            for data in datagrams:
+                self._out.command(SendDatagram(data))
+                self._sent_datagram(s)
             sid = None
-            self._out.command(SendDatagram(datagram))
         if s.oneshot:
             self.finish(s)
         return sid
 
-    def _write_unordered(self, s: Sender, number: int, data: bytes) -> int:
-        """Message `number`, encoded, on a stream of its own; returns the stream."""
-        sid = self._streams.open_uni(data, fin=True)
-        if s.unordered_sids is None:
-            s.unordered_sids = {}
-        s.unordered_sids[number] = sid
-        s.next_rel += 1
-        return sid
-
-    def datagram_bytes(self, s: Sender, payload: bytes) -> bytes | None:
-        """The next unreliable plain message's datagram (with Version if due), counted as sent; None: too large."""
-        data = plain_message_prefix(s.head or self._head(s), s.next_unrel, len(payload)) + payload
-        if self._streams.need_version:
-            data = VERSION_BYTES + data
-        if len(data) > self._config.max_datagram_payload:
-            return None
-        self._sent_datagram(s)
-        return data
-
-    def _sent_datagram(self, s: Sender) -> None:
-        s.next_unrel += 1
-        s.undeclared += 1
-        if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
-            half_rtt, cap = self._ctx.rtt / 2, self._config.sent_unreliable_delay
-            self._timers.set_earlier(("su", s.handle), self._ctx.now + (half_rtt if half_rtt < cap else cap))
-
-    def write_ordered(self, s: Sender, sid: int, payload: bytes) -> int:
-        """One more plain message on an open ordered stream; returns its number.
-
-        A write right after another one of these to the same stream joins it (Outbox.write_joined)."""
-        number = s.next_rel
-        self._out.write_joined(sid, plain_message_prefix(s.head or self._head(s), number, len(payload)), payload)
-        s.next_rel = number + 1
-        return number
-
-    def ordered_bytes(self, s: Sender, payload: bytes) -> bytes:
-        """`write_ordered`'s bytes, returned instead of written (Engine.send_plain_bytes)."""
-        number = s.next_rel
-        s.next_rel = number + 1
-        return plain_message_prefix(s.head or self._head(s), number, len(payload)) + payload
-
-    def _head(self, s: Sender) -> bytes:
-        """The bytes a sender's Message frames start with (made by its first plain write, kept on the record)."""
-        s.head = message_head(s.channel)
-        return s.head
-
-    def send(self, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery) -> SendResult:
-        """Send a message, creating one new channel per attachment (raises if the sender cannot send)."""
-        sid = s.ordered_sid
-        if delivery is _ORDERED and sid is not None and not attach and s.state is _OPEN and len(payload) <= self._max:
-            return SendResult(self.write_ordered(s, sid, payload), (), sid)
-        config = self._config
-        if not s.can_send:
+    def _check(self, s: Sender, size: int) -> None:
+        """Whether a sender may send messages of up to `size` bytes (raises why not)."""
+        if s.state is not _OPEN:
             raise self.error(s)
-        if len(payload) > config.max_frame_size:
-            raise LimitExceeded(f"payload of {len(payload)} bytes exceeds max_frame_size {config.max_frame_size}")
+        if size > self._max:
+            raise LimitExceeded(f"payload of {size} bytes exceeds max_frame_size {self._max}")
+
+    def send_attached(
+        self, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery
+    ) -> tuple[int, tuple[int, ...], int | None]:
+        """A message carrying attachments: mint their channels and halves, link them from it, then write it;
+        returns its number, the local halves created and the stream written."""
+        self._check(s, len(payload))
+        config = self._config
         minter, ids = self._minting.mint(attach)
         reliable = delivery is not Delivery.UNRELIABLE
         number = s.next_rel if reliable else s.next_unrel
@@ -219,6 +210,7 @@ class Senders:
                 lim = config.max_datagram_payload
                 raise LimitExceeded(f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload {lim}")
         created = self._minting.commit(minter, s.handle, s.channel, (reliable, number), ids, attach)
+        sid: int | None
         if delivery is Delivery.ORDERED:
             if s.ordered_sid is None:
                 sid = s.ordered_sid = self._streams.open_uni(data)
@@ -234,7 +226,28 @@ class Senders:
             self._sent_datagram(s)
         if s.oneshot:
             self.finish(s)
-        return SendResult(number, tuple(created), sid)
+        return number, tuple(created), sid
+
+    def _write_unordered(self, s: Sender, number: int, data: bytes) -> int:
+        """Message `number`, encoded, on a stream of its own; returns the stream."""
+        sid = self._streams.open_uni(data, fin=True)
+        if s.unordered_sids is None:
+            s.unordered_sids = {}
+        s.unordered_sids[number] = sid
+        s.next_rel += 1
+        return sid
+
+    def _sent_datagram(self, s: Sender) -> None:
+        s.next_unrel += 1
+        s.undeclared += 1
+        if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
+            half_rtt, cap = self._ctx.rtt / 2, self._config.sent_unreliable_delay
+            self._timers.set_earlier(("su", s.handle), self._ctx.now + (half_rtt if half_rtt < cap else cap))
+
+    def _head(self, s: Sender) -> bytes:
+        """The bytes a sender's Message frames start with (made by its first plain write, kept on the record)."""
+        s.head = message_head(s.channel)
+        return s.head
 
     def create_remote(self, channel: ChannelId) -> Sender:
         """A sender the peer attached to a message: reachable; we open its control stream."""

@@ -270,9 +270,17 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         engine = self.engine
         if engine is None:
             return
+        writes = self.writes
         for cmd in engine.commands():
-            self._execute(cmd)
-        self.wrote()
+            if type(cmd) is tp.SendStreamData:  # (one per send: inline)
+                writes.stream(cmd.stream_id, cmd.data, cmd.end_stream)
+            else:
+                self._execute(cmd)
+        self._wrote = True  # (`wrote`, inline)
+        if writes.unsent >= TRANSMIT_EARLY:
+            self._transmit_now()
+        elif self._transmit_task is None:
+            self._transmit_soon()
 
     def flush_if_any(self) -> None:
         """After an application call that usually writes nothing (a drop, closing an ended receiver): as `flush`
@@ -293,7 +301,7 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self.wrote()
 
     def wrote(self) -> None:
-        """Writes are with `writes` (flush's, or ones the engine handed back): transmit at the turn's end, or now."""
+        """Writes are with `writes` (flush's): transmit at the turn's end, or now."""
         self._wrote = True
         if self.writes.unsent >= TRANSMIT_EARLY:
             self._transmit_now()

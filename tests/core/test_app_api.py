@@ -115,11 +115,11 @@ def test_take_many_returns_what_repeated_take_message_would() -> None:
     assert a.commands() == b.commands()
 
 
-def test_send_plain_writes_what_send_writes_and_returns_its_stream() -> None:
+def test_a_batch_of_one_writes_what_send_writes() -> None:
     a, b = client_ready(), client_ready()
     for delivery in (Delivery.ORDERED, Delivery.UNORDERED, Delivery.UNRELIABLE):
-        assert a.send_plain(1, b"hello", delivery) == b.send(1, b"hello", (), delivery).stream_id
+        assert a.send_many(1, [b"hello"], delivery) == b.send(1, b"hello", (), delivery).stream_id
     assert a.commands() == b.commands()
     feed(a, 1, [ChannelControl(0), CloseReceiver(())])
     with pytest.raises(ReceiverDropped):
-        a.send_plain(1, b"x")
+        a.send_many(1, [b"x"])

@@ -1,15 +1,15 @@
-"""The per-message fast paths behave exactly as the general ones.
+"""One path per direction, fast by batches: the batches do exactly what messages one by one would.
 
 - Plain ordered writes in a row to one stream become one write; a FIN, a large payload or any other command
   in between keeps its own.
-- send_plain / take_many (what the API calls) against send / take_message, on twin engine pairs fed the same
-  inputs cut into random chunks: same commands, events and messages. Likewise a receiver queueing runs of plain
-  messages at once against one taking every frame the general way.
-- send_plain_bytes and send_datagram_bytes (the API's write-it-yourself paths) against send: the same bytes
-  on each stream and the same datagrams, in the same order among the other commands.
-- The random driver (aqueduct.testing.driver) run through send_plain and take_many, with a check after every
-  call that each receiver's ack timer holds what a fresh scheduling would set: the receive fast paths skip
-  rescheduling when nothing it depends on changed, which is only sound while that holds.
+- send_many and take_many (batches) against send and take_message one by one, on twin engine pairs fed the same
+  inputs cut into random chunks: the same bytes on each stream, datagrams, events and messages. Likewise a
+  receiver queueing each chunk's run of plain messages as one batch against the oracle, an engine whose every
+  message takes Intake's general procedure alone (`_NoRuns`).
+- send_many refuses, before anything is sent, what send would refuse of any of its messages.
+- The random driver (aqueduct.testing.driver) run with take_many, with a check after every call that each
+  receiver's ack timer holds what a fresh scheduling would set: the receive batches skip rescheduling when
+  nothing it depends on changed, which is only sound while that holds.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from aqueduct.core.transport import (
     TransportCommand,
     TransportEvent,
 )
+from aqueduct.errors import ChannelClosed, LimitExceeded
 from aqueduct.testing.driver import DrivenEngine, Run, config_for, draw
 from aqueduct.wire.channel_id import Side
 from aqueduct.wire.frames import encode_message
@@ -70,29 +71,32 @@ def _joined(cmds: Sequence[TransportCommand]) -> list[TransportCommand]:
 
 
 class _Twin:
-    """A connected client/server pair; `plain` pairs use send_plain and take_many; `direct` ones also
-    send_plain_bytes, their writes put before the client's commands (and every pump joins writes, _joined)."""
+    """A connected client/server pair; `batched` pairs send with send_many (consecutive sends of one kind between
+    other steps as one batch) and take with take_many, the others one message at a time. Every pump joins
+    consecutive writes to one stream, as the adapter does (_joined)."""
 
-    def __init__(self, plain: bool, server: type[Engine] = Engine, config: EngineConfig | None = None,
-                 direct: bool | None = None) -> None:
-        self.plain = plain
-        self.direct = direct
-        """None: no joining; else whether to use send_plain_bytes."""
-        self.written: list[TransportCommand] = []
+    def __init__(self, batched: bool, server: type[Engine] = Engine, config: EngineConfig | None = None) -> None:
+        self.batched = batched
+        self.batch: list[bytes] = []
+        self.batch_kind = Delivery.ORDERED
         self.c, self.s = Engine(Side.CLIENT), server(Side.SERVER, config=config)
         self.s.handle_event(HandshakeCompleted(), 0.0)
         self.log: list[object] = []
         self.held: list[TransportEvent] = []
+        self.now = 0.0
         self.pump(1 << 20, 0.0)
+
+    def flush(self) -> None:
+        """Send the batch gathered so far."""
+        if self.batch:
+            batch, self.batch = self.batch, []
+            self.c.send_many(self.c.entrypoint or 0, batch, self.batch_kind, self.now)
 
     def pump(self, chunk: int, now: float, hold: int = 0) -> None:
         """Deliver both ways; the last `hold` client-to-server events wait for the next pump."""
+        self.flush()
         for src, dst in ((self.c, self.s), (self.s, self.c)):
-            cmds = src.commands()
-            if self.direct is not None:
-                if src is self.c:
-                    cmds, self.written = self.written + cmds, []
-                cmds = _joined(cmds)
+            cmds = _joined(src.commands())
             self.log.append(cmds)
             events = _as_events(cmds, chunk)
             if dst is self.s:
@@ -105,32 +109,29 @@ class _Twin:
 
     def send(self, delivery: Delivery, size: int, now: float) -> None:
         tx = self.c.entrypoint or 0
-        if self.direct and delivery is Delivery.ORDERED:
-            direct = self.c.send_plain_bytes(tx, bytes(size), now)
-            if direct is not None:
-                self.written.append(SendStreamData(*direct))
-                self.log.append(direct[0])
-                return
-        if self.direct and delivery is Delivery.UNRELIABLE:
-            datagram = self.c.send_datagram_bytes(tx, bytes(size), now)
-            if datagram is not None:
-                self.written.append(SendDatagram(datagram))
-                self.log.append(None)
-                return
-        if self.plain:
-            self.log.append(self.c.send_plain(tx, bytes(size), delivery, now))
+        if self.batched:
+            if delivery is not self.batch_kind or now != self.now:
+                self.flush()
+            self.batch_kind, self.now = delivery, now
+            self.batch.append(bytes(size))
         else:
-            self.log.append(self.c.send(tx, bytes(size), (), delivery, now).stream_id)
+            self.c.send(tx, bytes(size), (), delivery, now)
 
     def take(self, limit: int, now: float) -> None:
+        self.flush()
         rx = self.s.entrypoint or 0
         got: list[Delivered] = []
-        if self.plain:
+        if self.batched:
             got = self.s.take_many(rx, limit, now)
         else:
             while len(got) < limit and (d := self.s.take_message(rx, now)) is not None:
                 got.append(d)
         self.log.append(got)
+
+    def tick(self, now: float) -> None:
+        self.flush()
+        self.c.handle_timer(now)
+        self.s.handle_timer(now)
 
 
 _step = st.one_of(
@@ -141,10 +142,10 @@ _step = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(_step, max_size=60))
-def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[object, object, int]]) -> None:
-    twins = [_Twin(plain=False), _Twin(plain=True)]
+def test_send_many_and_take_many_match_send_and_take_message(steps: list[tuple[object, object, int]]) -> None:
+    twins = [_Twin(batched=False), _Twin(batched=True)]
     now = 0.0
     for kind, arg, size in steps:
         if kind == "tick":
@@ -153,7 +154,7 @@ def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[
             if kind == "send":
                 assert isinstance(arg, Delivery)
                 if arg is Delivery.UNRELIABLE and size > 1000:
-                    continue  # over the datagram limit: both raise, covered in test_app_api
+                    continue  # over the datagram limit: both raise, covered below
                 t.send(arg, size, now)
             elif kind == "pump":
                 assert isinstance(arg, int)
@@ -162,70 +163,54 @@ def test_send_plain_and_take_many_match_send_and_take_message(steps: list[tuple[
                 assert isinstance(arg, int)
                 t.take(arg, now)
             else:
-                t.c.handle_timer(now)
-                t.s.handle_timer(now)
-    for t in twins:
-        t.pump(1 << 20, now)
-    assert twins[0].log == twins[1].log
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.lists(_step, max_size=60))
-def test_send_plain_bytes_writes_what_send_plain_emits(steps: list[tuple[object, object, int]]) -> None:
-    twins = [_Twin(plain=False, direct=False), _Twin(plain=True, direct=True)]
-    now = 0.0
-    for kind, arg, size in steps:
-        if kind == "tick":
-            now += 0.03
-        for t in twins:
-            if kind == "send":
-                assert isinstance(arg, Delivery)
-                if arg is Delivery.UNRELIABLE and size > 1000:
-                    continue
-                t.send(arg, size, now)
-            elif kind == "pump":
-                assert isinstance(arg, int)
-                t.pump(arg, now)
-            elif kind == "take":
-                assert isinstance(arg, int)
-                t.take(arg, now)
-            else:
-                t.c.handle_timer(now)
-                t.s.handle_timer(now)
+                t.tick(now)
     for t in twins:
         t.pump(1 << 20, now)
         t.c.finish(t.c.entrypoint or 0, now)  # (SentUnreliable, if the datagrams were counted as owed)
         t.pump(1 << 20, now)
     assert twins[0].log == twins[1].log
     assert twins[1].c.state_sizes() == twins[0].c.state_sizes()
+    assert twins[1].s.state_sizes() == twins[0].s.state_sizes()
 
 
-def test_send_plain_bytes_leaves_every_other_case_to_send_plain() -> None:
+def test_send_many_refuses_before_sending_anything() -> None:
     c = client_ready()
-    assert c.send_plain_bytes(1, b"first", 0.0) is None  # no ordered stream yet: send_plain opens it
-    sid = c.send_plain(1, b"first")
-    assert c.send_plain_bytes(1, b"queued", 0.0) is None  # a command waits: it must go first
+    sid = c.send_many(1, [b"a", b"b"])
+    assert sid is not None and c.send_many(1, [b"c", b"d"]) == sid
     c.commands()
-    assert c.send_plain_bytes(1, b"x", 0.0) == (sid, encode_message(0, 1, (), b"x"))
-    assert c.send_plain_bytes(1, bytearray(b"x"), 0.0) is None  # type: ignore[arg-type]  # not bytes
-    assert c.send_plain_bytes(99, b"x", 0.0) is None  # no such sender
-    assert c.send_datagram_bytes(1, b"d", 0.0) == encode_message(0, 0, (), b"d")
-    assert c.send_datagram_bytes(1, b"d" * 2000, 0.0) is None  # over the datagram limit: send_plain raises
+    with pytest.raises(LimitExceeded):
+        c.send_many(1, [b"ok", bytes(c.config.max_frame_size + 1)])
+    with pytest.raises(LimitExceeded):
+        c.send_many(1, [b"ok", bytes(2000)], Delivery.UNRELIABLE)
+    assert c.send_many(1, []) == sid
+    assert c.commands() == []  # nothing of the refused batches went out
+    c.send_many(1, [bytearray(b"e")])  # type: ignore[list-item]  # (copied to bytes)
+    assert c.commands() == [SendStreamData(sid, encode_message(0, 4, (), b"e"))]
     c.finish(1)
     c.commands()
-    assert c.send_plain_bytes(1, b"x", 0.0) is None  # finished
-    assert c.send_datagram_bytes(1, b"x", 0.0) is None
+    with pytest.raises(ChannelClosed):
+        c.send_many(1, [b"x"])
+
+
+def test_a_oneshot_sender_takes_a_batch_of_one() -> None:
+    c = client_ready()
+    (tx,) = c.send(1, b"", [AttachKind.ONESHOT_RECEIVER]).created
+    with pytest.raises(ChannelClosed):
+        c.send_many(tx, [b"a", b"b"])
+    c.send_many(tx, [b"a"])
+    with pytest.raises(ChannelClosed):
+        c.send_many(tx, [b"b"])
 
 
 class _NoRuns(Engine):
-    """An engine whose messages always take the general path (no `_plain_runs`, `queue_reliable` or
-    `queue_unreliable`)."""
+    """The oracle: an engine whose messages always take the general path (no `_plain_runs`, and Intake's batches
+    never meet the fast conditions, so each message goes through `Intake._process` alone)."""
 
     def __init__(self, side: Side, *, config: EngineConfig | None = None) -> None:
         super().__init__(side, config=config)
         self._in._plain_runs = lambda rec, data: data  # type: ignore[method-assign]
-        self._intake.queue_unreliable = lambda channel, n, payload: False  # type: ignore[method-assign]
-        self._intake.queue_reliable = lambda channel, n, payload, sid, size: False  # type: ignore[method-assign]
+        self._intake._queue_unreliable = lambda channel, n, payload: 0  # type: ignore[method-assign]
+        self._intake._queue_next = lambda channel, first, payloads, sizes, at, sid: 0  # type: ignore[method-assign]
 
 
 _SMALL_QUEUE = EngineConfig(max_receiver_queue_messages=6, max_receiver_queue_bytes=3000)
@@ -252,7 +237,7 @@ def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[objec
     """A chunk's run of in-order plain Messages queued at once, and plain messages queued by the short paths: the
     same commands, events and messages as the general path, including a run cut by a full queue (small queues)."""
     config = _SMALL_QUEUE if small else None
-    twins = [_Twin(plain=True, server=_NoRuns, config=config), _Twin(plain=True, config=config)]
+    twins = [_Twin(batched=True, server=_NoRuns, config=config), _Twin(batched=True, config=config)]
     now = 0.0
     for kind, arg, size in steps:
         if kind == "tick":
@@ -274,8 +259,7 @@ def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[objec
                 assert isinstance(arg, int)
                 t.take(arg, now)
             else:
-                t.c.handle_timer(now)
-                t.s.handle_timer(now)
+                t.tick(now)
     for t in twins:
         t.pump(1 << 20, now)
     assert twins[0].log == twins[1].log
@@ -287,7 +271,7 @@ def test_a_run_whose_first_frame_was_partly_credited_matches_the_general_path(sm
     """Frames cut across pumps, everything taken in between (the partial frame is credited while it waits), then
     the rest and more in one chunk: a run starting with that frame is credited as the general path credits it."""
     config = _SMALL_QUEUE if small else None
-    twins = [_Twin(plain=True, server=_NoRuns, config=config), _Twin(plain=True, config=config)]
+    twins = [_Twin(batched=True, server=_NoRuns, config=config), _Twin(batched=True, config=config)]
     for t in twins:
         for _ in range(5):
             t.send(Delivery.ORDERED, 64, 0.0)
@@ -300,12 +284,12 @@ def test_a_run_whose_first_frame_was_partly_credited_matches_the_general_path(sm
         t.pump(1200, 0.02)
     assert twins[0].log == twins[1].log
     takes = [len(x) for x in twins[0].log if isinstance(x, list) and x and isinstance(x[0], Delivered)]
-    assert takes == [3, 3]  # (the fourth frame waited, partly credited, for the second pump)
+    assert takes == [4, 3]  # (the fifth frame waited, partly credited, for the second pump)
 
 
 class _PlainChecked(Engine):
-    """The driver's engine, sending plain messages with send_plain, taking with take_many, and checking
-    after every call that every receiver's ack timer is where Receivers.schedule would put it."""
+    """The driver's engine, taking with take_many, and checking after every call that every receiver's ack timer
+    is where Receivers.schedule would put it."""
 
     problems: list[str]
 
@@ -317,11 +301,7 @@ class _PlainChecked(Engine):
         delivery: Delivery = Delivery.ORDERED,
         now: float | None = None,
     ) -> SendResult:
-        if attach:
-            return self._checked(super().send(sender, payload, attach, delivery, now))
-        s = self._senders.get(sender)
-        number = 0 if s is None else s.next_unrel if delivery is Delivery.UNRELIABLE else s.next_rel
-        return self._checked(SendResult(number, (), self.send_plain(sender, payload, delivery, now)))
+        return self._checked(super().send(sender, payload, attach, delivery, now))
 
     def take_message(self, receiver: int, now: float | None = None) -> Delivered | None:
         got = self.take_many(receiver, 1, now)
@@ -367,29 +347,20 @@ def test_random_scripts_through_the_hot_calls_keep_every_invariant(start: int) -
         assert not [p for e in engines for p in e.problems], (seed, engines[0].problems[:3], engines[1].problems[:3])
 
 
-def test_plain_ordered_writes_in_a_row_reach_the_adapter_as_one_write() -> None:
+def test_each_send_is_one_write_and_the_engine_joins_none() -> None:
+    """A send is one command (a batch of messages too); joining writes of a loop turn is the adapter's
+    (tests/quic/test_writes.py)."""
     c = client_ready()
-    sid = c.send_plain(1, b"first")
+    sid = c.send(1, b"first").stream_id
     assert sid is not None
     c.commands()
     for n in range(1, 4):
-        assert c.send_plain(1, bytes([n])) == sid
-    c.send_plain(1, b"u", Delivery.UNRELIABLE)  # another command: the next write starts anew
-    c.send_plain(1, b"z")
+        assert c.send(1, bytes([n])).stream_id == sid
+    c.send(1, b"u", (), Delivery.UNRELIABLE)
+    assert c.send_many(1, [b"y", b"z"]) == sid
     c.finish(1)
-    frames = [encode_message(0, n, (), bytes([n])) for n in range(1, 4)]
     cmds = c.commands()
-    assert cmds[0] == SendStreamData(sid, b"".join(frames))
-    assert isinstance(cmds[1], SendDatagram)
-    assert cmds[2:] == [SendStreamData(sid, encode_message(0, 4, (), b"z")), SendStreamData(sid, b"", True)]
-
-
-def test_large_plain_writes_are_not_joined() -> None:
-    c = client_ready()
-    big = bytes(5000)
-    sid = c.send_plain(1, b"first")
-    assert sid is not None
-    c.commands()
-    c.send_plain(1, big)
-    c.send_plain(1, big)
-    assert c.commands() == [SendStreamData(sid, encode_message(0, n, (), big)) for n in (1, 2)]
+    assert cmds[:3] == [SendStreamData(sid, encode_message(0, n, (), bytes([n]))) for n in range(1, 4)]
+    assert isinstance(cmds[3], SendDatagram)
+    assert cmds[4:] == [SendStreamData(sid, encode_message(0, 4, (), b"y") + encode_message(0, 5, (), b"z")),
+                        SendStreamData(sid, b"", True)]
