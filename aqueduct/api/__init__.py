@@ -11,7 +11,7 @@ from ..core.config import EngineConfig
 from ..quic.mtls import PeerIdentity
 from ..quic.settings import TransportSettings
 from ..quic.tickets import FileTicketStore, MemoryTicketStore
-from .codec import CborCodec, Codec, CodecError, RawCodec, RawMessage
+from .codec import CborCodec, Codec, RawCodec, RawMessage
 from .connection import CodecMismatch, Connection, Stats
 from .endpoints import Server
 from .endpoints import connect as connect  # (imported by name; aqueduct.connect is the services' one)
@@ -29,7 +29,6 @@ __all__ = [
     "Broadcast",
     "CborCodec",
     "Codec",
-    "CodecError",
     "CodecMismatch",
     "Connection",
     "Delivery",

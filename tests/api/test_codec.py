@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aqueduct.api import CborCodec, CodecError, RawCodec, RawMessage, channel
+from aqueduct import CodecError
+from aqueduct.api import CborCodec, RawCodec, RawMessage, channel
 from aqueduct.api.codec import ATTACHMENT_TAG
 
 cbor_values = st.recursive(

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import aqueduct
-from aqueduct import ChannelCancelled, ChannelClosed, ReceiverDropped
-from aqueduct.api import CborCodec, CodecError
+from aqueduct import ChannelCancelled, ChannelClosed, CodecError, ReceiverDropped
+from aqueduct.api import CborCodec
 from aqueduct.api.connection import link_of
 from aqueduct.core.app import AppEvent, ReceiverEnded
 from aqueduct.quic.certs import DevCerts
