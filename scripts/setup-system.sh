@@ -16,11 +16,13 @@
 #   java        a JDK (Java 17+) for Spark, which the analysis pipeline and its tests run (tests/spark/)
 #   aeron       .venv-aeron: Python 3.12+ with pyaeron, the real Aeron C driver for interop
 #               (tests/aeron_native/test_interop.py; aeron_compat/native/interop.py makes it)
+#   nats        Debian's nats-server, the program only (no service is started): the NATS rows of
+#               `aqueduct bench --peers` start their own on a free loopback port (tests/bench/test_peers.py)
 # The tests call `--check` (tests/system_deps.py): a missing piece skips them with this script's reason,
 # and fails them under AQUEDUCT_REQUIRE_SYSTEM=1 (.ci/run).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ALL="chromium openweaver netns java aeron"
+ALL="chromium openweaver netns java aeron nats"
 
 packages() {
   case "$1" in
@@ -29,6 +31,7 @@ packages() {
     netns) echo "iproute2 iptables" ;;
     java) echo "openjdk-17-jre-headless" ;;
     aeron) echo "" ;;
+    nats) echo "nats-server" ;;
     *) echo "setup-system: unknown piece '$1' (pieces: $ALL)" >&2; exit 2 ;;
   esac
 }
@@ -40,6 +43,7 @@ why() {
     netns) echo "network namespaces with kernel packet loss for the loss-curve tests" ;;
     java) echo "Spark needs Java 17+" ;;
     aeron) echo "pyaeron (the real Aeron C driver) for the Aeron interop tests" ;;
+    nats) echo "a NATS server beside Aqueduct in the benchmark's peer rows" ;;
   esac
 }
 
@@ -84,6 +88,8 @@ check() {
   case "$piece" in
     chromium) command -v chromium || command -v chromium-browser \
       || { echo "chromium: the packages are installed but no chromium command is on PATH"; return 1; } ;;
+    nats) command -v nats-server || { [ -x /usr/sbin/nats-server ] && echo /usr/sbin/nats-server; } \
+      || { echo "nats: the package is installed but no nats-server program was found"; return 1; } ;;
     *) packages "$piece" ;;
   esac
 }

@@ -1,13 +1,11 @@
 """The peer rows of `aqueduct bench --peers` (aqueduct/bench/peers/): each peer's clients give correct answers
 at a tiny scale, a missing peer is reported and the run goes on, and the targets block lists every target.
-No timing is asserted. nats-server comes from scripts/nats_server.sh (Debian's package; CI runs as root)."""
+No timing is asserted. nats-server comes from `scripts/setup-system.sh nats` (Debian's package)."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +15,8 @@ from aqueduct.bench.peers.measure import concurrent_calls, request_reply
 from aqueduct.bench.runner import Options, Results, run
 from aqueduct.cli import main
 from aqueduct.quic.certs import DevCerts, make_dev_certs
+from tests.system_deps import requires_system
 
-ROOT = Path(__file__).resolve().parents[2]
 ISSUE_28_TARGETS = {
     "fresh-oneshot request/reply, 1 in flight, calls/s vs grpcio TLS",
     "fresh-oneshot request/reply, 1 in flight, p50 vs grpcio TLS",
@@ -45,9 +43,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> DevCerts:
 
 @pytest.fixture(scope="module")
 def nats_server() -> None:
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "nats_server.sh")], capture_output=True, text=True,
-                            timeout=900)
-    assert result.returncode == 0, result.stderr[-2000:]
+    requires_system("nats")  # scripts/setup-system.sh nats
     assert peers.unavailable("nats") is None
 
 
@@ -125,7 +121,7 @@ def test_a_missing_peer_is_reported_and_the_run_goes_on(monkeypatch: pytest.Monk
                  "--window", "0.02", "--setups", "1", "--api-channels", "0", "--engine-channels", "0", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "peer zeromq: not measured: no_such_zmq_library not installed (pip install 'aqueduct-py[bench]')" in out
-    assert "peer nats: not measured: no-such-nats-server not installed (bash scripts/nats_server.sh)" in out
+    assert "peer nats: not measured: no-such-nats-server not installed (scripts/setup-system.sh nats)" in out
     assert "64 B one way (msgs/s)" in out and " tcp " in out  # the rest of the run was measured
 
 

@@ -18,7 +18,7 @@ and aqueduct.py (Aqueduct's own rows in the same harness: a request with a fresh
 request on a pre-opened channel pair, raw and typed streaming, connect 0-RTT and 1-RTT). measure.py
 measures one row in a process of its own, run.py drives rows and servers for the runner. A peer whose
 library or server program is missing is reported so (`unavailable`), never a crash. The libraries are
-the `bench` extra: `pip install 'aqueduct-py[bench]'`; nats-server: `bash scripts/nats_server.sh`.
+the `bench` extra: `pip install 'aqueduct-py[bench]'`; nats-server: `scripts/setup-system.sh nats`.
 """
 
 from __future__ import annotations
@@ -97,5 +97,5 @@ def unavailable(kind: str) -> str | None:
     if importlib.util.find_spec(k.library) is None:
         return f"{k.library} not installed ({k.install})"
     if k.program is not None and find_program(k.program) is None:
-        return f"{k.program} not installed (bash scripts/nats_server.sh)"
+        return f"{k.program} not installed (scripts/setup-system.sh nats)"
     return None

@@ -50,7 +50,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
     """nats-server on a free loopback port, and the responder (no TLS: NATS rows are plain TCP)."""
     program = find_program("nats-server")
     if program is None:
-        raise RuntimeError("nats-server not installed (bash scripts/nats_server.sh)")
+        raise RuntimeError("nats-server not installed (scripts/setup-system.sh nats)")
     port = _free_port()
     proc = subprocess.Popen([program, "-a", HOST, "-p", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
