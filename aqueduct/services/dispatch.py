@@ -1,9 +1,13 @@
 """Dispatch: run the calls that arrive on a service's channel against its implementation.
 
 Theory of operation. `serve_calls(rx, impl)` reads call messages (typed: each one a method's call struct,
-or dropped as invalid) and runs each in its own task, at most `max_concurrent_calls` at once: it takes the
-next call only when a slot is free, so callers beyond that wait on flow control (their messages stay in
-the channel's window), not in memory here. A call task runs the method inside the connection's
+or dropped as invalid) and runs each in a task of its own, at most `max_concurrent_calls` at once: it takes
+the next call only when a slot is free, so callers beyond that wait on flow control (their messages stay in
+the channel's window), not in memory here. The receiving moves from task to task: a call taken while more
+are already here gets a new task, but the last one (at one call in flight, every one) runs in the task that
+received it, which first hands the receiving on to a new task. So a call starts in the loop turn its packet
+woke, and its answer leaves in that turn's packet with the acknowledgement of the call and its reply
+channel's control frame (a new task would start a turn later, after the transmit: two packets each way). A call task runs the method inside the connection's
 interceptors with `current_call()` set, under the time the caller left it (`meta.timeout`), and sends the
 value, or the exception as a `Failure`, on the call's reply oneshot. A watcher on the reply sender cancels
 the task as soon as the caller stops waiting (its reply receiver closed: timeout, cancellation, or its
@@ -45,28 +49,81 @@ def dispatchers() -> int:
 async def serve_calls(rx: Receiver[Any], impl: Service, iface: Interface) -> None:
     """Serve every call arriving on `rx` with `impl` until the channel ends."""
     rx.on_invalid = "drop"  # (a call that does not fit is dropped with its reply channel; the rest go on)
-    loop = asyncio.get_running_loop()
-    limit = settings_of(rx._link).max_concurrent_calls
-    slots = asyncio.Semaphore(limit)
-    by_call = iface.by_call
-    while True:
-        await slots.acquire()
+    dispatcher = _Dispatcher(rx, impl, iface)
+    dispatcher.receive_next()
+    try:
+        await dispatcher.ended
+    finally:
+        dispatcher.stop()
+
+
+class _Dispatcher:
+    """One service channel's dispatch: its call slots, the task receiving now, and the channel's end."""
+
+    __slots__ = ("by_call", "ended", "iface", "impl", "loop", "receiving", "rx", "slots")
+
+    def __init__(self, rx: Receiver[Any], impl: Service, iface: Interface) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.rx, self.impl, self.iface, self.by_call = rx, impl, iface, iface.by_call
+        self.slots = asyncio.Semaphore(settings_of(rx._link).max_concurrent_calls)
+        self.ended: asyncio.Future[None] = self.loop.create_future()
+        self.receiving: asyncio.Task[None] | None = None
+
+    def receive_next(self) -> None:
+        """Hand the receiving on to a new task."""
+        self.receiving = self.loop.create_task(self._receive())
+
+    def stop(self) -> None:
+        """Stop taking calls (the calls running finish on their own)."""
+        if self.receiving is not None:
+            self.receiving.cancel()
+
+    async def _receive(self) -> None:
+        """Take calls, each into a task of its own while more are waiting; run the last one here, after handing
+        the receiving on (so its answer leaves in this loop turn, with the acknowledgement of its call)."""
+        rx, slots = self.rx, self.slots
         try:
-            call = await rx.recv()
+            while True:
+                await slots.acquire()
+                try:
+                    call = await rx.recv()
+                except BaseException:  # (ChannelError: the channel ended; or cancelled by `stop`)
+                    slots.release()
+                    raise
+                method = self.by_call.get(type(call))
+                if method is None:  # (only an untyped local sender could put something else here)
+                    slots.release()
+                    continue
+                if not _more_waiting(rx):
+                    break
+                task = self.loop.create_task(_run(self.impl, self.iface, method, call, rx._link))
+                task.add_done_callback(lambda _t: slots.release())
+                if call.reply.networked:
+                    _cancel_when_abandoned(task, call.reply)
+                del call, task  # (the call task alone holds them: a cancelled call lets its reply sender go at once)
         except ChannelError:  # (ChannelFinished too: the caller finished its channel)
-            slots.release()
+            if not self.ended.done():
+                self.ended.set_result(None)
             return
-        method = by_call.get(type(call))
-        if method is None:  # (only an untyped local sender could put something else here)
+        except Exception as exc:  # (a fault here ends serve_calls with it)
+            if not self.ended.done():
+                self.ended.set_exception(exc)
+            return
+        self.receive_next()
+        try:
+            if call.reply.networked:
+                here = asyncio.current_task()
+                assert here is not None
+                _cancel_when_abandoned(here, call.reply)
+            await _run(self.impl, self.iface, method, call, rx._link)
+        finally:
             slots.release()
-            continue
-        if rx._link is not None and limit != settings_of(rx._link).max_concurrent_calls:
-            limit = settings_of(rx._link).max_concurrent_calls  # (a capability learns its connection late)
-        task = loop.create_task(_run(impl, iface, method, call, rx._link))
-        task.add_done_callback(lambda _t: slots.release())
-        if call.reply.networked:
-            _cancel_when_abandoned(task, call.reply)
-        del call, task  # (the call task alone holds them: a cancelled call lets its reply sender go at once)
+
+
+def _more_waiting(rx: Receiver[Any]) -> bool:
+    """Whether another message is already here (the next `recv` would not wait)."""
+    pipe = rx._pipe
+    return bool(rx._buf) or (pipe is not None and bool(pipe.items))
 
 
 def _cancel_when_abandoned(task: asyncio.Task[None], reply: Sender[Any]) -> None:
