@@ -183,10 +183,13 @@ def service_lines(results: Results) -> list[str]:
     """The service rows (`--services`): calls/s, p50 and p99 per kind and calls in flight, medians of rounds."""
     if not results.services:
         return []
-    lines = ["service rows (medians over rounds; one run, same peer process):"]
+    lines = ["service rows (medians over rounds; one run, same peer process; CPU per call: this process, the peer):"]
     for row, values in results.services.items():
         rate, p50, p99 = (_fmt(statistics.median(values[k])) for k in ("calls_s", "p50_us", "p99_us"))
-        lines.append(f"  {row:<46} {rate:>8} calls/s  p50 {p50:>8} us  p99 {p99:>8} us")
+        cpu = "".join(f" {_fmt(statistics.median(values[k])):>7}" for k in ("client_cpu_us", "server_cpu_us")
+                      if k in values)
+        lines.append(f"  {row:<46} {rate:>8} calls/s  p50 {p50:>8} us  p99 {p99:>8} us" +
+                     (f"  CPU us/call{cpu}" if cpu else ""))
     return lines
 
 

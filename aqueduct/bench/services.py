@@ -6,7 +6,10 @@ on loopback and prints their ports: a `BenchCalc` service (`serve(service=)`), a
 `Add` requests answered on their reply oneshot (what a service call is built from, hand-written), and a
 grpc.aio server with one generic unary method on raw bytes (no protobuf: the figure is the transport and
 dispatch, not a codec). This process calls each for `window` seconds with 1 and with 32 calls in flight
-and records calls/s and the p50/p99 of each call's latency, alternating the kinds each round.
+and records calls/s and the p50/p99 of each call's latency, alternating the kinds each round, and the CPU
+time per call of each side (this process's `time.process_time()`; the peer's, asked for on its stdin before
+and after the window): on a loaded machine the wall-clock rates are noise, the CPU per call much less so.
+`--no-grpc` leaves grpcio out (its server threads, in the peer process, count in the peer's CPU time).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def grpc_available() -> bool:
 
 
 # ---- the serving peer ----
-async def _serve(certs: Path) -> None:
+async def _serve(certs: Path, with_grpc: bool = True) -> None:
     cert, key = certs / "cert.pem", certs / "key.pem"
     ports: dict[str, int] = {}
     async with serve("127.0.0.1", 0, cert=cert, key=key, service=Calc()) as svc, \
@@ -75,7 +78,7 @@ async def _serve(certs: Path) -> None:
 
         acceptor = asyncio.ensure_future(accept())
         grpc_server = None
-        if grpc_available():
+        if with_grpc and grpc_available():
             import grpc
 
             async def unary(request: bytes, context: Any) -> bytes:
@@ -88,18 +91,22 @@ async def _serve(certs: Path) -> None:
             ports["grpc"] = grpc_server.add_insecure_port("127.0.0.1:0")
             await grpc_server.start()
         print(json.dumps(ports), flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+        while await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline):  # (each line: "CPU?")
+            print(time.process_time(), flush=True)
         acceptor.cancel()
         if grpc_server is not None:
             await grpc_server.stop(None)
 
 
 # ---- measuring ----
-async def _drive(call: Callable[[], Awaitable[Any]], flight: int, window: float) -> tuple[float, list[float]]:
-    """Calls/s and each call's latency with `flight` calls in flight for `window` seconds."""
+async def _drive(call: Callable[[], Awaitable[Any]], flight: int, window: float,
+                 cpu: Callable[[], tuple[float, float]]) -> tuple[float, list[float], tuple[float, float]]:
+    """Calls/s, each call's latency and the CPU seconds per call (this process, the peer's) with `flight` calls
+    in flight for `window` seconds."""
     latencies: list[float] = []
     for _ in range(50):  # warm up
         await call()
+    client0, server0 = cpu()
     stop = time.perf_counter() + window
 
     async def worker() -> None:
@@ -110,7 +117,10 @@ async def _drive(call: Callable[[], Awaitable[Any]], flight: int, window: float)
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(flight)))
-    return len(latencies) / (time.perf_counter() - started), latencies
+    rate = len(latencies) / (time.perf_counter() - started)
+    client1, server1 = cpu()
+    n = max(len(latencies), 1)
+    return rate, latencies, ((client1 - client0) / n, (server1 - server0) / n)
 
 
 async def _callers(ports: dict[str, int], ca: Path) -> tuple[dict[str, Callable[[], Awaitable[Any]]], list[Any]]:
@@ -136,14 +146,24 @@ async def _callers(ports: dict[str, int], ca: Path) -> tuple[dict[str, Callable[
 
 
 async def measure(certs_dir: Path, window: float, rounds: int,
-                  progress: Callable[[str], None] = lambda _: None) -> dict[str, dict[str, list[float]]]:
-    """Per row (`<kind> (<n> in flight)`): `calls_s`, `p50_us`, `p99_us`, one value per round."""
-    proc = subprocess.Popen([sys.executable, "-m", "aqueduct.bench.services", "--serve", str(certs_dir)],
+                  progress: Callable[[str], None] = lambda _: None,
+                  with_grpc: bool = True) -> dict[str, dict[str, list[float]]]:
+    """Per row (`<kind> (<n> in flight)`): `calls_s`, `p50_us`, `p99_us`, and the CPU time per call of this
+    process and of the serving peer, `client_cpu_us` and `server_cpu_us`; one value per round."""
+    command = [sys.executable, "-m", "aqueduct.bench.services", "--serve", str(certs_dir)]
+    proc = subprocess.Popen(command + ([] if with_grpc else ["--no-grpc"]),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     out: dict[str, dict[str, list[float]]] = {}
     try:
         assert proc.stdout is not None and proc.stdin is not None
         ports = json.loads(proc.stdout.readline())
+        stdin, stdout = proc.stdin, proc.stdout
+
+        def cpu() -> tuple[float, float]:
+            stdin.write("CPU?\n")
+            stdin.flush()
+            return time.process_time(), float(stdout.readline())
+
         callers, closers = await _callers(ports, certs_dir / "ca.pem")
         try:
             kinds = list(callers)
@@ -152,9 +172,11 @@ async def measure(certs_dir: Path, window: float, rounds: int,
                 for kind in kinds[shift:] + kinds[:shift]:
                     for flight in FLIGHTS:
                         progress(f"services round {rnd + 1}/{rounds}: {kind}, {flight} in flight")
-                        rate, lat = await _drive(callers[kind], flight, window)
+                        rate, lat, (client_cpu, server_cpu) = await _drive(callers[kind], flight, window, cpu)
                         row = out.setdefault(f"{kind} ({flight} in flight)", {})
                         row.setdefault("calls_s", []).append(rate)
+                        row.setdefault("client_cpu_us", []).append(client_cpu * 1e6)
+                        row.setdefault("server_cpu_us", []).append(server_cpu * 1e6)
                         row.setdefault("p50_us", []).append(percentile(lat, 0.5) * 1e6)
                         row.setdefault("p99_us", []).append(percentile(lat, 0.99) * 1e6)
         finally:
@@ -173,9 +195,10 @@ def main() -> None:
     parser.add_argument("--serve", metavar="DIR")
     parser.add_argument("--window", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-grpc", action="store_true", help="leave grpcio out (its threads count in the peer's CPU)")
     args = parser.parse_args()
     if args.serve:
-        asyncio.run(_serve(Path(args.serve)))
+        asyncio.run(_serve(Path(args.serve), not args.no_grpc))
         return
     import tempfile
 
@@ -183,7 +206,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         make_dev_certs(tmp)
-        rows = asyncio.run(measure(Path(tmp), args.window, args.rounds, lambda s: print(s, file=sys.stderr)))
+        rows = asyncio.run(measure(Path(tmp), args.window, args.rounds, lambda s: print(s, file=sys.stderr),
+                                   not args.no_grpc))
     print(json.dumps(rows, indent=1))
 
 

@@ -1,20 +1,30 @@
 """Dispatch: run the calls that arrive on a service's channel against its implementation.
 
 Theory of operation. `serve_calls(rx, impl)` reads call messages (typed: each one a method's call struct,
-or dropped as invalid) and runs each in its own task, at most `max_concurrent_calls` at once: it takes the
-next call only when a slot is free, so callers beyond that wait on flow control (their messages stay in
-the channel's window), not in memory here. A call task runs the method inside the connection's
-interceptors with `current_call()` set, under the time the caller left it (`meta.timeout`), and sends the
-value, or the exception as a `Failure`, on the call's reply oneshot. A watcher on the reply sender cancels
-the task as soon as the caller stops waiting (its reply receiver closed: timeout, cancellation, or its
-connection gone), so nothing of an abandoned call runs on. The loop ends with the channel (the caller's
-sender finished or dropped, or the connection lost); the calls still running finish on their own.
+or dropped as invalid) and runs them, at most `max_concurrent_calls` at once: it takes the next call only
+when a slot is free, so callers beyond that wait on flow control (their messages stay in the channel's
+window), not in memory here. A call runs (`_run`) inside the connection's interceptors with `current_call()`
+set, under the time the caller left it (`meta.timeout`), and sends the value, or the exception as a
+`Failure`, on the call's reply oneshot.
+
+Where a call runs: the task that received it starts it at once, in a context of its own (as a task of its
+own would), so that its answer leaves in the loop turn its packet woke, in one packet with the
+acknowledgement of the call and its reply channel's control frame (a task started now would run a turn
+later, after that transmit: two packets each way). Most calls end without waiting (a method that does not
+wait, a reply the window takes), and the task takes the next; a call that waits keeps this task as its own
+from then on (`_Resumed` goes on driving it, cancellation included) and the receiving moves to a new task.
+Such a call has a watcher on its reply sender that cancels it as soon as the caller stops waiting (its
+reply receiver closed: timeout, cancellation, or its connection gone), so nothing of an abandoned call runs
+on. The receiving ends with the channel (the caller's sender finished or dropped, or the connection lost);
+the calls still running finish on their own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+from collections.abc import Coroutine, Generator
 from typing import Any
 
 from ..api.halves import Receiver, Sender
@@ -45,28 +55,108 @@ def dispatchers() -> int:
 async def serve_calls(rx: Receiver[Any], impl: Service, iface: Interface) -> None:
     """Serve every call arriving on `rx` with `impl` until the channel ends."""
     rx.on_invalid = "drop"  # (a call that does not fit is dropped with its reply channel; the rest go on)
-    loop = asyncio.get_running_loop()
-    limit = settings_of(rx._link).max_concurrent_calls
-    slots = asyncio.Semaphore(limit)
-    by_call = iface.by_call
-    while True:
-        await slots.acquire()
+    dispatcher = _Dispatcher(rx, impl, iface)
+    dispatcher.receive_next()
+    try:
+        await dispatcher.ended
+    finally:
+        dispatcher.stop()
+
+
+class _Dispatcher:
+    """One service channel's dispatch: its call slots, the task receiving now, and the channel's end."""
+
+    __slots__ = ("by_call", "ended", "iface", "impl", "loop", "receiving", "rx", "slots")
+
+    def __init__(self, rx: Receiver[Any], impl: Service, iface: Interface) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.rx, self.impl, self.iface, self.by_call = rx, impl, iface, iface.by_call
+        self.slots = asyncio.Semaphore(settings_of(rx._link).max_concurrent_calls)
+        self.ended: asyncio.Future[None] = self.loop.create_future()
+        self.receiving: asyncio.Task[None] | None = None
+
+    def receive_next(self) -> None:
+        """Hand the receiving on to a new task."""
+        self.receiving = self.loop.create_task(self._receive())
+
+    def stop(self) -> None:
+        """Stop taking calls (the calls running finish on their own)."""
+        if self.receiving is not None:
+            self.receiving.cancel()
+
+    async def _receive(self) -> None:
+        """Take calls and run each here, in its own context, until it ends or first waits; one that waits keeps
+        this task (its task from now on) and hands the receiving on to a new one."""
+        rx, slots, loop = self.rx, self.slots, self.loop
         try:
-            call = await rx.recv()
+            while True:
+                await slots.acquire()
+                try:
+                    call = await rx.recv()
+                except BaseException:  # (ChannelError: the channel ended; or cancelled by `stop`)
+                    slots.release()
+                    raise
+                method = self.by_call.get(type(call))
+                if method is None:  # (only an untyped local sender could put something else here)
+                    slots.release()
+                    continue
+                reply: Sender[Any] = call.reply
+                context = contextvars.copy_context()
+                running = _run(self.impl, self.iface, method, call, rx._link)
+                del call  # (`running` alone holds it: a cancelled call lets its reply sender go at once)
+                try:
+                    waiting = context.run(running.send, None)
+                except StopIteration:  # the call ended without waiting (answered, or its caller gone)
+                    pass
+                except Exception:  # (a fault of the dispatch itself: this call ends with it, the others go on)
+                    log.exception("service call %s.%s failed", self.iface.name, method.name)
+                else:
+                    break
+                slots.release()
+                del reply, context, running  # (nothing of an ended call stays held while the next is awaited)
         except ChannelError:  # (ChannelFinished too: the caller finished its channel)
-            slots.release()
+            if not self.ended.done():
+                self.ended.set_result(None)
             return
-        method = by_call.get(type(call))
-        if method is None:  # (only an untyped local sender could put something else here)
+        except Exception as exc:  # (a fault here ends serve_calls with it)
+            if not self.ended.done():
+                self.ended.set_exception(exc)
+            return
+        self.receive_next()
+        try:
+            if reply.networked:
+                here = asyncio.current_task(loop)
+                assert here is not None
+                _cancel_when_abandoned(here, reply)
+            del reply
+            await _Resumed(running, context, waiting)
+        finally:
             slots.release()
-            continue
-        if rx._link is not None and limit != settings_of(rx._link).max_concurrent_calls:
-            limit = settings_of(rx._link).max_concurrent_calls  # (a capability learns its connection late)
-        task = loop.create_task(_run(impl, iface, method, call, rx._link))
-        task.add_done_callback(lambda _t: slots.release())
-        if call.reply.networked:
-            _cancel_when_abandoned(task, call.reply)
-        del call, task  # (the call task alone holds them: a cancelled call lets its reply sender go at once)
+
+
+class _Resumed:
+    """Awaitable: go on running, in this task and in `context`, a coroutine started elsewhere that is waiting on
+    `waiting` (what it yielded), as its own task would (a cancellation of this task is thrown into it)."""
+
+    __slots__ = ("context", "coro", "waiting")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], context: contextvars.Context, waiting: Any) -> None:
+        self.coro, self.context, self.waiting = coro, context, waiting
+
+    def __await__(self) -> Generator[Any, None, None]:
+        coro, context, waiting = self.coro, self.context, self.waiting
+        while True:
+            try:
+                yield waiting  # (the task waits on the future the coroutine yielded, or yields the turn)
+            except BaseException as exc:  # (cancelled while it waited: the call is told)
+                step: Any = coro.throw
+                arg: Any = exc
+            else:
+                step, arg = coro.send, None
+            try:
+                waiting = context.run(step, arg)
+            except StopIteration:
+                return
 
 
 def _cancel_when_abandoned(task: asyncio.Task[None], reply: Sender[Any]) -> None:

@@ -70,7 +70,12 @@ def sender_of(stub: Service) -> Sender[Any]:
 
 def _remote(method: Method) -> Any:
     async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return await remote_call(self._aq_iface, self._aq_sender, method, method.fields(args, kwargs))
+        sender = self._aq_sender
+        fields = method.fields(args, kwargs)
+        settings = settings_of(sender._link)
+        if settings.interceptors or OPTIONS.get() is not None:
+            return await remote_call(self._aq_iface, sender, method, fields)
+        return await _exchange(self._aq_iface, sender, method, fields, None, None, settings.calls)  # (most calls)
 
     call.__name__ = call.__qualname__ = method.name
     return call
@@ -95,13 +100,16 @@ async def remote_call(iface: Interface, sender: Sender[Any], method: Method, fie
 
 
 async def _exchange(iface: Interface, sender: Sender[Any], method: Method, fields: dict[str, Any],
-                    metadata: dict[str, str], timeout: float | None, slots: Any) -> Any:
-    meta = CallMeta(timeout, metadata) if timeout is not None or metadata else None
+                    metadata: dict[str, str] | None, timeout: float | None, slots: asyncio.Semaphore | None) -> Any:
+    meta = CallMeta(timeout, metadata or {}) if timeout is not None or metadata else None
     build: Any = method.call  # (a msgspec Struct class made at run time, with a `reply` field)
     reply: Any
     if slots is not None:
-        async with slots:
+        await slots.acquire()
+        try:
             reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
+        finally:
+            slots.release()
     else:
         reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
     if reply.error is not None:

@@ -21,5 +21,6 @@ async def test_the_service_rows_are_measured_beside_request_and_grpc() -> None:
     assert set(rows) == {f"{k} ({n} in flight)" for k in kinds for n in services.FLIGHTS}
     for row in rows.values():
         assert row["calls_s"][0] > 0 and 0 < row["p50_us"][0] <= row["p99_us"][0]
+        assert row["client_cpu_us"][0] > 0 and row["server_cpu_us"][0] > 0
     printed = "\n".join(service_lines(Results(options={}, services=rows)))
-    assert "service call (32 in flight)" in printed and "calls/s" in printed
+    assert "service call (32 in flight)" in printed and "calls/s" in printed and "CPU us/call" in printed

@@ -4,14 +4,17 @@ calls in flight, and the server's concurrency bound (callers beyond it wait)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+from typing import Any
 
 import pytest
 
 import aqueduct
+from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import DevCerts
 from tests.api.conftest import guard
 
-from .calc import Calculator
+from .calc import Calc, Calculator
 from .conftest import served
 
 
@@ -59,3 +62,69 @@ async def test_the_server_runs_at_most_max_concurrent_calls_and_the_rest_wait(ce
             key = await guard(impl.started.get())
             impl.running[key].set()
         assert sorted(await guard(asyncio.gather(*calls))) == [f"k{i}" for i in range(5)]
+
+
+async def test_an_answer_leaves_in_the_loop_turn_its_call_arrived_in(certs: DevCerts) -> None:
+    """Between the packet that carries a call and its method no transmit runs on the server, so the answer
+    shares a packet with the acknowledgement of the call and the reply channel's control frame: one packet
+    each way per call at one in flight (a call started in a new task ran after that transmit: two)."""
+    log: list[str] = []
+    in_timer = False
+
+    class Logged(Calc):
+        async def add(self, a: int, b: int) -> int:
+            log.append("app")
+            return a + b
+
+    async with served(certs, Logged()) as (_, conn, server):
+        (server_conn,) = server.connections
+        proto: Any = link_of(server_conn).protocol
+        received, transmit, timer = proto.datagram_received, proto.transmit, proto._handle_timer
+
+        def on_datagram(data: bytes, addr: Any) -> None:
+            log.append("rx")
+            received(data, addr)
+
+        def on_transmit() -> None:
+            if not in_timer:  # (an aioquic timer due in the same turn may transmit first: not counted)
+                log.append("tx")
+            transmit()
+
+        def on_timer() -> None:
+            nonlocal in_timer
+            in_timer = True
+            try:
+                timer()
+            finally:
+                in_timer = False
+
+        proto.datagram_received, proto.transmit, proto._handle_timer = on_datagram, on_transmit, on_timer
+        for i in range(20):
+            assert await guard(conn.service.add(i, 1)) == i + 1
+    calls = [i for i, what in enumerate(log) if what == "app"]
+    assert len(calls) == 20
+    for i in calls:
+        assert log[i - 1] == "rx", log[max(0, i - 6) : i + 1]
+
+
+SEEN: contextvars.ContextVar[int] = contextvars.ContextVar("seen")
+
+
+async def test_each_call_runs_in_a_context_of_its_own(certs: DevCerts) -> None:
+    """Calls run in the task that received them until they wait, each in a copy of the dispatcher's context: what
+    one call (or an interceptor) sets is not seen by the next, and current_call() is each call's own."""
+    leaked: list[int] = []
+
+    class Marking(Calc):
+        async def add(self, a: int, b: int) -> int:
+            if (before := SEEN.get(None)) is not None:
+                leaked.append(before)
+            SEEN.set(a)
+            assert aqueduct.current_call().args == {"a": a, "b": b}
+            return a + b
+
+    async with served(certs, Marking()) as (_, conn, _server):
+        for i in range(5):
+            assert await guard(conn.service.add(i, 0)) == i
+        assert await guard(asyncio.gather(*(conn.service.add(i, 1) for i in range(50)))) == list(range(1, 51))
+    assert leaked == []
