@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import AsyncIterator, Generator, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, overload
 from urllib.parse import urlsplit
 
 from ..core.config import EngineConfig
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 C = TypeVar("C")
+K = TypeVar("K", bound="_Closable")
 
 HeaderItems = Iterable[tuple[str, bytes | str]]
 DEFAULT_PORT = 4433
@@ -83,17 +84,22 @@ def check_port(port: int, what: str = "port") -> int:
     return port
 
 
-class _Connecting(Generic[C]):
-    """Awaitable and async context manager returned by `connect`."""
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+class _Connecting(Generic[K]):
+    """Awaitable and async context manager returned by `connect` (K: the connection it gives; the services'
+    `connect` gives a ServiceConnection through the same class)."""
 
     def __init__(self, coro: Any) -> None:
         self._coro = coro
-        self._conn: Connection[C] | None = None
+        self._conn: K | None = None
 
-    def __await__(self) -> Generator[Any, None, Connection[C]]:
+    def __await__(self) -> Generator[Any, None, K]:
         return self._coro.__await__()  # type: ignore[no-any-return]
 
-    async def __aenter__(self) -> Connection[C]:
+    async def __aenter__(self) -> K:
         self._conn = await self._coro
         return self._conn
 
@@ -122,11 +128,13 @@ class ConnectOptions(TypedDict, total=False):
 
 
 @overload
-def connect(url: str, *, entrypoint: None = None, **options: Unpack[ConnectOptions]) -> _Connecting[Sender[Any]]: ...
+def connect(
+    url: str, *, entrypoint: None = None, **options: Unpack[ConnectOptions]
+) -> _Connecting[Connection[Sender[Any]]]: ...
 @overload
 def connect(
     url: str, *, entrypoint: type[T] | OneOf[T], **options: Unpack[ConnectOptions]
-) -> _Connecting[Sender[T]]: ...
+) -> _Connecting[Connection[Sender[T]]]: ...
 def connect(
     url: str,
     *,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -56,38 +56,19 @@ class ServiceConnection(Connection[Sender[Any]], Generic[S]):
         return self
 
 
-class _ServiceConnecting(Generic[S]):
-    """Awaitable and async context manager returned by `connect(..., service=...)`."""
-
-    def __init__(self, coro: Any) -> None:
-        self._coro = coro
-        self._conn: ServiceConnection[S] | None = None
-
-    def __await__(self) -> Generator[Any, None, ServiceConnection[S]]:
-        return self._coro.__await__()  # type: ignore[no-any-return]
-
-    async def __aenter__(self) -> ServiceConnection[S]:
-        self._conn = await self._coro
-        return self._conn
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._conn is not None:
-            await self._conn.close()
-
-
 @overload
 def connect(
     url: str, *, entrypoint: None = None, **options: Unpack[ConnectOptions]
-) -> _Connecting[Sender[Any]]: ...
+) -> _Connecting[Connection[Sender[Any]]]: ...
 @overload
 def connect(
     url: str, *, entrypoint: type[T] | OneOf[T], **options: Unpack[ConnectOptions]
-) -> _Connecting[Sender[T]]: ...
+) -> _Connecting[Connection[Sender[T]]]: ...
 @overload
 def connect(
     url: str, *, service: Callable[..., S], interceptors: Sequence[Interceptor] = ...,
     max_concurrent_calls: int = ..., **options: Unpack[ConnectOptions],
-) -> _ServiceConnecting[S]: ...
+) -> _Connecting[ServiceConnection[S]]: ...
 def connect(
     url: str,
     *,
@@ -117,7 +98,7 @@ def connect(
         configure(link, *configure_args)
         return ServiceConnection(link, make_stub(iface, conn.entrypoint))
 
-    return _ServiceConnecting(opened())
+    return _Connecting(opened())
 
 
 @overload
