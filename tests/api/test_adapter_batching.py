@@ -17,6 +17,7 @@ from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.protocol import AqueductProtocol
 from aqueduct.quic.settings import TransportSettings
+from tests.harness.turns import log_turns
 
 from .conftest import guard, running
 
@@ -30,30 +31,10 @@ async def test_a_reply_is_sent_after_the_task_its_request_woke(certs: DevCerts) 
     """Between a request's packet and the handler's reaction no deferred transmit runs, so the reply carries the
     ACK (an aioquic timer due in the same loop turn may still transmit first: those are not counted)."""
     log: list[str] = []
-    in_timer = False
 
     async def handler(conn: aqueduct.Connection) -> None:
         proto: Any = link_of(conn).protocol
-        received, transmit, timer = proto.datagram_received, proto.transmit, proto._handle_timer
-
-        def on_datagram(data: bytes, addr: Any) -> None:
-            log.append("rx")
-            received(data, addr)
-
-        def on_transmit() -> None:
-            if not in_timer:
-                log.append("tx")
-            transmit()
-
-        def on_timer() -> None:
-            nonlocal in_timer
-            in_timer = True
-            try:
-                timer()
-            finally:
-                in_timer = False
-
-        proto.datagram_received, proto.transmit, proto._handle_timer = on_datagram, on_transmit, on_timer
+        log_turns(proto, log)
         first = await conn.entrypoint.recv()
         reply = first["reply"]
         async for msg in conn.entrypoint:

@@ -13,6 +13,7 @@ import aqueduct
 from aqueduct.api.connection import link_of
 from aqueduct.quic.certs import DevCerts
 from tests.api.conftest import guard
+from tests.harness.turns import log_turns
 
 from .calc import Calc, Calculator
 from .conftest import served
@@ -69,7 +70,6 @@ async def test_an_answer_leaves_in_the_loop_turn_its_call_arrived_in(certs: DevC
     shares a packet with the acknowledgement of the call and the reply channel's control frame: one packet
     each way per call at one in flight (a call started in a new task ran after that transmit: two)."""
     log: list[str] = []
-    in_timer = False
 
     class Logged(Calc):
         async def add(self, a: int, b: int) -> int:
@@ -79,26 +79,7 @@ async def test_an_answer_leaves_in_the_loop_turn_its_call_arrived_in(certs: DevC
     async with served(certs, Logged()) as (_, conn, server):
         (server_conn,) = server.connections
         proto: Any = link_of(server_conn).protocol
-        received, transmit, timer = proto.datagram_received, proto.transmit, proto._handle_timer
-
-        def on_datagram(data: bytes, addr: Any) -> None:
-            log.append("rx")
-            received(data, addr)
-
-        def on_transmit() -> None:
-            if not in_timer:  # (an aioquic timer due in the same turn may transmit first: not counted)
-                log.append("tx")
-            transmit()
-
-        def on_timer() -> None:
-            nonlocal in_timer
-            in_timer = True
-            try:
-                timer()
-            finally:
-                in_timer = False
-
-        proto.datagram_received, proto.transmit, proto._handle_timer = on_datagram, on_transmit, on_timer
+        log_turns(proto, log)
         for i in range(20):
             assert await guard(conn.service.add(i, 1)) == i + 1
     calls = [i for i, what in enumerate(log) if what == "app"]
