@@ -26,7 +26,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from ..core.app import Delivery
 from .clients import AqueductClient
 from .extras import extra_named, extras, loss_paths
+from .peer import stdin_closed
 from .rawquic import RawQuicClient
 
 LOSSES = (0.0, 0.01, 0.05)
@@ -126,15 +126,7 @@ async def _serve_proxies(targets: list[tuple[str, int]], losses: list[float], se
             proxies.append(proxy)
             ports[_key(path, loss)] = proxy.address[1]
     print(json.dumps(ports), flush=True)
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def watch() -> None:
-        sys.stdin.read()
-        loop.call_soon_threadsafe(done.set)
-
-    threading.Thread(target=watch, daemon=True).start()
-    await done.wait()
+    await stdin_closed()
     for proxy in proxies:
         proxy.close()
 

@@ -188,9 +188,19 @@ def _udp_port(server: Any) -> int:
     return introspect.server_port(server)
 
 
-def _watch_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:
-    sys.stdin.read()
-    loop.call_soon_threadsafe(done.set)
+async def stdin_closed() -> None:
+    """Return once this process's stdin closes: how every benchmark server process (a peer, the proxy, a peer
+    library's server) is told to stop (`stop` closes it). Read by a daemon thread, as a pipe may not be
+    watchable by the event loop on every platform."""
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+
+    def watch() -> None:
+        sys.stdin.read()
+        loop.call_soon_threadsafe(done.set)
+
+    threading.Thread(target=watch, daemon=True).start()
+    await done.wait()
 
 
 async def serve_all(cert: str, key: str) -> None:
@@ -218,9 +228,7 @@ async def serve_all(cert: str, key: str) -> None:
             **{key: extra.port for key, extra in served.items()},
         }
         print(json.dumps(ports), flush=True)
-        done = asyncio.Event()
-        threading.Thread(target=_watch_stdin, args=(asyncio.get_running_loop(), done), daemon=True).start()
-        await done.wait()
+        await stdin_closed()
         for task in accept:
             task.cancel()
         tcp_server.close()

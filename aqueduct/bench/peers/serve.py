@@ -14,12 +14,11 @@ import contextlib
 import importlib
 import json
 import os
-import sys
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..peer import stdin_closed
 from . import KINDS
 
 
@@ -38,15 +37,7 @@ async def _serve(kind: str, cert: str, key: str) -> None:
     module = importlib.import_module(f"aqueduct.bench.peers.{k.module}")
     served: Served = await module.serve(cert, key, k.variant)
     print(json.dumps({"info": served.info, "pids": served.pids, "memory_pid": served.memory_pid}), flush=True)
-    loop = asyncio.get_running_loop()
-    done = asyncio.Event()
-
-    def watch() -> None:
-        sys.stdin.read()
-        loop.call_soon_threadsafe(done.set)
-
-    threading.Thread(target=watch, daemon=True).start()
-    await done.wait()
+    await stdin_closed()
     await served.stop()
 
 
