@@ -38,6 +38,21 @@ SAMPLE = 0.05
 MIB = 1024 * 1024
 
 
+def rss(pid: int) -> int:
+    """Resident memory of a process, bytes (/proc: the kernel's figure, no help from the process).
+
+    A process that has exited and been reaped holds none: 0 (the drain test's sampler may read once more
+    between the server's exit and the test dropping its pid)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 @dataclass
 class Sample:
     """One scrape: resident memory, engine tables, and the server's counters."""

@@ -30,7 +30,7 @@ from aqueduct.metrics import scrape_totals
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 
 from .hostile import round_trip
-from .live import GUARD, MIB, GoodClient, live_server
+from .live import GUARD, MIB, GoodClient, live_server, rss
 from .nobody import as_nobody, need_root, nobody_process
 from .vanishing import vanished_clients
 
@@ -41,14 +41,6 @@ RSS_BOUND_MIB = 48.0
 @pytest.fixture
 def certs(tmp_path: Path) -> DevCerts:
     return make_dev_certs(tmp_path)
-
-
-def rss(pid: int) -> int:
-    """Resident memory of a process, bytes (/proc: the kernel's figure, no help from the process)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 @dataclass

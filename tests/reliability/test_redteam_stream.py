@@ -29,6 +29,8 @@ from aeron_compat.marlin.cli import send_bytes
 from aeron_compat.marlin.packets import Conf, Data, Dial, DialConf, decode, encode
 from tests.stream.helpers import payload
 
+from .live import rss
+
 ROOT = Path(__file__).resolve().parents[2]
 GUARD = 60.0
 SAMPLE = 0.05
@@ -46,10 +48,7 @@ class Listener:
     address: tuple[str, int]
 
     def rss(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        raise AssertionError("no VmRSS")
+        return rss(self.proc.pid)
 
 
 @contextlib.asynccontextmanager
