@@ -315,7 +315,8 @@ class Engine:
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
         taken = self._rx.take(self._rx.app_receiver(receiver))
-        self._run_resumed()
+        if self._resume:
+            self._run_resumed()
         return taken
 
     def take_many(self, receiver: ReceiverHandle, limit: int, now: float | None = None) -> list[Delivered]:
