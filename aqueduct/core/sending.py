@@ -48,6 +48,7 @@ from .transport import ResetStream, SendDatagram, SendStreamData
 
 _ORDERED = Delivery.ORDERED
 _UNORDERED = Delivery.UNORDERED  # (an enum member looked up on its class costs ~100-200 ns)
+_UNRELIABLE = Delivery.UNRELIABLE
 _OPEN = SState.OPEN
 _GONE = SState.GONE
 _CLOSED = EndReason.CLOSED
@@ -64,6 +65,7 @@ class Senders:
         self._timers = ctx.timers
         self._config = ctx.config
         self._max = ctx.config.max_frame_size
+        self._datagram_max = ctx.config.max_datagram_payload
         self._streams = streams
         self._halves = halves
         self._senders = halves.senders
@@ -146,7 +148,7 @@ class Senders:
             if s.oneshot and k:
                 raise ChannelClosed("a oneshot sender sends one message")
             if not k:
-                return None if delivery is Delivery.UNRELIABLE else s.ordered_sid
+                return None if delivery is _UNRELIABLE else s.ordered_sid
         head = s.head or self._head(s)
         sid = s.ordered_sid
         if delivery is _ORDERED:  # (the steady state: a plain write to the channel's open stream)
@@ -168,7 +170,7 @@ class Senders:
         else:
             number = s.next_unrel
             version = VERSION_BYTES if self._streams.need_version else b""
-            limit = self._config.max_datagram_payload
+            limit = self._datagram_max
             if k == 1:  # (the list and loops below cost more than one message)
                 p = payloads[0]
                 data = version + plain_message_prefix(head, number, len(p)) + p
@@ -209,7 +211,7 @@ class Senders:
         self._check(s, len(payload))
         config = self._config
         minter, ids = self._minting.mint(attach)
-        reliable = delivery is not Delivery.UNRELIABLE
+        reliable = delivery is not _UNRELIABLE
         number = s.next_rel if reliable else s.next_unrel
         data = encode_message(s.channel, number, ids, payload)
         if not reliable:
@@ -219,14 +221,14 @@ class Senders:
                 self._datagram_too_large(data, config.max_datagram_payload)
         created = self._minting.commit(minter, s.handle, s.channel, (reliable, number), ids, attach)
         sid: int | None
-        if delivery is Delivery.ORDERED:
+        if delivery is _ORDERED:
             if s.ordered_sid is None:
                 sid = s.ordered_sid = self._streams.open_uni(data)
             else:
                 sid = s.ordered_sid
                 self._out.command(SendStreamData(sid, data))
             s.next_rel += 1
-        elif delivery is Delivery.UNORDERED:
+        elif delivery is _UNORDERED:
             sid = self._write_unordered(s, number, data)
         else:
             sid = None
