@@ -50,7 +50,16 @@ from ..wire.errors import CloseCode
 from ..wire.headers import Headers
 from .codec import CODEC_HEADER, Codec, CodecMismatch, codec_refusal
 from .drops import Drops
-from .halves import Half, Prefetched, Receiver, Sender, attach_kind, networked_receiver, networked_sender
+from .halves import (
+    Half,
+    NetPort,
+    Prefetched,
+    Receiver,
+    Sender,
+    attach_kind,
+    networked_receiver,
+    networked_sender,
+)
 from .hooks import EventObserver, Recording
 from .moving import bind_moved
 from .outcomes import Outcomes
@@ -100,7 +109,7 @@ class ConnectionLink:
             self._on_events(protocol.engine.events())
             if protocol.engine.entrypoint is not None and protocol.side.name == "CLIENT":
                 self._entrypoint = networked_sender(self, protocol.engine.entrypoint)
-                self._entrypoint._spec = self._entrypoint_spec
+                self._entrypoint.type_as(self._entrypoint_spec)
 
     # ---- properties ----
     @property
@@ -166,7 +175,7 @@ class ConnectionLink:
         self.peer_headers = ev.headers
         if ev.entrypoint is not None:
             self._entrypoint = networked_receiver(self, ev.entrypoint)
-            self._entrypoint._spec = self._entrypoint_spec
+            self._entrypoint.type_as(self._entrypoint_spec)
         why = codec_refusal(self.codec, self.header(CODEC_HEADER), self.engine.side.name.lower())
         if why is not None:
             self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
@@ -408,8 +417,8 @@ class ConnectionLink:
         cleanly instead of raising ConnectionLost.
         """
         ep = self._entrypoint
-        if code == 0 and isinstance(ep, Sender) and ep._done is None and ep._handle is not None and not self.is_closed:
-            handle = ep._handle
+        if code == 0 and isinstance(ep, Sender) and isinstance(port := ep.port, NetPort) and not self.is_closed:
+            handle = port.handle
             with contextlib.suppress(ChannelError, TimeoutError):  # a silent server: close anyway
                 await ep.finish()
                 await asyncio.wait_for(self.sender_ended(handle), timeout)
