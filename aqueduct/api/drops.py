@@ -67,7 +67,11 @@ class Drops:
         self.scheduled = True
         loop = self._loop
         try:
-            if asyncio._get_running_loop() is loop:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # (no loop runs here: another thread, or a collection after the loop stopped)
+            running = None
+        try:
+            if running is loop:
                 loop.call_soon(self.run)
             else:
                 loop.call_soon_threadsafe(self.run)
