@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core import app
 from ..errors import ChannelError
+from .adapter import Adapter
 from .hooks import Recording
 from .prefetch import Prefetch
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
-    from ..quic.protocol import AqueductProtocol
 
 
 class DropHost(Protocol):
@@ -43,8 +43,8 @@ class DropHost(Protocol):
         """The engine."""
 
     @property
-    def protocol(self) -> AqueductProtocol:
-        """The aioquic adapter."""
+    def protocol(self) -> Adapter:
+        """The QUIC adapter."""
 
 
 class Drops:

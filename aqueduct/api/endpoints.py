@@ -32,7 +32,7 @@ from ..quic.tickets import ClientTicketStore, ServerTicketStore
 from ..wire.errors import CloseCode
 from .auth import Admission, Authenticate, refusal
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
-from .connection import Connection, link_of
+from .connection import Connection, QuicLink, link_of
 from .halves import Receiver, Sender
 from .link import ConnectionLink
 from .oneof import OneOf, type_of
@@ -271,7 +271,7 @@ class Server(Generic[C]):
         self.connections.add(conn)
         link.closed.add_done_callback(lambda _: self.connections.discard(conn))
 
-        def ready(fut: asyncio.Future[ConnectionLink]) -> None:
+        def ready(fut: asyncio.Future[QuicLink]) -> None:
             if not fut.cancelled() and fut.exception() is None:
                 self._queue.put_nowait(conn)
 
