@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core import app
 from ..errors import ChannelError
+from .adapter import Adapter
 from .hooks import Recording
 from .prefetch import Prefetch
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
-    from ..quic.protocol import AqueductProtocol
 
 
 class DropHost(Protocol):
@@ -43,8 +43,8 @@ class DropHost(Protocol):
         """The engine."""
 
     @property
-    def protocol(self) -> AqueductProtocol:
-        """The aioquic adapter."""
+    def protocol(self) -> Adapter:
+        """The QUIC adapter."""
 
 
 class Drops:
@@ -67,7 +67,11 @@ class Drops:
         self.scheduled = True
         loop = self._loop
         try:
-            if asyncio._get_running_loop() is loop:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # (no loop runs here: another thread, or a collection after the loop stopped)
+            running = None
+        try:
+            if running is loop:
                 loop.call_soon(self.run)
             else:
                 loop.call_soon_threadsafe(self.run)

@@ -223,7 +223,7 @@ class Receivers:
         unrel = acks.take_acknack(acks.decided_end())
         if unrel is not None:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
-        acks.ack_due = None
+        acks.acks_written()
         if frames:
             self._streams.write(r.ctrl, b"".join(frames))
         if r.handle in self._gapped:
