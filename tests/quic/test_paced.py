@@ -208,3 +208,15 @@ def test_spent_handshake_buffers_are_released_and_the_connection_goes_on(certs: 
     pair.run()
     assert pair.received[sid] == 5000
     assert SPENT_CRYPTO_BUFFER.data == b""  # nothing was ever written into the shared stand-in
+
+
+def test_a_client_offers_one_key_share_and_the_server_takes_it(certs: DevCerts) -> None:
+    """A client generates one key pair for its ClientHello (secp256r1, the share an aioquic server takes first
+    and every TLS 1.3 server must implement), not aioquic's four; the handshake completes on it."""
+    pair = Pair(certs)
+    hello_keys = (pair.client.tls._ec_private_keys, pair.client.tls._x25519_private_key,
+                  pair.client.tls._x448_private_key)
+    assert [k.curve.name for k in hello_keys[0]] == ["secp256r1"] and hello_keys[1:] == (None, None)
+    pair.run()
+    assert pair.client._handshake_complete and pair.server._handshake_complete
+    assert pair.server.tls.key_schedule is not None
