@@ -7,8 +7,9 @@ and `claimed` (halves.py); the state moves only through `Receiver.move`.
 
 Creation: a receiver for a channel the peer minted opens its control
 stream at once (ChannelControl); one for a channel we minted waits for the
-peer to open it, and a first frame (an empty AckNackUnreliable) tells the
-peer we read its ChannelControl.
+peer to open it, and a first frame tells the peer we read its ChannelControl:
+whatever we write first, or an empty AckNackUnreliable when the input that
+attached the stream ends with nothing written on it (`StreamTable.owe_first`).
 
 Acks: the ack timer always holds what `schedule` would set: the earlier of
 ack_due (ack_delay after the first ack became owed) and the next
@@ -52,6 +53,8 @@ from .sending import Senders
 from .streams import Role, StreamTable
 
 _GONE = RState.GONE
+_EMPTY_ACKNACK = encode_frame(AckNackUnreliable(()))
+"""A receiver's first frame on a control stream the peer opened, when it has nothing else to write."""
 
 
 class Receivers:
@@ -110,7 +113,7 @@ class Receivers:
             assert r.close_reason is not None
             self.close(r, r.close_reason)
         else:
-            self._streams.write(sid, encode_frame(AckNackUnreliable(())))
+            self._streams.owe_first(sid, _EMPTY_ACKNACK)
             self.schedule(r)
 
     def on_frame(self, r: Receiver, frame: Frame) -> None:

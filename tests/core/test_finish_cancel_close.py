@@ -204,3 +204,31 @@ def test_minting_side_acknowledges_attach_and_the_opener_defers_its_reset_until_
     c.commands()
     feed(c, 5, [ChannelControl(given)])
     assert written(c.commands(), 5) == [AckNackUnreliable(())]
+
+
+@pytest.mark.spec("control-stream.open")
+def test_a_fresh_oneshot_reply_closes_without_an_empty_first_frame() -> None:
+    """The request/reply exchange: the reply's ChannelControl, FinishSender and Message arrive in one input; the
+    receiver's CloseReceiver is its first frame (it tells the server as much as an empty AckNackUnreliable
+    would), so the client writes one frame, not two (specs/DECISIONS.md, "What a channel ... cost")."""
+    c = client_ready()
+    (rx,) = c.send(1, b"ask", [AttachKind.ONESHOT_SENDER]).created
+    c.commands()
+    reply = ChannelId(c.channel_of(rx) or 0)
+    feed(c, 5, [ChannelControl(reply), FinishSender(1)], end=True)
+    feed(c, 7, [Message(reply, 0, (), b"answer")], end=True)
+    assert written(c.commands(), 5) == [CloseReceiver((1,))]
+    assert c.take_message(rx) is not None
+
+
+@pytest.mark.spec("control-stream.open")
+def test_the_entrypoint_sender_writes_no_first_frame_on_attach() -> None:
+    """The server never resets the entrypoint's control stream while the client's direction is open (its
+    receiver is never lost), so nothing waits for the client's attach acknowledgement there: no
+    SentUnreliable(0) at connect."""
+    c = client_ready()
+    feed(c, 1, [ChannelControl(0)])
+    assert written(c.commands(), 1) == []
+    c.send(1, b"u", delivery=Delivery.UNRELIABLE)
+    c.finish(1)
+    assert written(c.commands(), 1) == [SentUnreliable(1), FinishSender(0)]
