@@ -220,3 +220,21 @@ def test_a_client_offers_one_key_share_and_the_server_takes_it(certs: DevCerts) 
     pair.run()
     assert pair.client._handshake_complete and pair.server._handshake_complete
     assert pair.server.tls.key_schedule is not None
+
+
+def test_connections_share_the_frame_handlers_sets_of_levels(certs: DevCerts) -> None:
+    """aioquic makes a frozenset per frame type per connection (~7 KiB each end); paced connections, the
+    client's and the server's (adopted), point at shared ones and still handle every frame (the handshake)."""
+    pairs = [Pair(certs), Pair(certs)]
+    server = QuicConnection(configuration=server_configuration(SETTINGS, cert=certs.cert, key=certs.key),
+                            original_destination_connection_id=b"12345678")
+    PacedQuicConnection.adopt(server)
+    from aqueduct.quic.paced import FRAME_HANDLERS
+
+    tables = [getattr(c, FRAME_HANDLERS) for p in pairs for c in (p.client, p.server)]
+    tables.append(getattr(server, FRAME_HANDLERS))
+    for frame_type, (_handler, epochs) in tables[0].items():
+        assert all(table[frame_type][1] is epochs for table in tables[1:])
+    for p in pairs:
+        p.run()
+        assert p.client._handshake_complete and p.server._handshake_complete
