@@ -138,7 +138,9 @@ class Halves:
     def mark_claimed(self, channel: int) -> None:
         """A message handed out this channel's receiver: any later pending receiver for it is a ghost."""
         cid = ChannelId(channel)
-        ranges = self._claimed.setdefault(cid.space, RangeSet())
+        ranges = self._claimed.get(cid.space)
+        if ranges is None:
+            ranges = self._claimed[cid.space] = RangeSet()
         index = cid.index
         ranges.add(index, index + 1)
         if len(ranges) > max(64, self._config.discarded_filter_size):

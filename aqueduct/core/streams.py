@@ -71,6 +71,8 @@ VERSION_BYTES = encode_frame(Version())
 class Role(Enum):
     """What a stream carries (see the table above)."""
 
+    __hash__ = object.__hash__  # (members are singletons; Enum's own hash is a Python call, per table lookup)
+
     CONNECTION = "connection"
     NEW_BIDI = "new_bidi"
     NEW_UNI = "new_uni"
