@@ -358,6 +358,8 @@ class Receivers:
         """The next queued message (its credit returned, its halves exposed), or None."""
         if not r.queue:
             return None
+        if self._ctx.closed:  # a finished channel's queue outlives the connection (teardown): no credit to give
+            return r.queue.take()[0]
         self._flow.room(r.handle)
         d, sid, credit = r.queue.take()
         self._flow.credit_taken(sid, credit)
@@ -369,6 +371,8 @@ class Receivers:
         """Up to `limit` queued messages at once (what `limit` calls of `take` would return)."""
         out: list[Delivered] = []
         queue = r.queue
+        if queue and self._ctx.closed:  # (as in `take`)
+            return [d for d, _sid, _credit in queue.take_many(limit)]
         if queue and limit > 0:
             flow = self._flow
             flow.room(r.handle)
@@ -412,11 +416,13 @@ class Receivers:
         self._maybe_forget(r)
 
     def teardown(self) -> None:
-        """The connection is over: every receiver ends with CONNECTION_LOST; those nobody holds are forgotten."""
+        """The connection is over: every receiver ends with CONNECTION_LOST but those that had finished, whose
+        queues stay takeable; those nobody holds are forgotten."""
         self._gapped.clear()
         self.ranges_total = 0
         for r in list(self._receivers.values()):
-            r.queue = None
+            if r.end_reason is not EndReason.FINISHED:  # a finished channel's messages stay takeable (the spec's
+                r.queue = None                          # "all messages acked prior to it closing", then the end)
             if not r.end_reported:
                 if r.state is not _GONE:
                     r.move(_GONE)

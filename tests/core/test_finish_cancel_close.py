@@ -232,3 +232,34 @@ def test_the_entrypoint_sender_writes_no_first_frame_on_attach() -> None:
     c.send(1, b"u", delivery=Delivery.UNRELIABLE)
     c.finish(1)
     assert written(c.commands(), 1) == [SentUnreliable(1), FinishSender(0)]
+
+
+@pytest.mark.spec("finish.receiver")
+def test_a_finished_receiver_keeps_its_queue_when_the_connection_then_closes() -> None:
+    """The spec: a receiver closed by the sender finishing lets the application receive every message acked
+    before it closed, then the finish. A client's graceful close is FinishSender, the server's CloseReceiver
+    (acking them all), then CONNECTION_CLOSE: the messages the server application had not taken yet must
+    survive the connection's end (they were dropped with it: a clean end after losing them)."""
+    from aqueduct.core.transport import ConnectionTerminated
+
+    s = server_ready()
+    ep = s.entrypoint or 0
+    feed(s, 2, [Message(0, n, (), b"m%d" % n) for n in range(3)])
+    feed(s, 1, [FinishSender(3)], end=True)
+    assert written(s.commands(), 1)[-1] == CloseReceiver((3,))
+    s.handle_event(ConnectionTerminated(0, "bye"), 0.0)
+    assert [d.payload for d in s.take_many(ep, 10)] == [b"m0", b"m1", b"m2"]
+    assert s.take_message(ep) is None and s.receiver_status(ep) is EndReason.FINISHED
+    assert not [c for c in s.commands() if not isinstance(c, SendStreamData)]  # no credit for a closed connection
+
+
+@pytest.mark.spec("finish.receiver")
+def test_a_receiver_the_connection_ends_drops_its_queue() -> None:
+    """A receiver still open when the connection ends is lost with it (CONNECTION_LOST): nothing to take."""
+    from aqueduct.core.transport import ConnectionTerminated
+
+    s = server_ready()
+    ep = s.entrypoint or 0
+    feed(s, 2, [Message(0, 0, (), b"m0")])
+    s.handle_event(ConnectionTerminated(0, "bye"), 0.0)
+    assert s.take_message(ep) is None and s.receiver_status(ep) is EndReason.CONNECTION_LOST
