@@ -187,7 +187,8 @@ FLOORS = ("aioquic/", "aqueduct/quic/", "aqueduct/core/", "aqueduct/wire/", "aqu
 def top(path: Path, n: int, calls: int) -> None:
     """Print a profile's `n` functions with the most own time (share of the total), with their calls per call,
     and each floor's share."""
-    stats: dict[Any, Any] = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+    loaded = pstats.Stats(str(path))
+    stats: dict[Any, Any] = loaded.stats  # type: ignore[attr-defined]
     own: dict[str, tuple[float, int]] = {}
     floors: collections.Counter[str] = collections.Counter()
     for (file, line, name), (_cc, ncalls, tottime, _cum, _callers) in stats.items():
@@ -197,7 +198,8 @@ def top(path: Path, n: int, calls: int) -> None:
         own[f"{name} ({where}:{line})"] = (tottime, ncalls)
         floors[next((f for f in FLOORS if f in file), "other")] += tottime
     total = sum(t for t, _ in own.values()) or 1.0
-    print(f"{path.stem}: {total / max(calls, 1) * 1e6:.0f} us of profiled time per call; " +
+    print(f"{path.stem}: {loaded.total_calls / max(calls, 1):.0f} function calls and "  # type: ignore[attr-defined]
+          f"{total / max(calls, 1) * 1e6:.0f} us of profiled time per call; " +
           ", ".join(f"{f.rstrip('/')} {t / total:.0%}" for f, t in floors.most_common()))
     for func, (t, ncalls) in sorted(own.items(), key=lambda kv: kv[1][0], reverse=True)[:n]:
         print(f"  {t / total:6.1%}  {ncalls / max(calls, 1):6.2f}/call  {func}")
