@@ -228,7 +228,10 @@ class Engine:
             self._ctx.rtt = rtt
 
     def commands(self) -> list[TransportCommand]:
-        """Drain the transport commands produced so far, in order."""
+        """Drain the transport commands produced so far, in order (first the first frames still owed on control
+        streams the peer opened: `StreamTable.owe_first`)."""
+        if self._streams.owed:
+            self._streams.flush_owed()
         return self._out.take_commands()
 
     def events(self) -> list[AppEvent]:
