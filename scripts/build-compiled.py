@@ -45,7 +45,7 @@ def _why_not() -> str | None:
         import setuptools  # noqa: F401
     except ImportError as e:
         return f"mypyc or setuptools missing ({e.name}; the dev extra brings them)"
-    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]  # (setuptools reads CC too)
     if shutil.which(cc) is None:
         return f"no C compiler ('{cc}' not found; e.g. apt-get install gcc)"
     include = Path(sysconfig.get_paths()["include"])
