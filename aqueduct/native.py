@@ -27,7 +27,6 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from importlib.abc import MetaPathFinder
 from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
 from importlib.util import spec_from_file_location
 from pathlib import Path
@@ -105,13 +104,24 @@ def sources(package: Path = _PACKAGE) -> list[Path]:
     return sorted([*package.glob("wire/*.py"), *package.glob("core/*.py"), package / "errors.py"])
 
 
+def _stat(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def current_manifest(package: Path = _PACKAGE) -> dict[str, Any]:
-    """The manifest a build of the tree as it is now would write (without its `files`)."""
+    """The manifest a build of the tree as it is now would write (without its `files`): each source's SHA-256,
+    and its modification time and size, which let a later check skip hashing a file that kept both (as git)."""
+    paths = {str(p.relative_to(package)): p for p in sources(package)}
     return {
         "ext_suffix": ext_suffix(),
         "modules": list(MODULES),
-        "sources": {str(p.relative_to(package)): hashlib.sha256(p.read_bytes()).hexdigest()
-                    for p in sources(package)},
+        "sources": {rel: _sha256(p) for rel, p in paths.items()},
+        "stats": {rel: _stat(p) for rel, p in paths.items()},
     }
 
 
@@ -127,12 +137,15 @@ def stale_reason(package: Path = _PACKAGE) -> str | None:
     manifest = _read_manifest(package)
     if manifest is None:
         return "not built: scripts/setup.sh builds them"
-    want = current_manifest(package)
-    if manifest.get("ext_suffix") != want["ext_suffix"]:
+    if manifest.get("ext_suffix") != ext_suffix():
         return f"built for another interpreter, {manifest.get('ext_suffix')}"
-    if manifest.get("modules") != want["modules"] or not isinstance(manifest.get("files"), dict):
+    if manifest.get("modules") != list(MODULES) or not isinstance(manifest.get("files"), dict):
         return "built for another module list"
-    changed = sorted(p for p, h in want["sources"].items() if manifest.get("sources", {}).get(p) != h)
+    built, stats = manifest.get("sources") or {}, manifest.get("stats") or {}
+    paths = {str(p.relative_to(package)): p for p in sources(package)}
+    edited = {rel for rel, p in paths.items()
+              if rel in built and stats.get(rel) != _stat(p) and _sha256(p) != built[rel]}
+    changed = sorted(({*built} ^ {*paths}) | edited)  # (added or removed, or edited)
     if changed:
         return f"older than the sources: {', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''} changed"
     missing = [name for name, f in manifest["files"].items() if not (package / DIRNAME / f).is_file()]
@@ -156,7 +169,7 @@ class CompiledState:
         return self.reason
 
 
-class _Finder(MetaPathFinder):
+class _Finder:  # (a meta path finder: importlib.abc.MetaPathFinder's protocol, without importing it)
     """Answers for the compiled modules only, each with its built extension."""
 
     def __init__(self, files: dict[str, Path]) -> None:

@@ -110,6 +110,8 @@ def test_no_build_an_edited_source_or_another_interpreter_mean_pure(tmp_path: Pa
     engine = pkg / "core" / "engine.py"
     engine.write_text(engine.read_text() + "\n# edited\n")
     assert stale_reason(pkg) == "older than the sources: core/engine.py changed"
+    (pkg / "wire" / "added.py").write_text("")
+    assert stale_reason(pkg) == "older than the sources: core/engine.py, wire/added.py changed"
     (pkg / native.DIRNAME / native.MANIFEST).write_text(json.dumps({**manifest, "ext_suffix": ".other.so"}))
     assert stale_reason(pkg) == "built for another interpreter, .other.so"
 
