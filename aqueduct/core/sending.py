@@ -297,13 +297,13 @@ class Senders:
         s.move(SState.CANCELLED)
         self._reset_ctrl(s, ResetCode.CANCELLED)
 
-    def _reset_ctrl(self, s: Sender, code: int) -> None:
+    def _reset_ctrl(self, s: Sender, code: ResetCode) -> None:
         """Reset our direction of the control stream, if it is still open."""
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
             self._streams.reset(s.ctrl, code)
 
-    def reset_message_streams(self, s: Sender, code: int) -> None:
+    def reset_message_streams(self, s: Sender, code: ResetCode) -> None:
         """Reset every stream carrying only this sender's messages (ordered, and unordered not yet acked)."""
         if s.ordered_sid is not None:
             self._out.command(ResetStream(s.ordered_sid, code))

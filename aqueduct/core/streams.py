@@ -45,6 +45,7 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
+from ..errors import ResetCode
 from ..wire.channel_id import Side
 from ..wire.frames import (
     AckNackUnreliable,
@@ -110,7 +111,7 @@ class StreamRec:
     """FinishSender / CloseReceiver / ClosedChannelLost already read."""
     out_started: bool = False
     """We have written on our direction (for the client's Version prefix)."""
-    pending_reset: int | None = None
+    pending_reset: ResetCode | None = None
     """A reset of our direction waiting until the peer has shown it read our ChannelControl."""
     pre: int = 0
     outstanding: int = 0
@@ -258,7 +259,7 @@ class StreamTable:
         if fin and rec is not None:
             self.maybe_drop(rec)
 
-    def reset(self, stream_id: int, code: int) -> None:
+    def reset(self, stream_id: int, code: ResetCode) -> None:
         """Reset our direction of a control stream.
 
         A QUIC reset may discard bytes the peer has not read, so on a stream we opened

@@ -58,6 +58,7 @@ async def test_channels_and_networked_halves_register_no_finalizers(certs: DevCe
         assert sorted([await guard(cancelled.get()) for _ in range(10)]) == list(range(10))
 
 
+@pytest.mark.pure_python  # wraps drop_sender on the engine instance
 async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_pipe(
     certs: DevCerts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
