@@ -11,8 +11,12 @@ installed package's version (`aqueduct --version` prints it).
 
 from typing import TYPE_CHECKING, Any
 
-from . import errors
-from .errors import *  # noqa: F403  (the errors' __all__; light: no asyncio)
+from . import native
+
+native.install()  # first: compiled or pure wire and engine, chosen before errors.py imports the wire (native.py)
+
+from . import errors  # noqa: E402
+from .errors import *  # noqa: E402, F403  (the errors' __all__; light: no asyncio)
 
 if TYPE_CHECKING:
     from . import api, services

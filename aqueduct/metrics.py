@@ -41,7 +41,7 @@ from .core import app
 from .wire.errors import CloseCode
 
 if TYPE_CHECKING:
-    from .api.link import ConnectionLink
+    from .api.connection import QuicLink
 
 MODES = ("ordered", "unordered", "unreliable")
 RTT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
@@ -85,7 +85,7 @@ class Metrics(Collector):
     def __init__(self, *, sample_seconds: float = 1.0, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self.sample_seconds = sample_seconds
-        self.live: set[ConnectionLink] = set()
+        self.live: set[QuicLink] = set()
         self.accepted = 0
         self.refused_by: Any = None
         """The server's admission counters (`refused`, `start_timeouts`), when serving."""
@@ -111,7 +111,7 @@ class Metrics(Collector):
         self._sampler: asyncio.TimerHandle | None = None
 
     # ---- fed by the API ----
-    def track(self, conn: ConnectionLink, *, accepted: bool = False) -> None:
+    def track(self, conn: QuicLink, *, accepted: bool = False) -> None:
         """Count `conn` from now on (a server calls this for every connection it accepts)."""
         self.live.add(conn)
         if accepted:
@@ -138,7 +138,7 @@ class Metrics(Collector):
         if not fut.cancelled() and fut.exception() is None:
             self.handshakes.labels("0rtt" if fut.result().early_data_accepted else "1rtt").inc()
 
-    def _on_closed(self, conn: ConnectionLink, fut: asyncio.Future[app.ConnectionClosed]) -> None:
+    def _on_closed(self, conn: QuicLink, fut: asyncio.Future[app.ConnectionClosed]) -> None:
         self.live.discard(conn)
         for totals, counts in zip(self._ended, conn.stats.by_mode().values(), strict=True):
             for i, n in enumerate(counts):
@@ -197,7 +197,7 @@ class Metrics(Collector):
             yield family
 
     @staticmethod
-    def _state_sizes(live: list[ConnectionLink]) -> GaugeMetricFamily:
+    def _state_sizes(live: list[QuicLink]) -> GaugeMetricFamily:
         """Every engine table of `state_sizes()`, summed over live connections (what peers make us hold)."""
         family = GaugeMetricFamily("aqueduct_state_size", "Engine state held for peers, summed over live "
                                    "connections (Engine.state_sizes)", labels=["table"])

@@ -18,3 +18,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -n
   "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark,otel]"
   touch "$stamp"
 fi
+# The wire codec and the engine compiled with mypyc when a C compiler is there, else why not (one line either
+# way; never fails setup): aqueduct/native.py loads them, AQUEDUCT_PURE=1 runs the pure-Python modules instead.
+"$VENV/bin/python" scripts/build-compiled.py >&2

@@ -12,6 +12,10 @@ Fixtures for every folder: `certs` (dev certificates, one set per session),
 `@pytest.mark.requires_system("java")` on a test or module: the system piece
 must be present (tests/system_deps.py: skipped with the enabling command,
 failed under AQUEDUCT_REQUIRE_SYSTEM=1).
+
+`@pytest.mark.pure_python` on a test that patches the wire's or the engine's insides (a module function
+monkeypatched, a method replaced on one of the engine's parts): compiled modules (aqueduct/native.py) have
+no such seams, so it skips when they are in use and runs in CI's AQUEDUCT_PURE=1 pass (.ci/run).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from aqueduct.native import compiled
 from aqueduct.quic.certs import DevCerts, make_dev_certs
 from tests.system_deps import requires_system
 
@@ -35,11 +40,14 @@ settings.load_profile("aqueduct-ci" if os.environ.get("CI") else "aqueduct")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requires_system(piece): needs scripts/setup-system.sh's PIECE (skip or fail)")
+    config.addinivalue_line("markers", "pure_python: patches the engine's insides; runs on the pure-Python modules")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("requires_system"):
         requires_system(*mark.args)
+    if any(item.iter_markers("pure_python")) and compiled().active:
+        pytest.skip("patches the pure-Python modules; compiled ones are in use (CI runs it with AQUEDUCT_PURE=1)")
 
 
 def _io_modules_loaded_by(names: list[str]) -> str:

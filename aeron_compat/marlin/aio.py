@@ -9,6 +9,9 @@ deadline. Each stream is an `asyncio.StreamReader` plus a `StreamWriter`
 engine into the reader only while the reader is not paused (the reader
 pauses its "transport" above its limit), so a slow reader leaves bytes in the
 engine, whose receive window then refuses more: end-to-end backpressure.
+A stream's handle leaves its connection's table once its reader has the EOF
+and its writer nothing left to hand the engine (the engine has let go of the
+stream's received half by then); a later write puts it back while bytes wait.
 """
 
 from __future__ import annotations
@@ -136,6 +139,7 @@ class StreamHandle:
     fin: bool = False
     fin_queued: bool = False
     taken: bool = False  # handed to the application (opened, or returned by accept_stream)
+    eof_fed: bool = False  # the engine's received half ended and the reader has the EOF
 
     def __post_init__(self) -> None:
         self.reader = asyncio.StreamReader(limit=READER_LIMIT)
@@ -158,8 +162,10 @@ class StreamHandle:
             if not data:
                 break
             self.reader.feed_data(data)
-        if eng.at_eof(self.stream_id) and not self.reader.at_eof():
+        if eng.at_eof(self.stream_id) and not self.eof_fed:
+            self.eof_fed = True
             self.reader.feed_eof()
+            self.settle()
         self.conn.kick()
 
     def push(self) -> None:
@@ -174,6 +180,14 @@ class StreamHandle:
             del self.pending[:n]
             self.fin_queued = self.fin_queued or last
             self.conn.kick()
+        self.settle()
+
+    def settle(self) -> None:
+        """Leave the connection's table when nothing is left to move; come back while written bytes wait."""
+        if self.eof_fed and not self.pending and (self.fin_queued or not self.fin):
+            self.conn.streams.pop(self.stream_id, None)
+        else:
+            self.conn.streams.setdefault(self.stream_id, self)
 
 
 class StreamConnection:
@@ -247,7 +261,9 @@ class StreamConnection:
         elif isinstance(ev, StreamOpened):
             self.incoming.put_nowait(self._handle(ev.stream_id))
         elif isinstance(ev, Readable):
-            self._handle(ev.stream_id).pull()
+            h = self.streams.get(ev.stream_id)  # none: an event queued before the stream's end was read
+            if h is not None:
+                h.pull()
         elif isinstance(ev, Writable):
             for h in list(self.streams.values()):
                 if h.pending or (h.fin and not h.fin_queued):

@@ -11,6 +11,13 @@ gap or after `ack_every` packets, else after `ack_delay_ns`, repeated once
 if nothing followed; streams reassembled by offset) and the timers.
 `poll(now)` returns the datagrams to send now; `next_timer()` says when to
 call `on_timer` (and `poll`) again.
+
+A stream's two halves end apart: the receiving one when the FIN arrived and
+the application read every byte, the sending one (`Sender`) when its FIN and
+every byte were acknowledged. An ended half leaves its table and stops
+counting toward `max_streams`; its id stays used (`StreamIds`, bounded
+ranges), so a late duplicate DATA or FIN is acknowledged (the peer may still
+be resending it) and dropped: never a new stream, never bytes delivered twice.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from aeron_compat.marlin.errors import (
 from aeron_compat.marlin.events import AllAcked, Closed, Established, Event, Readable, StreamOpened, Writable
 from aeron_compat.marlin.limits import StreamConfig
 from aeron_compat.marlin.packets import Ack, Conf, Data, Dial, DialConf, Packet, Profile, Rst, encode
+from aeron_compat.marlin.ranges import StreamIds
 from aeron_compat.marlin.recv import ReceivedPackets, RecvStream
 from aeron_compat.marlin.sending import Sender, SendStream, SentPacket
 
@@ -71,7 +79,8 @@ class Connection:
         self._hs_tries = 1
         self._hs_deadline = now_ns + config.handshake_retry_ns
         self._last_recv_ns = now_ns
-        self.recv_streams: dict[int, RecvStream] = {}
+        self.recv_streams: dict[int, RecvStream] = {}  # live ones: a finished stream (all read) leaves
+        self.recv_used = StreamIds(config.max_stream_id_ranges)  # every id a receive stream ever had
         self.recv_held = 0  # bytes all recv_streams hold (readable + out of order), within recv_connection_window
         self.received = ReceivedPackets(config.max_ack_ranges)
         self._ack_pending = 0
@@ -80,7 +89,7 @@ class Connection:
         self._ack_repeat_at: int | None = None  # the last ACK goes again then, unless another went since
         self._next_local_stream = 0
         self.stats = {"sent_packets": 0, "retransmitted": 0, "lost": 0, "tlp": 0, "dup_packets": 0, "probes": 0,
-                      "early_resent": 0}
+                      "early_resent": 0, "late_packets": 0}
         self.tx = Sender(config, now_ns, self.stats, self.events, self._send_data)
         """The sending half: the only writer of what was sent, acked and lost."""
         if dialer:
@@ -125,9 +134,17 @@ class Connection:
         return self.tx.queued_bytes
 
     # ------------------------------------------------------------------ application side
+    def live_streams(self) -> int:
+        """Streams with a half not yet ended: what `max_streams` bounds."""
+        return len(self.send_streams.keys() | self.recv_streams.keys())
+
     def open_stream(self) -> int:
-        """A new stream id of this side's parity (the smaller connection id uses even ids)."""
-        if len(self.send_streams.keys() | self.recv_streams.keys()) >= self.config.max_streams:
+        """A new stream id of this side's parity (the smaller connection id uses even ids), never used before.
+
+        Ids are never reused (a late duplicate could not be told from the new stream), so a connection
+        opens at most 32,768 streams of its own in its life (the seed's ids are 16 bits).
+        """
+        if self.live_streams() >= self.config.max_streams:
             raise StreamLimitExceeded(f"more than {self.config.max_streams} streams")
         parity = 0 if self.local_id < self.peer_id else 1
         while True:
@@ -135,14 +152,17 @@ class Connection:
             self._next_local_stream += 1
             if sid > 0xFFFF:
                 raise StreamLimitExceeded("stream ids exhausted")
-            if sid not in self.send_streams and sid not in self.recv_streams:
+            if sid not in self.tx.used and sid not in self.recv_used:
                 self.tx.open(sid)
                 return sid
 
     def send(self, stream_id: int, data: bytes, fin: bool = False) -> None:
-        """Queue `data` (and the FIN) on a stream; raises if the send buffer would overflow."""
+        """Queue `data` (and the FIN) on a stream; raises if the send buffer would overflow, or if this side
+        already finished that stream."""
         self._check_open()
-        self.tx.send(stream_id, data, fin, len(self.send_streams.keys() | self.recv_streams.keys()))
+        may_open = (stream_id in self.send_streams or stream_id in self.recv_streams
+                    or self.live_streams() < self.config.max_streams)
+        self.tx.send(stream_id, data, fin, may_open)
 
     def send_room(self) -> int:
         """Bytes `send` accepts now."""
@@ -155,12 +175,13 @@ class Connection:
             return b""
         data = s.read(limit)
         self.recv_held -= len(data)
+        if s.finished:
+            del self.recv_streams[stream_id]
         return data
 
     def at_eof(self, stream_id: int) -> bool:
         """The peer's FIN arrived and all bytes before it were read."""
-        s = self.recv_streams.get(stream_id)
-        return s is not None and s.finished
+        return stream_id not in self.recv_streams and stream_id in self.recv_used
 
     def close(self) -> None:
         """Reset the connection now (the seed has no graceful close beyond each stream's FIN)."""
@@ -179,7 +200,8 @@ class Connection:
     def state_sizes(self) -> dict[str, int]:
         """Every bounded per-connection structure's current size."""
         return {
-            "streams": len(self.send_streams.keys() | self.recv_streams.keys()),
+            "streams": self.live_streams(),
+            "stream_id_ranges": len(self.tx.used) + len(self.recv_used),
             "send_queued_bytes": self.queued_bytes,
             "sent_unacked": len(self.sent),
             "lost_pending": len(self.lost),
@@ -237,21 +259,27 @@ class Connection:
         self.events.append(Established())
 
     def _on_data(self, p: Data, now_ns: int) -> None:
-        s = self.recv_streams.get(p.stream_id)
-        if s is None:
-            if len(self.send_streams.keys() | self.recv_streams.keys()) >= self.config.max_streams \
-                    and p.stream_id not in self.send_streams:
-                return  # refused: not acked, so the peer retries once streams have closed
-            s = self.recv_streams[p.stream_id] = RecvStream(self.config.recv_window, self.config.max_recv_chunks)
-            if p.stream_id not in self.send_streams:
-                self.events.append(StreamOpened(p.stream_id))
-        before = (len(s.readable), s.fin_offset)
-        held = s.held
-        if not s.accept(p.offset, p.data, p.fin, self.config.recv_connection_window - self.recv_held):
-            return
-        self.recv_held += s.held - held
-        if (len(s.readable), s.fin_offset) != before or (p.fin and s.finished):
-            self.events.append(Readable(p.stream_id))
+        sid = p.stream_id
+        s = self.recv_streams.get(sid)
+        if s is None and sid in self.recv_used:
+            self.stats["late_packets"] += 1  # the stream ended here: acked (its sender may be resending), dropped
+        else:
+            if s is None:
+                if self.live_streams() >= self.config.max_streams and sid not in self.send_streams:
+                    return  # refused: not acked, so the peer retries once streams have closed
+                s = self.recv_streams[sid] = RecvStream(self.config.recv_window, self.config.max_recv_chunks)
+                self.recv_used.add(sid)
+                if sid not in self.tx.used:
+                    self.events.append(StreamOpened(sid))
+            before = (len(s.readable), s.fin_offset)
+            held = s.held
+            if not s.accept(p.offset, p.data, p.fin, self.config.recv_connection_window - self.recv_held):
+                return
+            self.recv_held += s.held - held
+            if (len(s.readable), s.fin_offset) != before or (p.fin and s.finished):
+                self.events.append(Readable(sid))
+            if s.finished:  # a FIN after every byte was read
+                del self.recv_streams[sid]
         in_order = p.packet_number == self.received.largest + 1 and len(self.received) <= 1
         if not self.received.add(p.packet_number):
             self.stats["dup_packets"] += 1

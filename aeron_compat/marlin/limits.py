@@ -21,7 +21,8 @@ class StreamConfig:
     max_connections: int = 1024  # per endpoint, established or half-open
     max_half_open: int = 256  # per endpoint, DIAL received but not confirmed (when full, the oldest gives way)
     max_half_open_per_source: int = 32  # of those, per source address (when full, its own oldest gives way)
-    max_streams: int = 1024  # per connection, either side's
+    max_streams: int = 1024  # per connection, either side's, live (a finished stream leaves)
+    max_stream_id_ranges: int = 256  # per connection and direction: runs of stream ids used (finished ids stay used)
     recv_window: int = 4 << 20  # per stream: unread + out-of-order bytes accepted
     recv_connection_window: int = 8 << 20  # per connection: unread + out-of-order bytes of all its streams
     max_recv_chunks: int = 8192  # per stream: out-of-order fragments held

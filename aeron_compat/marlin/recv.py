@@ -1,7 +1,7 @@
 """Receive side of the Stream protocol: packet-number ranges for ACKs, and per-stream reassembly.
 
 Theory: `ReceivedPackets` keeps the packet numbers seen as disjoint inclusive
-ranges, newest first, at most `max_ranges` of them (older ones are forgotten:
+ranges (ranges.py), at most `max_ranges` of them (older ones are forgotten:
 the peer has long since given up on them or resent their data under new
 numbers); `ack_entries` turns them into the wire's range/gap/range entries.
 `RecvStream` holds one stream's bytes by offset: data at the read offset moves
@@ -17,23 +17,16 @@ out-of-order chunks cost n log n, never n squared.
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 
 from sortedcontainers import SortedDict
 
 from aeron_compat.marlin.errors import StreamProtocolError
+from aeron_compat.marlin.ranges import Ranges
 
 
-class ReceivedPackets:
-    """The set of received packet numbers as bounded ranges."""
-
-    def __init__(self, max_ranges: int) -> None:
-        self.max_ranges = max_ranges
-        self.ranges: list[list[int]] = []  # [low, high], ascending, disjoint, non-adjacent
-
-    def __len__(self) -> int:
-        return len(self.ranges)
+class ReceivedPackets(Ranges):
+    """The set of received packet numbers as bounded ranges (the oldest forgotten)."""
 
     @property
     def largest(self) -> int:
@@ -42,28 +35,12 @@ class ReceivedPackets:
     def add(self, pn: int) -> bool:
         """Record `pn`; False if it was already recorded (a duplicate)."""
         r = self.ranges
-        if r and pn == r[-1][1] + 1:
-            r[-1][1] = pn
-            return True
-        i = bisect.bisect_right(r, [pn, 1 << 65])
-        if i and r[i - 1][0] <= pn <= r[i - 1][1]:
-            return False
-        if r and self.max_ranges and i == 0 and len(r) >= self.max_ranges and pn < r[0][0] - 1:
+        if r and self.max_ranges and len(r) >= self.max_ranges and pn < r[0][0] - 1:
             return True  # older than everything remembered: ack would not fit; treat as seen
-        left = i > 0 and r[i - 1][1] == pn - 1
-        right = i < len(r) and r[i][0] == pn + 1
-        if left and right:
-            r[i - 1][1] = r[i][1]
-            del r[i]
-        elif left:
-            r[i - 1][1] = pn
-        elif right:
-            r[i][0] = pn
-        else:
-            r.insert(i, [pn, pn])
-            if len(r) > self.max_ranges:
-                del r[0]
-        return True
+        return super().add(pn)
+
+    def _overflow(self) -> None:
+        del self.ranges[0]
 
     def ack_entries(self, max_entries: int) -> tuple[int, tuple[int, ...]]:
         """(largest, entries) for an ACK: range, gap, range... highest first, at most `max_entries`."""

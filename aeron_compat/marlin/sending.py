@@ -9,8 +9,11 @@ largest acked one is lost (its bytes go to `lost`, the window halves once per
 round); a packet `reorder_threshold` below the largest acked has its data resent
 at once but is declared lost only by that rule (`overtaken`). The tail-loss
 timer, re-armed by every ACK, declares everything in flight lost when no ACK
-comes. This object is the only writer of every field it holds; the connection
-(connection.py) routes ACKs, timers and polls to it once established.
+comes. A stream whose FIN and every byte are acknowledged leaves `send_streams`
+(its id stays in `used`: sending on it again is an error, never a new stream
+the peer would take for a late duplicate). This object is the only writer of
+every field it holds; the connection (connection.py) routes ACKs, timers and
+polls to it once established.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from aeron_compat.marlin.errors import StreamError, StreamLimitExceeded
 from aeron_compat.marlin.events import AllAcked, Event, Writable
 from aeron_compat.marlin.limits import StreamConfig
 from aeron_compat.marlin.packets import Ack
+from aeron_compat.marlin.ranges import StreamIds
 
 PROBE_MIN_NS = 2_000_000  # a window probe waits at least this (and 2 srtt) after the packet's last send
 
@@ -62,6 +66,11 @@ class SendStream:
             acked.discard(heapq.heappop(heap))
         return heap[0] if heap else self.next_offset
 
+    def done(self) -> bool:
+        """The FIN went and every packet of the stream, the FIN's too, was acknowledged."""
+        self.floor()
+        return self.fin_sent and not self.unacked
+
 
 class Sender:
     """The send side of one connection (see the module docstring)."""
@@ -72,7 +81,8 @@ class Sender:
         self.stats = stats
         self._events = events
         self._send_data = send_data
-        self.send_streams: dict[int, SendStream] = {}
+        self.send_streams: dict[int, SendStream] = {}  # live ones: a stream done (`SendStream.done`) leaves
+        self.used = StreamIds(config.max_stream_id_ranges)  # every id a send stream ever had
         self.order: deque[int] = deque()  # streams with queued bytes, round robin
         self.queued_bytes = 0
         self.next_pn = 0
@@ -105,6 +115,7 @@ class Sender:
         acked = ack.acked(oldest)  # what is below the oldest unacked packet is settled already
         if self.overtaken and acked and acked[-1][0] <= next(reversed(self.overtaken)):
             self.settle_overtaken(acked)
+        touched: set[int] = set()
         if sent:
             smallest = next(iter(sent))  # packet numbers enter `sent` in ascending order
             for low, high in acked:
@@ -120,6 +131,8 @@ class Sender:
                     ss = self.send_streams.get(sp.stream_id)
                     if ss is not None:
                         ss.acked.add(sp.offset)
+                        if ss.fin_sent:
+                            touched.add(sp.stream_id)
                     size = len(sp.data) or 1
                     self.in_flight -= size
                     if pn < self.largest_acked:
@@ -127,6 +140,9 @@ class Sender:
                     self.cc.on_acked(len(sp.data), sp.sent_ns)
                     if pn == ack.largest:
                         newest = sp
+        for sid in touched:
+            if self.send_streams[sid].done():
+                del self.send_streams[sid]
         if newest is not None and ack.largest > self.largest_acked:
             for pn in range(self.largest_acked + 1, ack.largest):  # packets this ACK skipped become holes
                 hole = sent.get(pn)
@@ -317,17 +333,20 @@ class Sender:
         if pn < self.largest_acked:
             self.hole_bytes -= size
 
-    def send(self, stream_id: int, data: bytes, fin: bool, streams_open: int) -> None:
-        """Queue `data` (and the FIN) on a stream; raises if the send buffer would overflow."""
+    def send(self, stream_id: int, data: bytes, fin: bool, may_open: bool) -> None:
+        """Queue `data` (and the FIN) on a stream; raises if the send buffer would overflow, or if the stream
+        is new and `may_open` is false (the connection's `max_streams`), or if it was finished."""
         if not 0 <= stream_id <= 0xFFFF:
             raise ValueError("stream id out of range")
         if self.queued_bytes + len(data) > self.config.send_buffer:
             raise StreamLimitExceeded(f"send buffer of {self.config.send_buffer} bytes full")
         s = self.send_streams.get(stream_id)
         if s is None:
-            if streams_open >= self.config.max_streams:
+            if stream_id in self.used:
+                raise StreamError(f"stream {stream_id} already finished")
+            if not may_open:
                 raise StreamLimitExceeded(f"more than {self.config.max_streams} streams")
-            s = self.send_streams[stream_id] = SendStream()
+            s = self.open(stream_id)
         if s.fin_queued:
             raise StreamError(f"stream {stream_id} already finished")
         if not data and not fin:
@@ -342,9 +361,11 @@ class Sender:
         """Nothing queued, nothing lost awaiting resend, nothing unacked (and nothing dropped at a close)."""
         return not self.queued_bytes and not self.lost and not self.sent and not self.abandoned
 
-    def open(self, stream_id: int) -> None:
-        """A stream this side opened (`Connection.open_stream`), with nothing queued yet."""
-        self.send_streams[stream_id] = SendStream()
+    def open(self, stream_id: int) -> SendStream:
+        """A new send stream (`Connection.open_stream`, or the first `send` on an id), nothing queued yet."""
+        self.used.add(stream_id)
+        s = self.send_streams[stream_id] = SendStream()
+        return s
 
     def on_tail_loss(self, now_ns: int) -> None:
         """The tail-loss timer fired: everything in flight is lost."""

@@ -8,6 +8,7 @@ left out of it: `aqueduct.connect` and `aqueduct.serve` are the services' versio
 
 from ..core.app import Delivery
 from ..core.config import EngineConfig
+from ..native import compiled
 from ..quic.mtls import PeerIdentity
 from ..quic.settings import TransportSettings
 from ..quic.tickets import FileTicketStore, MemoryTicketStore
@@ -50,6 +51,7 @@ __all__ = [
     "TransportSettings",
     "Watch",
     "channel",
+    "compiled",
     "oneshot",
     "reconnecting",
     "request",

@@ -10,19 +10,22 @@ Connection (metrics, recording, tests) asks `link_of(conn)`.
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from ..core import app
 from ..quic.mtls import PeerIdentity, handshake_identity
+from ..quic.protocol import AqueductProtocol
 from ..wire.headers import Headers
 from .auth import identity_of
 from .codec import Codec, CodecMismatch
 from .link import ConnectionLink
 from .stats import Stats
 
-__all__ = ["CodecMismatch", "Connection", "Stats", "link_of"]
+__all__ = ["CodecMismatch", "Connection", "QuicLink", "Stats", "link_of"]
 
 E = TypeVar("E")
+QuicLink: TypeAlias = ConnectionLink[AqueductProtocol]
+"""A link over the QUIC adapter: what `connect` and `serve` make (link.py knows its adapter only as an Adapter)."""
 
 
 class Connection(Generic[E]):
@@ -33,7 +36,7 @@ class Connection(Generic[E]):
 
     __slots__ = ("_link",)
 
-    def __init__(self, link: ConnectionLink) -> None:
+    def __init__(self, link: QuicLink) -> None:
         self._link = link
 
     @property
@@ -127,6 +130,6 @@ class Connection(Generic[E]):
         return f"<aqueduct.Connection {state} rtt={self.rtt * 1000:.2f} ms>"
 
 
-def link_of(conn: Connection[Any]) -> ConnectionLink:
+def link_of(conn: Connection[Any]) -> QuicLink:
     """The library's side of `conn` (its engine, adapter and hooks): for metrics, recording and tests."""
     return conn._link

@@ -32,7 +32,7 @@ from ..quic.tickets import ClientTicketStore, ServerTicketStore
 from ..wire.errors import CloseCode
 from .auth import Admission, Authenticate, refusal
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
-from .connection import Connection, link_of
+from .connection import Connection, QuicLink, link_of
 from .halves import Receiver, Sender
 from .link import ConnectionLink
 from .oneof import OneOf, type_of
@@ -255,7 +255,9 @@ class Server(Generic[C]):
         self.worker_dir: Path | None = None
         """With `workers=N`: the private directory of the workers' sockets (give it to workers 1..N-1)."""
 
-    def _on_protocol(self, protocol: AqueductProtocol) -> None:
+    def on_protocol(self, protocol: AqueductProtocol) -> None:
+        """A QUIC connection was accepted (the listener's callback, set by `serve`): make its Connection, hand it
+        to `accept` once the client's headers arrived."""
         link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
         conn: Connection[C] = Connection(link)
         if self.authenticate is not None:
@@ -269,7 +271,7 @@ class Server(Generic[C]):
         self.connections.add(conn)
         link.closed.add_done_callback(lambda _: self.connections.discard(conn))
 
-        def ready(fut: asyncio.Future[ConnectionLink]) -> None:
+        def ready(fut: asyncio.Future[QuicLink]) -> None:
             if not fut.cancelled() and fut.exception() is None:
                 self._queue.put_nowait(conn)
 
@@ -293,7 +295,9 @@ class Server(Generic[C]):
         except ConnectionLost:
             raise StopAsyncIteration from None
 
-    def _close(self) -> None:
+    def stop_accepting(self) -> None:
+        """Accept nothing more: `accept` raises ConnectionLost and `async for conn in server` ends (open
+        connections go on; `drain` and leaving `serve` close them)."""
         if not self._closed:
             self._closed = True
             self._queue.put_nowait(None)
@@ -308,7 +312,7 @@ class Server(Generic[C]):
         every connection has ended or that wait is over."""
         loop = asyncio.get_running_loop()
         self.admission.accepting = False
-        self._close()
+        self.stop_accepting()
         deadline = loop.time() + grace
         closing: list[asyncio.Future[None]] = []
 
@@ -426,7 +430,7 @@ async def _serve(
     if authenticate is not None:
         engine_config = replace(engine_config or EngineConfig(), hold_until_accepted=True)
     transport, quic_server = await open_server(
-        host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
+        host, port, cert=cert, key=key, on_connection=lambda p: server.on_protocol(p),
         headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
         tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
         worker=worker, worker_dir=worker_dir,
@@ -453,7 +457,7 @@ async def _serve(
     try:
         yield server
     finally:
-        server._close()
+        server.stop_accepting()
         await asyncio.gather(*(conn.close(timeout=CLOSE_WAIT) for conn in list(server.connections)),
                              return_exceptions=True)
         quic_server.close()

@@ -101,7 +101,7 @@ class _Fanout(Generic[T]):
                     await sub.wake.wait()
                 if sub.lagged:
                     n, sub.lagged = sub.lagged, 0
-                    await sub.tx._send_notice(LagNotice(n))
+                    await sub.tx.send_notice(LagNotice(n))
                     continue
                 value = sub.queue.popleft()
                 self._room.set()

@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core import app
 from ..core.app import Delivery
@@ -44,13 +44,22 @@ from ..errors import (
     Outcome,
     WouldBlock,
 )
-from ..quic.protocol import AqueductProtocol, consume_exception
 from ..wire.channel_id import ChannelId
 from ..wire.errors import CloseCode
 from ..wire.headers import Headers
+from .adapter import Adapter
 from .codec import CODEC_HEADER, Codec, CodecMismatch, codec_refusal
 from .drops import Drops
-from .halves import Half, Prefetched, Receiver, Sender, attach_kind, networked_receiver, networked_sender
+from .halves import (
+    Half,
+    NetPort,
+    Prefetched,
+    Receiver,
+    Sender,
+    attach_kind,
+    networked_receiver,
+    networked_sender,
+)
 from .hooks import EventObserver, Recording
 from .moving import bind_moved
 from .outcomes import Outcomes
@@ -63,12 +72,21 @@ if TYPE_CHECKING:
     from ..core.engine import Engine
 
 _ORDERED, _UNRELIABLE = Delivery.ORDERED, Delivery.UNRELIABLE  # (an enum member lookup costs ~80 ns)
+A = TypeVar("A", bound=Adapter)
 
 
-class ConnectionLink:
-    """One Aqueduct connection as the library sees it: engine events in, wake-ups and halves out."""
+def _seen(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()  # (a refusal is raised where connect waits; unawaited, it is not logged as lost)
 
-    def __init__(self, protocol: AqueductProtocol, codec: Codec, entrypoint_type: Any = None,
+
+class ConnectionLink(Generic[A]):
+    """One Aqueduct connection as the library sees it: engine events in, wake-ups and halves out.
+
+    Generic in its adapter: this module knows it only as an `Adapter` (adapter.py); the modules that start
+    one (endpoints.py, connection.py) see its concrete type (`QuicLink`, connection.py)."""
+
+    def __init__(self, protocol: A, codec: Codec, entrypoint_type: Any = None,
                  schema: bytes | None = None, schema_check: SchemaCheck = "exact") -> None:
         self._protocol = protocol
         self.codec = codec
@@ -87,8 +105,8 @@ class ConnectionLink:
         self._entrypoint: Sender[Any] | Receiver[Any] | None = None
         self._entrypoint_spec = spec_for(entrypoint_type) if entrypoint_type is not None else None
         self._schema, self._schema_check = schema, schema_check
-        self.ready: asyncio.Future[ConnectionLink] = self._loop.create_future()
-        self.ready.add_done_callback(consume_exception)
+        self.ready: asyncio.Future[ConnectionLink[A]] = self._loop.create_future()
+        self.ready.add_done_callback(_seen)
         self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
         self.peer_headers: Headers = ()
         self.recording: Recording | None = None
@@ -100,7 +118,7 @@ class ConnectionLink:
             self._on_events(protocol.engine.events())
             if protocol.engine.entrypoint is not None and protocol.side.name == "CLIENT":
                 self._entrypoint = networked_sender(self, protocol.engine.entrypoint)
-                self._entrypoint._spec = self._entrypoint_spec
+                self._entrypoint.type_as(self._entrypoint_spec)
 
     # ---- properties ----
     @property
@@ -110,7 +128,7 @@ class ConnectionLink:
         return self._protocol.engine
 
     @property
-    def protocol(self) -> AqueductProtocol:
+    def protocol(self) -> A:
         """The aioquic adapter."""
         return self._protocol
 
@@ -166,7 +184,7 @@ class ConnectionLink:
         self.peer_headers = ev.headers
         if ev.entrypoint is not None:
             self._entrypoint = networked_receiver(self, ev.entrypoint)
-            self._entrypoint._spec = self._entrypoint_spec
+            self._entrypoint.type_as(self._entrypoint_spec)
         why = codec_refusal(self.codec, self.header(CODEC_HEADER), self.engine.side.name.lower())
         if why is not None:
             self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
@@ -408,8 +426,8 @@ class ConnectionLink:
         cleanly instead of raising ConnectionLost.
         """
         ep = self._entrypoint
-        if code == 0 and isinstance(ep, Sender) and ep._done is None and ep._handle is not None and not self.is_closed:
-            handle = ep._handle
+        if code == 0 and isinstance(ep, Sender) and isinstance(port := ep.port, NetPort) and not self.is_closed:
+            handle = port.handle
             with contextlib.suppress(ChannelError, TimeoutError):  # a silent server: close anyway
                 await ep.finish()
                 await asyncio.wait_for(self.sender_ended(handle), timeout)

@@ -9,9 +9,14 @@ channel and hands back a handle for the half that stays on this side
   unread messages are sent on the network channel (a message sent with
   confirm=True keeps its future: its fate is now the network's); a pair
   whose other half is gone is dropped or ended as its pipe says;
-- a half that is already networked (bound to another channel): a relay
-  task forwards between the old channel and the new one (`relay`), and
-  the moved half becomes unusable.
+- a half that is already networked (bound to another channel): a fresh
+  half takes over its channel (`hand_on`), a relay task forwards between
+  the old channel and the new one (`relay`), and the moved half becomes
+  unusable.
+
+Each of these is a move of the halves' port table (halves/ports.py),
+made by the half's own intention methods (`mark_moved`, `bind`,
+`hand_on`): this module reads ports and never writes one.
 
 It needs of the connection only what a networked half does (halves.Link)
 and a way to spawn the relay, so it does not depend on link.py.
@@ -26,7 +31,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from ..errors import ChannelError, ChannelFinished, EndReason, Outcome, ReceiverDropped
-from .halves import Half, Link, Receiver, Sender, networked_receiver, networked_sender
+from .halves import Half, Link, LocalPort, Receiver, Sender, networked_receiver, networked_sender
 
 
 class MovingLink(Link, Protocol):
@@ -39,25 +44,26 @@ class MovingLink(Link, Protocol):
 
 def bind_moved(link: MovingLink, half: Half, created: int, spawn: Callable[[Coroutine[Any, Any, None]], None]) -> None:
     """`half` went to the peer in a message on `link`; wire what stays here to the engine handle `created`."""
+    port = half.port
     if isinstance(half, Sender):
-        pipe = half._pipe
-        if pipe is not None:
+        if type(port) is LocalPort:
+            pipe = port.pipe
             rx = pipe.receiver() if pipe.receiver is not None else None
-            half._mark_moved()
-            if rx is None or rx._done is not None or pipe.receiver_gone:
+            half.mark_moved()
+            if rx is None or rx.port.done is not None or pipe.receiver_gone:
                 link.drop_receiver(created)
             else:
-                rx._bind(link, created)
+                rx.bind(link, created)
         else:
-            inner = _take_over_sender(half)
+            inner = half.hand_on()
             spawn(relay(networked_receiver(link, created), inner))
     else:
-        pipe = half._pipe
-        if pipe is not None and half._link is None:
+        if type(port) is LocalPort:
+            pipe = port.pipe
             tx = pipe.sender() if pipe.sender is not None else None
             queued, ended = list(pipe.items), pipe.ended
             pipe.items.clear()
-            half._mark_moved()
+            half.mark_moved()
             for msg in queued:
                 local = pipe.confirms.pop(msg.number, None)
                 if local is None:
@@ -65,40 +71,19 @@ def bind_moved(link: MovingLink, half: Half, created: int, spawn: Callable[[Coro
                 else:  # a confirmed message queued before its channel moved: its fate is the network's
                     remote = link.send_nowait_confirmed(created, msg.value, msg.delivery, force=True)
                     remote.add_done_callback(functools.partial(_pass_on, local))
-            if tx is not None and tx._done is None:
-                tx._bind(link, created)
+            if tx is not None and tx.port.done is None:
+                tx.bind(link, created)
             elif ended is EndReason.FINISHED:
                 link.finish(created)
             else:
                 link.cancel(created)
         else:
-            inner_rx = _take_over_receiver(half)
-            spawn(relay(inner_rx, networked_sender(link, created)))
+            spawn(relay(half.hand_on(), networked_sender(link, created)))
 
 
 def _pass_on(to: asyncio.Future[Outcome], done: asyncio.Future[Outcome]) -> None:
     if not to.done():
         to.set_result(done.result())
-
-
-def _take_over_sender(half: Sender[Any]) -> Sender[Any]:
-    """A fresh Sender owning `half`'s network handle; `half` is marked moved."""
-    link, handle = half._link, half._handle
-    assert link is not None and handle is not None
-    half._mark_moved()
-    return networked_sender(link, handle)
-
-
-def _take_over_receiver(half: Receiver[Any]) -> Receiver[Any]:
-    """A fresh Receiver owning `half`'s source (pipe leftovers and network handle); `half` is marked moved."""
-    fresh: Receiver[Any] = Receiver()
-    fresh._pipe = half._pipe
-    fresh._buf, half._buf = half._buf, fresh._buf  # what it prefetched goes first
-    link, handle = half._link, half._handle
-    half._mark_moved()
-    if link is not None and handle is not None:
-        fresh._bind(link, handle)
-    return fresh
 
 
 async def relay(src: Receiver[Any], dst: Sender[Any]) -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..core import app
 from ..core.app import Delivery
 from ..wire.channel_id import ChannelId
+from .adapter import Adapter
 from .codec import Codec
 from .halves import Half, Link, Prefetched, networked_half
 from .hooks import Recording
@@ -32,7 +33,6 @@ from .stats import Stats
 
 if TYPE_CHECKING:
     from ..core.engine import Engine
-    from ..quic.protocol import AqueductProtocol
 
 PREFETCH_MESSAGES = 64
 """A networked receiver takes at most this many queued messages from the engine at once."""
@@ -54,8 +54,8 @@ class PrefetchHost(Link, Protocol):
         """The engine."""
 
     @property
-    def protocol(self) -> AqueductProtocol:
-        """The aioquic adapter."""
+    def protocol(self) -> Adapter:
+        """The QUIC adapter."""
 
 
 class Prefetch:

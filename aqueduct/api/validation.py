@@ -178,9 +178,9 @@ def _check_hook(tp: Any, obj: Any) -> Any:
     if _CAPABILITY is not None and _CAPABILITY.declares(tp):
         return _CAPABILITY.check(tp, obj)
     half, inner = _matching_half(tp, obj)
-    spec = half._spec
+    spec = half.spec
     if spec is None:
-        half._adopt(spec_for(inner))
+        half.adopt(spec_for(inner))
     elif inner is not Any and spec.tp != inner:
         raise TypeError(f"Expected `{type_name(tp)}`, got a channel of `{spec.name}`")
     return half
@@ -191,8 +191,8 @@ def _adopt_hook(tp: Any, obj: Any) -> Any:
     if _CAPABILITY is not None and _CAPABILITY.declares(tp):
         return _CAPABILITY.arrive(tp, obj)
     half, inner = _matching_half(tp, obj)
-    if half._spec is None:
-        half._spec = spec_for(inner)
+    if half.spec is None:
+        half.type_as(spec_for(inner))
     return half
 
 

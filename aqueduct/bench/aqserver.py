@@ -25,7 +25,7 @@ from .typed import BenchCarrier, BenchOrder
 async def _command(codec: str, cmd: bytes, halves: list[Any]) -> None:
     rx, tx = halves
     if cmd in (TYPED_SINK, TYPED_CHANNELS):  # a typed service's receiver: every message converted to its type
-        rx._adopt(spec_for(BenchOrder if cmd == TYPED_SINK else BenchCarrier))
+        rx.adopt(spec_for(BenchOrder if cmd == TYPED_SINK else BenchCarrier))
     n = 0
     held: list[Any] = []
     if cmd == HOLD:

@@ -16,6 +16,17 @@ def frame(payload: bytes) -> bytes:
     return encode_varint(len(payload)) + payload
 
 
+def _length(buf: bytearray, pos: int) -> tuple[int, int]:
+    """The frame length at `pos` and where its payload starts. The wire's read_varint takes bytes (compiled, it
+    refuses a bytearray), so a longer length is read from a copy of its at most 10 bytes; a one-byte length,
+    every 64-byte frame's, is read in place, so the baselines cost the same whether Aqueduct runs compiled."""
+    head = buf[pos]
+    if head < 0x80:
+        return head, pos + 1
+    length, size = read_varint(bytes(buf[pos : pos + 10]), 0)
+    return length, pos + size
+
+
 class Deframer:
     """Incremental frame parser over a byte stream."""
 
@@ -30,7 +41,7 @@ class Deframer:
         pos, end = 0, len(buf)
         while pos < end:
             try:
-                length, start = read_varint(buf, pos)  # type: ignore[arg-type]
+                length, start = _length(buf, pos)
             except Incomplete:
                 break
             stop = start + length
@@ -50,7 +61,7 @@ class Deframer:
         pos, end = 0, len(buf)
         while pos < end:
             try:
-                length, start = read_varint(buf, pos)  # type: ignore[arg-type]
+                length, start = _length(buf, pos)
             except Incomplete:
                 break
             stop = start + length

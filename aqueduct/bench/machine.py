@@ -2,8 +2,8 @@
 
 A saved run (`aqueduct bench --save`) is only comparable with another one
 when one knows where each ran: CPU model and count, memory, kernel, Python,
-aioquic, the event loop, the load average when it started and ended, and the
-git commit of the tree (with whether it had local changes). Every fact is
+aioquic, the event loop, whether the wire and engine ran compiled or pure (aqueduct/native.py), the load
+average when it started and ended, and the git commit of the tree (with whether it had local changes). Every fact is
 best-effort: a missing /proc file or git leaves that fact None.
 """
 
@@ -49,6 +49,15 @@ def git_facts(where: Path | None = None) -> dict[str, Any]:
     return {"commit": commit, "dirty": dirty}
 
 
+def _compiled() -> dict[str, Any]:
+    """Whether this process (and the peer processes, which inherit AQUEDUCT_PURE) ran the compiled wire and
+    engine (aqueduct/native.py)."""
+    from ..native import compiled
+
+    state = compiled()
+    return {"active": state.active, "modules": len(state.modules), "reason": state.reason}
+
+
 def facts() -> dict[str, Any]:
     """Everything known about this machine now (see the module docstring)."""
     mem_kb = _first_line_with("/proc/meminfo", "MemTotal")
@@ -64,6 +73,7 @@ def facts() -> dict[str, Any]:
         "python_implementation": platform.python_implementation(),
         "aioquic": _version("aioquic"),
         "aqueduct": _version("aqueduct-py"),
+        "compiled": _compiled(),
         "uvloop": _version("uvloop"),
         "load_average": list(os.getloadavg()),
         "git": git_facts(),

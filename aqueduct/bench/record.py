@@ -127,8 +127,10 @@ def _describe(name: str, data: dict[str, Any]) -> str:
     git = env.get("git") or {}
     commit = (git.get("commit") or "?")[:10] + ("+dirty" if git.get("dirty") else "")
     load = ", ".join(f"{x:.1f}" for x in env.get("load_average", [])) or "?"
+    built = env.get("compiled") or {}
+    mode = "compiled" if built.get("active") else "pure" if built else "?"
     return (f"{name}: {env.get('utc', '?')} commit {commit} on {env.get('cpus', '?')} x "
-            f"{env.get('cpu_model') or '?'}, {env.get('loop', '?')}, load {load}")
+            f"{env.get('cpu_model') or '?'}, {env.get('loop', '?')}, {mode}, load {load}")
 
 
 def compare_table(a: dict[str, Any], b: dict[str, Any], a_name: str = "A", b_name: str = "B") -> str:

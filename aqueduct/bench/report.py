@@ -253,6 +253,9 @@ def table(results: Results) -> str:
         mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
         value = "-" if t.value is None else _fmt(t.value)
         lines.append(f"  {t.name:<66} {value:>10}  goal {t.goal:<16} {mark}")
+    built = results.environment.get("compiled") or {}
+    if built:
+        lines.append(f"wire and engine: {built.get('reason')}")
     lines.append(f"run took {results.seconds:.0f} s; load average at start "
                  f"{', '.join(f'{x:.1f}' for x in results.environment.get('load_average', []))}")
     return "\n".join(lines)

@@ -18,12 +18,23 @@ _COMMANDS = ["wire", "cert", "serve", "demo", "analyze", "report", "replay", "be
 _EXTRAS = {"pyarrow": "spark", "pyspark": "spark", "matplotlib": "spark", "pandas": "spark", "opentelemetry": "otel"}
 
 
+class _Version(argparse.Action):
+    """`--version`: the release and which wire and engine run (aqueduct/native.py), on one unwrapped line."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from .. import __version__
+        from ..native import compiled
+
+        print(f"{parser.prog} {__version__}, {compiled()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
-    from .. import __version__
-
     parser = argparse.ArgumentParser(prog="aqueduct", description="Aqueduct: typed message channels over QUIC")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version, and whether the wire and "
+                        "engine run compiled or pure (and why), then exit")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMANDS:
         importlib.import_module(f"aqueduct.cli.{name}").register(sub)

@@ -78,7 +78,18 @@ class ReceiveAcks:
     nack_upto: int = 0
     """Numbers below this whose declaration timed out may be nacked."""
     ack_due: float | None = None
-    """When the acks owed now must be written (ack_delay after the first became owed)."""
+    """When the acks owed now must be written (ack_delay after the first became owed): read by others, set by
+    `owe_acks`, cleared by `acks_written`."""
+
+    # ---- when acks are due ----
+    def owe_acks(self, due: float) -> None:
+        """Acks became owed: write them by `due`, unless some were owed already (their earlier time stands)."""
+        if self.ack_due is None:
+            self.ack_due = due
+
+    def acks_written(self) -> None:
+        """Every ack owed was written (receiving.py): none is due."""
+        self.ack_due = None
 
     # ---- the caps' home ----
     def ranges_held(self) -> int:

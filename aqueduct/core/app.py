@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..errors import EndReason
+from ..wire.channel_id import ChannelId
 from ..wire.headers import Headers
 
 SenderHandle = int
@@ -58,7 +59,7 @@ class Attachment:
     """A half handed to us inside a message: `is_sender` tells which kind `handle` is."""
 
     index: int
-    channel: int
+    channel: ChannelId
     is_sender: bool
     handle: int
 

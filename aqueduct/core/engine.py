@@ -55,6 +55,9 @@ engine (the adapter applies stream backpressure using SendResult.stream_id).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import cast
+
+from mypy_extensions import mypyc_attr
 
 from ..errors import ChannelClosed, EndReason
 from ..wire.channel_id import Side
@@ -88,6 +91,7 @@ from .transport import (
 _UNRELIABLE = Delivery.UNRELIABLE
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (aqueduct/native.py), still open to subclasses
 class Engine:
     """One side of an Aqueduct connection, as a deterministic state machine."""
 
@@ -230,7 +234,10 @@ class Engine:
             self._ctx.rtt = rtt
 
     def commands(self) -> list[TransportCommand]:
-        """Drain the transport commands produced so far, in order."""
+        """Drain the transport commands produced so far, in order (first the first frames still owed on control
+        streams the peer opened: `StreamTable.owe_first`)."""
+        if self._streams.owed:
+            self._streams.flush_owed()
         return self._out.take_commands()
 
     def events(self) -> list[AppEvent]:
@@ -241,7 +248,7 @@ class Engine:
     def send(
         self,
         sender: SenderHandle,
-        payload: bytes,
+        payload: bytes | bytearray | memoryview,
         attach: Sequence[AttachKind] = (),
         delivery: Delivery = Delivery.ORDERED,
         now: float | None = None,
@@ -265,8 +272,8 @@ class Engine:
         return SendResult(number, (), self._tx.send(s, (payload,), delivery))
 
     def send_many(
-        self, sender: SenderHandle, payloads: Sequence[bytes], delivery: Delivery = Delivery.ORDERED,
-        now: float | None = None,
+        self, sender: SenderHandle, payloads: Sequence[bytes | bytearray | memoryview],
+        delivery: Delivery = Delivery.ORDERED, now: float | None = None,
     ) -> int | None:
         """Send messages without attachments, in order, as `send` would one by one (its errors, raised before
         any is sent; a oneshot sender takes one); return the stream written (None: datagrams). An ordered batch
@@ -281,7 +288,7 @@ class Engine:
         s = self._senders.get(sender)
         if s is None or s.app_dropped or self._ctx.closed:  # (app_sender raises why)
             s = self._tx.app_sender(sender)
-        return self._tx.send(s, payloads, delivery)
+        return self._tx.send(s, cast("Sequence[bytes]", payloads), delivery)  # (each one bytes by now)
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
         """Gracefully finish a channel (SentUnreliable if due, FinishSender, FIN) once its control stream exists."""

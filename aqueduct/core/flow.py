@@ -12,11 +12,12 @@ stream (`credit_partial`), so a frame larger than the window can complete.
 Stalls: a stream whose next frame found its receiver's queue full is
 recorded under that receiver (`stall`); whenever the receiver makes room
 or ends, `room` marks it to resume, and incoming.py runs its streams on.
-`partial_bytes` counts bytes held in readers and stalled streams, bounded
-by max_buffered_bytes; `partial_since` says since when each stream has
-held part of a frame (bounded in time by partial_frame_timeout).
+`partial_bytes` counts bytes held in readers and stalled streams (incoming.py
+says how many come and go: `hold`, `release`), bounded by max_buffered_bytes;
+`partial_since` says since when each stream has held part of a frame (bounded
+in time by partial_frame_timeout).
 
-This object owns the three tables; incoming.py and receiving.py call it.
+This object owns the three tables and the count; incoming.py and receiving.py call it.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ _NEW = (Role.NEW_UNI, Role.NEW_BIDI)
 class Flow:
     """Credit returns, the partial-byte count and the stalled streams of one connection."""
 
-    __slots__ = ("_ctx", "_out", "_receivers", "_streams", "_timeout", "partial_bytes", "partial_since", "resume",
-                 "stalls")
+    __slots__ = ("_ctx", "_max_held", "_out", "_receivers", "_streams", "_timeout", "partial_bytes", "partial_since",
+                 "resume", "stalls")
 
     def __init__(self, ctx: Context, streams: StreamTable, receivers: dict[int, Receiver]) -> None:
         self._ctx = ctx
@@ -41,14 +42,26 @@ class Flow:
         self._streams = streams
         self._receivers = receivers
         self._timeout = ctx.config.partial_frame_timeout
+        self._max_held = ctx.config.max_buffered_bytes
         self.partial_bytes = 0
-        """Bytes held in stream readers and stalled streams."""
+        """Bytes held in stream readers and stalled streams (read by others; changed by `hold` and `release`)."""
         self.stalls: dict[int, set[int]] = {}
         """Receiver handle -> streams stalled on its full queue."""
         self.resume: set[int] = set()
         """Receivers whose stalled streams may run on."""
         self.partial_since: dict[int, float] = {}
         """Stream -> when its current partial frame began (incoming.py's partial-frame deadline)."""
+
+    def hold(self, nbytes: int) -> bool:
+        """`nbytes` more bytes are held in a stream reader or a stalled stream (a chunk's net change: negative
+        when frames completed); whether the count is now past max_buffered_bytes (the caller closes)."""
+        held = self.partial_bytes + nbytes
+        self.partial_bytes = held
+        return held > self._max_held
+
+    def release(self, nbytes: int) -> None:
+        """`nbytes` held bytes left: their frames were run, or their stream was reset."""
+        self.partial_bytes -= nbytes
 
     def credit(self, stream_id: int | None, nbytes: int) -> None:
         """Return `nbytes` of credit on a stream (none once the connection is over)."""

@@ -54,7 +54,9 @@ class Halves:
         self.unclaimed: dict[int, Receiver] = {}
         """Channel ID -> a receiver made before the message that hands it out (kept after it ends, until that
         message or ClosedChannelLost)."""
-        self._discarded: deque[int] = deque()
+        self._discarded: deque[int] | None = None
+        """The ghost filter's channels, oldest first, with `_discarded_set`; made at its first entry (an empty deque
+        costs ~600 B, and an idle connection ends no receiver)."""
         self._discarded_set: set[int] = set()
         self._claimed: dict[int, RangeSet] = {}
 
@@ -121,10 +123,13 @@ class Halves:
         size = self._config.discarded_filter_size
         if channel in self._discarded_set or size <= 0:
             return
-        self._discarded.append(channel)
+        discarded = self._discarded
+        if discarded is None:
+            discarded = self._discarded = deque()
+        discarded.append(channel)
         self._discarded_set.add(channel)
-        while len(self._discarded) > size:
-            self._discarded_set.discard(self._discarded.popleft())
+        while len(discarded) > size:
+            self._discarded_set.discard(discarded.popleft())
 
     def recently_discarded(self, channel: int) -> bool:
         """Whether a receiver of `channel` ended lately."""
@@ -133,7 +138,9 @@ class Halves:
     def mark_claimed(self, channel: int) -> None:
         """A message handed out this channel's receiver: any later pending receiver for it is a ghost."""
         cid = ChannelId(channel)
-        ranges = self._claimed.setdefault(cid.space, RangeSet())
+        ranges = self._claimed.get(cid.space)
+        if ranges is None:
+            ranges = self._claimed[cid.space] = RangeSet()
         index = cid.index
         ranges.add(index, index + 1)
         if len(ranges) > max(64, self._config.discarded_filter_size):

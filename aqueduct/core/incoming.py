@@ -138,9 +138,7 @@ class Incoming:
         data = ev.data
         if not ev.end_stream:
             if reader.absorb(data):  # the middle of a large frame: no frame to run
-                flow = self._flow
-                flow.partial_bytes += len(data)
-                if flow.partial_bytes > self._buffered_max:
+                if self._flow.hold(len(data)):
                     self._limit(f"more than {self._buffered_max} bytes of partial frames buffered")
                 if rec.stalled is None:
                     if rec.outstanding <= 0:
@@ -157,13 +155,13 @@ class Incoming:
         frames, sizes = reader.feed_sized(data)
         after = reader.buffered
         consumed = before + len(data) - after
-        self._flow.partial_bytes += after - before
+        held = after - before
         if rec.stalled is not None:
             rec.stalled.extend(zip(frames, sizes, strict=True))
             rec.stalled_bytes += consumed
             rec.stalled_fin = rec.stalled_fin or ev.end_stream
-            self._flow.partial_bytes += consumed
-        if self._flow.partial_bytes > self._buffered_max:
+            held += consumed
+        if self._flow.hold(held):
             self._limit(f"more than {self._buffered_max} bytes of partial frames buffered")
         if rec.stalled is None:
             if frames or ev.end_stream:
@@ -179,7 +177,7 @@ class Incoming:
         Intake as one batch, as `_run_frames` would one by one; return the bytes left for the general path (the
         reader is then empty). One run per chunk: an ordered channel's stream carries one channel."""
         reader = rec.reader
-        self._flow.partial_bytes -= reader.buffered
+        self._flow.release(reader.buffered)
         buf = reader.take_buffer(data)
         payloads: list[bytes] = []
         sizes: list[int] = []
@@ -259,7 +257,7 @@ class Incoming:
                 rec.stalled = deque(rest)
                 rec.stalled_bytes = held
                 rec.stalled_fin = fin
-                self._flow.partial_bytes += held
+                self._flow.hold(held)  # (the reader gave these up as frames: held again, no more than arrived)
                 self._flow.stall(full.receiver, rec.stream_id)
                 self._credit(rec.stream_id, other)
                 return
@@ -311,7 +309,7 @@ class Incoming:
             rec.outstanding += deferred
             rec.stalled.popleft()
             rec.stalled_bytes -= size
-            self._flow.partial_bytes -= size
+            self._flow.release(size)
             credit += size - p - deferred
             if self._ctx.closed:
                 return
@@ -400,7 +398,7 @@ class Incoming:
         rec.in_done = True
         self._flow.forget_partial(ev.stream_id)
         dropped = rec.reader.buffered + rec.stalled_bytes
-        self._flow.partial_bytes -= dropped
+        self._flow.release(dropped)
         self._credit(rec.stream_id, dropped - rec.pre)
         rec.pre = 0
         rec.reader = FrameReader(self._max, self._headers)

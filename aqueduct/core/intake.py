@@ -170,8 +170,8 @@ class Intake:
         else:
             acks.unrel_received.add(n, n + 1)
         self._rx.check_ranges(r)
-        if acks.ack_due is None:
-            acks.ack_due = self._ctx.now + self._ack_delay
+        if acks.ack_due is None:  # (tested here: the call is made once per ack delay, not per message)
+            acks.owe_acks(self._ctx.now + self._ack_delay)
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
         was_empty = not queue
@@ -214,8 +214,8 @@ class Intake:
         was_empty = not queue
         r.messages_seen += k
         acks.in_order(first, k)
-        if acks.ack_due is None:
-            acks.ack_due = self._ctx.now + self._ack_delay
+        if acks.ack_due is None:  # (tested here: the call is made once per ack delay, not per message)
+            acks.owe_acks(self._ctx.now + self._ack_delay)
         if k == 1:  # (building the iterators below costs more than one message)
             queue.put((Delivered(payloads[0], (), r.channel, first, _ORDERED), credit_sid, sizes[0]), nbytes)
         else:
@@ -260,7 +260,7 @@ class Intake:
         ack_due = acks.ack_due
         owed = ack_due is not None and (start < acks.nack_upto or start in received or bool(acks.rel_pending))
         if ack_due is None:
-            acks.ack_due = self._ctx.now + self._ack_delay
+            acks.owe_acks(self._ctx.now + self._ack_delay)
         r.messages_seen += 1
         received.add_one(n)
         if n != top and len(received) > 1:  # (a gap: the peer picks the holes, so they are capped)

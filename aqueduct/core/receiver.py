@@ -32,6 +32,8 @@ from .transitions import checked
 class RState(Enum):
     """Receiver states (see the diagram above)."""
 
+    __hash__ = object.__hash__  # (members are singletons; Enum's own hash is a Python call, per table lookup)
+
     OPEN = "open"
     FINISHING = "finishing"
     CLOSE_WAIT = "close_wait"
@@ -78,7 +80,7 @@ class Receiver:
 
     def move(self, to: RState) -> None:
         """Change state, as TRANSITIONS allows (else IllegalTransition)."""
-        self.state = checked(TRANSITIONS, f"receiver {self.handle}", self.state, to)
+        self.state = checked(TRANSITIONS, "receiver", self.handle, self.state, to)
 
     def ledger(self) -> ReceiveAcks:
         """The ack ledger, allocated if this is its first use."""

@@ -7,8 +7,9 @@ and `claimed` (halves.py); the state moves only through `Receiver.move`.
 
 Creation: a receiver for a channel the peer minted opens its control
 stream at once (ChannelControl); one for a channel we minted waits for the
-peer to open it, and a first frame (an empty AckNackUnreliable) tells the
-peer we read its ChannelControl.
+peer to open it, and a first frame tells the peer we read its ChannelControl:
+whatever we write first, or an empty AckNackUnreliable when the input that
+attached the stream ends with nothing written on it (`StreamTable.owe_first`).
 
 Acks: the ack timer always holds what `schedule` would set: the earlier of
 ack_due (ack_delay after the first ack became owed) and the next
@@ -52,6 +53,8 @@ from .sending import Senders
 from .streams import Role, StreamTable
 
 _GONE = RState.GONE
+_EMPTY_ACKNACK = encode_frame(AckNackUnreliable(()))
+"""A receiver's first frame on a control stream the peer opened, when it has nothing else to write."""
 
 
 class Receivers:
@@ -110,7 +113,7 @@ class Receivers:
             assert r.close_reason is not None
             self.close(r, r.close_reason)
         else:
-            self._streams.write(sid, encode_frame(AckNackUnreliable(())))
+            self._streams.owe_first(sid, _EMPTY_ACKNACK)
             self.schedule(r)
 
     def on_frame(self, r: Receiver, frame: Frame) -> None:
@@ -223,7 +226,7 @@ class Receivers:
         unrel = acks.take_acknack(acks.decided_end())
         if unrel is not None:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
-        acks.ack_due = None
+        acks.acks_written()
         if frames:
             self._streams.write(r.ctrl, b"".join(frames))
         if r.handle in self._gapped:
@@ -355,6 +358,8 @@ class Receivers:
         """The next queued message (its credit returned, its halves exposed), or None."""
         if not r.queue:
             return None
+        if self._ctx.closed:  # a finished channel's queue outlives the connection (teardown): no credit to give
+            return r.queue.take()[0]
         self._flow.room(r.handle)
         d, sid, credit = r.queue.take()
         self._flow.credit_taken(sid, credit)
@@ -366,6 +371,8 @@ class Receivers:
         """Up to `limit` queued messages at once (what `limit` calls of `take` would return)."""
         out: list[Delivered] = []
         queue = r.queue
+        if queue and self._ctx.closed:  # (as in `take`)
+            return [d for d, _sid, _credit in queue.take_many(limit)]
         if queue and limit > 0:
             flow = self._flow
             flow.room(r.handle)
@@ -409,11 +416,13 @@ class Receivers:
         self._maybe_forget(r)
 
     def teardown(self) -> None:
-        """The connection is over: every receiver ends with CONNECTION_LOST; those nobody holds are forgotten."""
+        """The connection is over: every receiver ends with CONNECTION_LOST but those that had finished, whose
+        queues stay takeable; those nobody holds are forgotten."""
         self._gapped.clear()
         self.ranges_total = 0
         for r in list(self._receivers.values()):
-            r.queue = None
+            if r.end_reason is not EndReason.FINISHED:  # a finished channel's messages stay takeable (the spec's
+                r.queue = None                          # "all messages acked prior to it closing", then the end)
             if not r.end_reported:
                 if r.state is not _GONE:
                     r.move(_GONE)

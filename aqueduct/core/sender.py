@@ -27,6 +27,8 @@ from .transitions import checked
 class SState(Enum):
     """Sender states (see the diagram above)."""
 
+    __hash__ = object.__hash__  # (members are singletons; Enum's own hash is a Python call, per table lookup)
+
     OPEN = "open"
     FINISH_WAIT = "finish_wait"
     FINISHED = "finished"
@@ -82,7 +84,7 @@ class Sender:
 
     def move(self, to: SState) -> None:
         """Change state, as TRANSITIONS allows (else IllegalTransition)."""
-        self.state = checked(TRANSITIONS, f"sender {self.handle}", self.state, to)
+        self.state = checked(TRANSITIONS, "sender", self.handle, self.state, to)
 
     def settle_all(self) -> list[Run]:
         """Every message not yet acked or nacked, now counted as nacked (SendAcks.settle_all; a sender that

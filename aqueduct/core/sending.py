@@ -49,6 +49,8 @@ from .transport import ResetStream, SendDatagram, SendStreamData
 _ORDERED = Delivery.ORDERED
 _UNORDERED = Delivery.UNORDERED  # (an enum member looked up on its class costs ~100-200 ns)
 _UNRELIABLE = Delivery.UNRELIABLE
+_SENT_NONE = encode_frame(SentUnreliable(0))
+"""A sender's first frame on a control stream the peer opened, when it has nothing else to write."""
 _OPEN = SState.OPEN
 _GONE = SState.GONE
 _CLOSED = EndReason.CLOSED
@@ -305,13 +307,13 @@ class Senders:
         s.move(SState.CANCELLED)
         self._reset_ctrl(s, ResetCode.CANCELLED)
 
-    def _reset_ctrl(self, s: Sender, code: int) -> None:
+    def _reset_ctrl(self, s: Sender, code: ResetCode) -> None:
         """Reset our direction of the control stream, if it is still open."""
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
             self._streams.reset(s.ctrl, code)
 
-    def reset_message_streams(self, s: Sender, code: int) -> None:
+    def reset_message_streams(self, s: Sender, code: ResetCode) -> None:
         """Reset every stream carrying only this sender's messages (ordered, and unordered not yet acked)."""
         if s.ordered_sid is not None:
             self._out.command(ResetStream(s.ordered_sid, code))
@@ -323,11 +325,14 @@ class Senders:
 
     # ---- the control stream ----
     def attached(self, s: Sender, sid: int) -> None:
-        """The peer opened our control stream; a first frame tells it we read its ChannelControl."""
+        """The peer opened our control stream; a first frame tells it we read its ChannelControl: whatever we
+        write first, or SentUnreliable(0) if the input ends with nothing written (`StreamTable.owe_first`).
+        The entrypoint's needs none: its receiver is never lost, so the server never resets its control stream
+        before the client ended its own direction, and nothing waits for that frame."""
         s.ctrl = sid
         s.ctrl_open = True
-        if s.state is _OPEN and not s.undeclared:
-            self._streams.write(sid, encode_frame(SentUnreliable(0)))
+        if s.state is _OPEN and not s.undeclared and s.channel:
+            self._streams.owe_first(sid, _SENT_NONE)
         if s.state is SState.FINISH_WAIT:
             self._do_finish(s)
         elif s.state is SState.CANCEL_WAIT:

@@ -45,6 +45,7 @@ from collections import deque
 from dataclasses import dataclass
 from enum import Enum
 
+from ..errors import ResetCode
 from ..wire.channel_id import Side
 from ..wire.frames import (
     AckNackUnreliable,
@@ -70,6 +71,8 @@ VERSION_BYTES = encode_frame(Version())
 
 class Role(Enum):
     """What a stream carries (see the table above)."""
+
+    __hash__ = object.__hash__  # (members are singletons; Enum's own hash is a Python call, per table lookup)
 
     CONNECTION = "connection"
     NEW_BIDI = "new_bidi"
@@ -108,7 +111,7 @@ class StreamRec:
     """FinishSender / CloseReceiver / ClosedChannelLost already read."""
     out_started: bool = False
     """We have written on our direction (for the client's Version prefix)."""
-    pending_reset: int | None = None
+    pending_reset: ResetCode | None = None
     """A reset of our direction waiting until the peer has shown it read our ChannelControl."""
     pre: int = 0
     outstanding: int = 0
@@ -159,7 +162,7 @@ class StreamIds:
 class StreamTable:
     """The stream records of one connection, and our writes that open, end or reset streams."""
 
-    __slots__ = ("_ctx", "_headers", "_ids", "_max", "_out", "_records", "get", "need_version")
+    __slots__ = ("_ctx", "_headers", "_ids", "_max", "_out", "_records", "get", "need_version", "owed")
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
@@ -173,6 +176,8 @@ class StreamTable:
         """The record of a stream, or None."""
         self.need_version = ctx.side is Side.CLIENT
         """A client prefixes every new stream and datagram with Version until the server's headers arrive."""
+        self.owed: dict[int, bytes] = {}
+        """Control streams the peer opened whose first frame we owe (`owe_first`), with that frame."""
 
     def __len__(self) -> int:
         return len(self._records)
@@ -223,8 +228,25 @@ class StreamTable:
         if rec is not None:
             rec.half = None
 
+    def owe_first(self, stream_id: int, frame: bytes) -> None:
+        """The peer opened this control stream and waits for a first frame from us (its deferred reset does):
+        `frame` goes out when the engine's commands are next drained (`flush_owed`), unless another write or a
+        reset of the stream goes first, which tells the peer the same (a CloseReceiver or FinishSender of the
+        same input, so a fresh channel's close carries no empty frame before it)."""
+        self.owed[stream_id] = frame
+
+    def flush_owed(self) -> None:
+        """Write the first frames still owed (the engine's commands are being drained)."""
+        owed, self.owed = self.owed, {}
+        for stream_id, frame in owed.items():
+            rec = self._records.get(stream_id)
+            if rec is not None and not rec.out_done:
+                self.write(stream_id, frame)
+
     def write(self, stream_id: int, data: bytes, fin: bool = False) -> None:
         """Write on our direction of a control stream (the first write of a client may need Version)."""
+        if self.owed:
+            self.owed.pop(stream_id, None)
         rec = self._records.get(stream_id)
         if rec is not None:
             if not rec.out_started:
@@ -237,13 +259,15 @@ class StreamTable:
         if fin and rec is not None:
             self.maybe_drop(rec)
 
-    def reset(self, stream_id: int, code: int) -> None:
+    def reset(self, stream_id: int, code: ResetCode) -> None:
         """Reset our direction of a control stream.
 
         A QUIC reset may discard bytes the peer has not read, so on a stream we opened
         the reset waits until the peer has sent a frame (or ended its direction): only
         then do we know it read our ChannelControl and can tell which channel is reset.
         """
+        if self.owed:
+            self.owed.pop(stream_id, None)
         rec = self._records.get(stream_id)
         if rec is not None and opened_by(stream_id) is self._ctx.side and rec.frames_seen == 0 and not rec.in_done:
             rec.pending_reset = code
@@ -274,3 +298,4 @@ class StreamTable:
     def clear(self) -> None:
         """Forget everything (connection over)."""
         self._records.clear()
+        self.owed.clear()

@@ -25,8 +25,9 @@ class IllegalTransition(AqueductError):
     """An engine bug: a half was moved between two states its transition table does not connect."""
 
 
-def checked(table: Mapping[S, frozenset[S]], what: str, frm: S, to: S) -> S:
-    """`to`, if the table allows moving there from `frm`; else raise IllegalTransition."""
+def checked(table: Mapping[S, frozenset[S]], what: str, handle: int, frm: S, to: S) -> S:
+    """`to`, if the table allows moving there from `frm`; else raise IllegalTransition (naming `what` `handle`:
+    the message is made only then, a half moves a few times per channel)."""
     if to not in table[frm]:
-        raise IllegalTransition(f"{what}: no transition from {frm.name} to {to.name}")
+        raise IllegalTransition(f"{what} {handle}: no transition from {frm.name} to {to.name}")
     return to

@@ -37,6 +37,15 @@ aioquic also offers every stream with unsent data a place in every packet,
 full or not; with hundreds of one-message streams queued (unordered sends)
 most offers find a full packet. Once no stream frame header fits, the rest of
 that packet's offers return at once (`_write_stream_frame`).
+
+aioquic also builds, per connection, a table of ~35 frame handlers, each with a new frozenset of the packet
+types that may carry it: ~7 KiB per connection at each end for ~10 distinct sets. The sets are replaced by
+shared ones (`_share_frame_epochs`), so they cost nothing per connection.
+
+A client offers one TLS key share, secp256r1 (`CLIENT_KEY_SHARE_GROUPS`): aioquic offers four (secp256r1,
+secp384r1, X25519, X448) and so generates four key pairs for every ClientHello, ~1 ms of CPU on this machine,
+while an aioquic server takes the first share it supports, always secp256r1, which RFC 8446 makes mandatory to
+implement (aioquic has no HelloRetryRequest: a group the server lacks would fail the handshake, not add a trip).
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from aioquic import tls
 from aioquic._buffer import Buffer
 from aioquic.quic.connection import QuicConnection, QuicConnectionId
 from aioquic.quic.packet_builder import QuicDeliveryState
+from aioquic.tls import Group
 
 from .mtls import ClientAuth, require_client_certificates
 
@@ -62,6 +72,25 @@ SPENT_LEVELS = (tls.Epoch.INITIAL, tls.Epoch.HANDSHAKE)
 MIN_STREAM_FRAME_HEADER = 4
 """The smallest STREAM frame header aioquic writes (type, 1-byte stream id, 2-byte length): with less room left in
 a packet its `_write_stream_frame` sends nothing, not even a FIN."""
+
+
+_EPOCH_SETS: dict[frozenset[tls.Epoch], frozenset[tls.Epoch]] = {}
+"""The frame handlers' sets of encryption levels, one shared object per distinct set."""
+
+
+FRAME_HANDLERS = "_QuicConnection__frame_handlers"
+"""aioquic's per-connection table: frame type -> (bound handler, the levels that may carry it)."""
+
+
+def _share_frame_epochs(quic: QuicConnection) -> None:
+    """Point every entry of aioquic's per-connection frame handler table at the shared set of its levels."""
+    handlers: dict[int, tuple[Any, frozenset[tls.Epoch]]] = getattr(quic, FRAME_HANDLERS)
+    for frame_type, (handler, epochs) in handlers.items():
+        handlers[frame_type] = (handler, _EPOCH_SETS.setdefault(epochs, epochs))
+
+
+CLIENT_KEY_SHARE_GROUPS = (Group.SECP256R1,)
+"""The TLS groups a client offers key shares for (see the module comment)."""
 
 
 def _hold(pending: int, peer_left: int, window: int) -> bool:
@@ -87,6 +116,7 @@ class PacedQuicConnection(QuicConnection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._limits_due = set()
+        _share_frame_epochs(self)
 
     @classmethod
     def adopt(cls, quic: QuicConnection) -> PacedQuicConnection:
@@ -94,11 +124,15 @@ class PacedQuicConnection(QuicConnection):
         quic.__class__ = cls
         assert isinstance(quic, cls)
         quic._limits_due = set()
+        _share_frame_epochs(quic)
         return quic
 
     def _initialize(self, peer_cid: bytes) -> None:
-        """aioquic builds the TLS context here (a server: at the first Initial); mTLS replaces its class."""
+        """aioquic builds the TLS context here (a server: at the first Initial); mTLS replaces its class; a
+        client offers the one key share (CLIENT_KEY_SHARE_GROUPS)."""
         super()._initialize(peer_cid)
+        if self._is_client:
+            self.tls._supported_groups = list(CLIENT_KEY_SHARE_GROUPS)
         if self.client_auth is not None:
             require_client_certificates(self.tls, self.client_auth)
 

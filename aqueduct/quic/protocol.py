@@ -120,6 +120,8 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self._engine_timer: asyncio.TimerHandle | None = None
         self._drain_sock: socket.socket | None = None
         self._engine_timer_at: float | None = None
+        self._timer_armed = 0.0
+        """The deadline aioquic's loop timer (`_timer`) was armed for (`_arm_quic_timer`)."""
         self._keepalive: asyncio.TimerHandle | None = None
         self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._rtt_told = 0.0  # the smoothed RTT last given to the engine
@@ -366,9 +368,38 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
             space = self._quic._spaces.get(Epoch.ONE_RTT)
             if space is not None and space.ack_at is not None:
                 space.ack_at = self._loop.time()
-        super().transmit()
+        self._transmit_task = None
+        quic, send = self._quic, self._transport.sendto  # type: ignore[union-attr]
+        for data, addr in quic.datagrams_to_send(now=self._loop.time()):
+            send(data, addr)
+        self._arm_quic_timer(quic.get_timer())
         if self._writers:
             self._wake_writers()
+
+    def _arm_quic_timer(self, timer_at: float | None) -> None:
+        """aioquic's timer, re-armed lazily: its deadline moves on nearly every packet (loss detection, ACK
+        delay), mostly later, and aioquic cancels and makes a loop timer each time. A timer already armed no
+        later than the new deadline is kept; when it fires early, `_handle_timer` arms the current deadline."""
+        handle = self._timer
+        if handle is not None:
+            if timer_at is not None and self._timer_armed <= timer_at:
+                self._timer_at = timer_at
+                return
+            handle.cancel()
+            self._timer = None
+        if timer_at is not None:
+            self._timer = self._loop.call_at(timer_at, self._handle_timer)
+            self._timer_armed = timer_at  # (uvloop's handle for a past deadline has no `when()`)
+        self._timer_at = timer_at
+
+    def _handle_timer(self) -> None:
+        """aioquic's timer fired: run it, or, fired for a deadline since moved later, arm that one instead."""
+        timer_at = self._timer_at
+        if self._timer is not None and timer_at is not None and self._timer_armed < timer_at:
+            self._timer = self._loop.call_at(timer_at, self._handle_timer)
+            self._timer_armed = timer_at
+            return
+        super()._handle_timer()
 
     def _execute(self, cmd: tp.TransportCommand) -> None:
         """Run one engine command on aioquic; writes join per stream (writes.py), held until any other command

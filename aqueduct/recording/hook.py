@@ -29,17 +29,17 @@ from ..quic.introspect import QuicStatsProbe
 from .recorder import Recorder
 
 if TYPE_CHECKING:
-    from ..api.link import ConnectionLink
+    from ..api.connection import QuicLink
 
 log = logging.getLogger(__name__)
 
 
-def _peer(conn: ConnectionLink) -> str:
+def _peer(conn: QuicLink) -> str:
     addr = conn.protocol.peer_address
     return f"{addr[0]}:{addr[1]}" if addr is not None else ""
 
 
-def _link(conn: ConnectionLink) -> str | None:
+def _link(conn: QuicLink) -> str | None:
     """What both sides of a QUIC connection know alike: the original destination connection id (chosen by the
     client, kept by the server through a retry), as hex. A guarded read of aioquic's connection."""
     cid = introspect.original_destination_cid(conn.protocol.quic)
@@ -49,7 +49,7 @@ def _link(conn: ConnectionLink) -> str | None:
 class ConnectionRecording:
     """Records one API connection through a tap of `recorder`."""
 
-    def __init__(self, conn: ConnectionLink, recorder: Recorder, *, owns_recorder: bool = False,
+    def __init__(self, conn: QuicLink, recorder: Recorder, *, owns_recorder: bool = False,
                  stats_seconds: float = 1.0) -> None:  # fmt: skip
         """Attach to `conn` (sets `conn.recording`) and start the stats timer."""
         self.recorder = recorder
@@ -168,7 +168,7 @@ def open_recorder(target: str | os.PathLike[str] | Recorder) -> tuple[Recorder, 
     return Recorder(target), True
 
 
-def record_connection(conn: ConnectionLink, target: str | os.PathLike[str] | Recorder) -> ConnectionRecording:
+def record_connection(conn: QuicLink, target: str | os.PathLike[str] | Recorder) -> ConnectionRecording:
     """Start recording `conn` into `target` (a directory or a Recorder)."""
     recorder, owned = open_recorder(target)
     return ConnectionRecording(conn, recorder, owns_recorder=owned)

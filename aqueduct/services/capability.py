@@ -49,16 +49,16 @@ class ServiceCapabilities:
         iface = interface_of(tp)
         if type(half) is not Sender:
             raise TypeError(f"Expected `{iface.name}` (a service's call sender), got `{type(half).__name__}`")
-        if half._spec is None:
-            half._spec = spec_for(iface.call_type)
+        if half.spec is None:
+            half.type_as(spec_for(iface.call_type))
         return make_stub(iface, half)
 
     def to_half(self, obj: Any) -> Sender[Any]:
         iface = interface_of(type(obj))
         if is_stub(obj):
             target = sender_of(obj)
-            link = target._link
-            if target._done is not None or (link is not None and link.is_closed):  # type: ignore[attr-defined]
+            link = target.link
+            if target.port.done is not None or (link is not None and link.is_closed):  # type: ignore[attr-defined]
                 raise ConnectionLost(f"cannot pass this {iface.name} stub on: the connection it calls over is gone")
         tx, rx = channel(iface.call_type)
         spawn(serve_calls(rx, obj, iface))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..api.auth import identity_of
-from ..api.link import ConnectionLink
+from ..api.connection import QuicLink
 from ..errors import ConfigError
 from ..quic.mtls import PeerIdentity, handshake_identity
 
@@ -39,7 +39,7 @@ class CallInfo:
     """Per-call metadata: set by the caller (`call_options(metadata=)`, or a client interceptor), read here."""
     side: Literal["client", "server"]
     """Where this CallInfo is seen: by the caller's interceptors, or by the side running the method."""
-    link: ConnectionLink | None = field(default=None, repr=False)
+    link: QuicLink | None = field(default=None, repr=False)
     deadline: float | None = None
     """When the caller gives up (the event loop's clock), if it said (`call_options(timeout=)`)."""
 
@@ -70,10 +70,10 @@ class Settings:
 
 
 _DEFAULT = Settings()
-_SETTINGS: weakref.WeakKeyDictionary[ConnectionLink, Settings] = weakref.WeakKeyDictionary()
+_SETTINGS: weakref.WeakKeyDictionary[QuicLink, Settings] = weakref.WeakKeyDictionary()
 
 
-def configure(link: ConnectionLink, interceptors: Sequence[Interceptor], max_concurrent_calls: int) -> Settings:
+def configure(link: QuicLink, interceptors: Sequence[Interceptor], max_concurrent_calls: int) -> Settings:
     """Give a connection its service settings."""
     if max_concurrent_calls < 1:
         raise ConfigError(f"max_concurrent_calls must be at least 1, not {max_concurrent_calls}")

@@ -17,12 +17,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from ..api.connection import Connection, link_of
+from ..api.connection import Connection, QuicLink, link_of
 from ..api.endpoints import ConnectOptions, ServeOptions, Server, _Connecting
 from ..api.endpoints import connect as api_connect
 from ..api.endpoints import serve as api_serve
 from ..api.halves import Receiver, Sender
-from ..api.link import ConnectionLink
 from ..api.oneof import OneOf
 from ..errors import ConfigError
 from . import capability  # noqa: F401  (registers services with the typed channels)
@@ -43,7 +42,7 @@ class ServiceConnection(Connection[Sender[Any]], Generic[S]):
 
     __slots__ = ("_service",)
 
-    def __init__(self, link: ConnectionLink, service: S) -> None:
+    def __init__(self, link: QuicLink, service: S) -> None:
         super().__init__(link)
         self._service = service
 

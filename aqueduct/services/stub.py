@@ -72,7 +72,7 @@ def _remote(method: Method) -> Any:
     async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         sender = self._aq_sender
         fields = method.fields(args, kwargs)
-        settings = settings_of(sender._link)
+        settings = settings_of(sender.link)
         if settings.interceptors or OPTIONS.get() is not None:
             return await remote_call(self._aq_iface, sender, method, fields)
         return await _exchange(self._aq_iface, sender, method, fields, None, None, settings.calls)  # (most calls)
@@ -83,7 +83,7 @@ def _remote(method: Method) -> Any:
 
 async def remote_call(iface: Interface, sender: Sender[Any], method: Method, fields: dict[str, Any]) -> Any:
     """Call `method` with `fields` through `sender`: its value, or the exception it raised over there."""
-    link = sender._link
+    link = sender.link
     settings = settings_of(link)
     options = OPTIONS.get()
     timeout = options.timeout if options is not None else None

@@ -53,7 +53,7 @@ async def test_send_blocks_while_the_reader_stalls_then_proceeds(
         protocol = link_of(conn).protocol
 
         def stream_id() -> int:
-            sid = link_of(conn)._last_stream.get(tx._handle)  # type: ignore[arg-type]
+            sid = link_of(conn)._last_stream.get(tx.port.handle)  # type: ignore[arg-type]
             assert sid is not None
             return sid
 

@@ -58,6 +58,7 @@ async def test_channels_and_networked_halves_register_no_finalizers(certs: DevCe
         assert sorted([await guard(cancelled.get()) for _ in range(10)]) == list(range(10))
 
 
+@pytest.mark.pure_python  # wraps drop_sender on the engine instance
 async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_pipe(
     certs: DevCerts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,7 +70,7 @@ async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_
             tx, rx = aqueduct.channel()
             await conn.entrypoint.send({"rx": rx, "n": n})
             senders.append(tx)
-        handles = [tx._handle for tx in senders]
+        handles = [tx.port.handle for tx in senders]
         told: list[int | None] = []
         batches = 0
         engine_drop, run_drops = link_of(conn).engine.drop_sender, link_of(conn).drops.run
@@ -158,8 +159,8 @@ async def test_a_send_carrying_a_half_binds_it_without_a_coroutine(certs: DevCer
     async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
         tx, rx = aqueduct.channel()
         ep = conn.entrypoint
-        assert link_of(conn).send(ep._handle, {"rx": rx}, Delivery.ORDERED) is None
-        assert tx.networked and rx._done is not None
+        assert link_of(conn).send(ep.port.handle, {"rx": rx}, Delivery.ORDERED) is None
+        assert tx.networked and rx.port.done is not None
 
 
 @pytest.mark.parametrize("mode", ["ordered", "unordered"])
@@ -183,11 +184,12 @@ async def test_a_last_message_and_its_fin_are_one_write(certs: DevCerts, mode: s
             original(sid, data, end_stream)
 
         quic.send_stream_data = recording
+        handle = tx.port.handle
         await tx.send(b"last")
         await tx.finish()
         await _next_turn()
         del quic.send_stream_data
-        stream = link_of(conn)._last_stream[tx._handle]  # type: ignore[index]
+        stream = link_of(conn)._last_stream[handle]
         assert stream is not None
         channel_writes = [w for w in writes if w[0] == stream]
         assert len(channel_writes) == 1 and channel_writes[0][1] > 0 and channel_writes[0][2]

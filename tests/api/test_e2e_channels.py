@@ -196,3 +196,23 @@ async def test_local_queue_carries_over_when_a_half_goes_networked(certs: DevCer
         assert [m async for m in rx2] == ["local", "from server"]
         with pytest.raises(aqueduct.ChannelClosed):
             await tx2.send("moved away")
+
+
+async def test_a_graceful_close_leaves_the_server_every_message_to_take(certs: DevCerts) -> None:
+    """A client's graceful close waits until the server has everything (FinishSender, CloseReceiver), then
+    closes the connection; the server application, reading only afterwards, still gets every message and then a
+    clean end (they were dropped with the connection, and the `async for` ended cleanly having seen none)."""
+    client_closed = asyncio.Event()
+    got: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        await client_closed.wait()
+        got.set_result([m async for m in conn.entrypoint])
+
+    async with running(certs, handler) as (url, _):
+        conn = await aqueduct.connect(url, ca=certs.ca)
+        for i in range(500):
+            await conn.entrypoint.send(i)
+        await conn.close()
+        client_closed.set()
+        assert await guard(got) == list(range(500))

@@ -77,7 +77,7 @@ async def test_a_cancel_discards_what_was_prefetched(certs: DevCerts) -> None:
 
         def spy(events: list[AppEvent]) -> None:
             listener(events)
-            if any(isinstance(e, ReceiverEnded) and e.receiver == rx._handle for e in events):
+            if any(isinstance(e, ReceiverEnded) and e.receiver == rx.port.handle for e in events):
                 ended.set()
 
         link_of(conn).protocol.listener = spy

@@ -58,7 +58,7 @@ async def test_a_send_waits_before_writing_when_another_channel_filled_the_conne
             pass
         assert p.connection_blocked()
         before = _true_unacked(p)
-        waiting = link_of(conn).send(conn.entrypoint._handle, b"a2", Delivery.ORDERED)
+        waiting = link_of(conn).send(conn.entrypoint.port.handle, b"a2", Delivery.ORDERED)
         assert waiting is not None
         assert _true_unacked(p) == before  # nothing written over the bound: it waits first
         await guard(waiting)

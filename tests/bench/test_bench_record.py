@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import aqueduct
 from aqueduct.bench import record
 from aqueduct.cli import main
 
@@ -41,8 +42,9 @@ def test_save_writes_the_run_with_machine_facts_under_benchmarks_results(
     assert data["format"] == record.FORMAT
     env = data["environment"]
     for fact in ("utc", "cpus", "cpu_model", "memory_bytes", "kernel", "python", "aioquic", "loop",
-                 "load_average", "load_average_at_end", "git"):
+                 "load_average", "load_average_at_end", "git", "compiled"):
         assert fact in env, fact
+    assert env["compiled"]["active"] == aqueduct.compiled().active  # which wire and engine ran (native.py)
     assert env["cpus"] >= 1 and env["memory_bytes"] > 0
     assert {c["transport"] for c in data["cells"]} == {"tcp"}
     # a second save in the same second does not overwrite the first

@@ -204,3 +204,62 @@ def test_minting_side_acknowledges_attach_and_the_opener_defers_its_reset_until_
     c.commands()
     feed(c, 5, [ChannelControl(given)])
     assert written(c.commands(), 5) == [AckNackUnreliable(())]
+
+
+@pytest.mark.spec("control-stream.open")
+def test_a_fresh_oneshot_reply_closes_without_an_empty_first_frame() -> None:
+    """The request/reply exchange: the reply's ChannelControl, FinishSender and Message arrive in one input; the
+    receiver's CloseReceiver is its first frame (it tells the server as much as an empty AckNackUnreliable
+    would), so the client writes one frame, not two (specs/DECISIONS.md, "What a channel ... cost")."""
+    c = client_ready()
+    (rx,) = c.send(1, b"ask", [AttachKind.ONESHOT_SENDER]).created
+    c.commands()
+    reply = ChannelId(c.channel_of(rx) or 0)
+    feed(c, 5, [ChannelControl(reply), FinishSender(1)], end=True)
+    feed(c, 7, [Message(reply, 0, (), b"answer")], end=True)
+    assert written(c.commands(), 5) == [CloseReceiver((1,))]
+    assert c.take_message(rx) is not None
+
+
+@pytest.mark.spec("control-stream.open")
+def test_the_entrypoint_sender_writes_no_first_frame_on_attach() -> None:
+    """The server never resets the entrypoint's control stream while the client's direction is open (its
+    receiver is never lost), so nothing waits for the client's attach acknowledgement there: no
+    SentUnreliable(0) at connect."""
+    c = client_ready()
+    feed(c, 1, [ChannelControl(0)])
+    assert written(c.commands(), 1) == []
+    c.send(1, b"u", delivery=Delivery.UNRELIABLE)
+    c.finish(1)
+    assert written(c.commands(), 1) == [SentUnreliable(1), FinishSender(0)]
+
+
+@pytest.mark.spec("finish.receiver")
+def test_a_finished_receiver_keeps_its_queue_when_the_connection_then_closes() -> None:
+    """The spec: a receiver closed by the sender finishing lets the application receive every message acked
+    before it closed, then the finish. A client's graceful close is FinishSender, the server's CloseReceiver
+    (acking them all), then CONNECTION_CLOSE: the messages the server application had not taken yet must
+    survive the connection's end (they were dropped with it: a clean end after losing them)."""
+    from aqueduct.core.transport import ConnectionTerminated
+
+    s = server_ready()
+    ep = s.entrypoint or 0
+    feed(s, 2, [Message(0, n, (), b"m%d" % n) for n in range(3)])
+    feed(s, 1, [FinishSender(3)], end=True)
+    assert written(s.commands(), 1)[-1] == CloseReceiver((3,))
+    s.handle_event(ConnectionTerminated(0, "bye"), 0.0)
+    assert [d.payload for d in s.take_many(ep, 10)] == [b"m0", b"m1", b"m2"]
+    assert s.take_message(ep) is None and s.receiver_status(ep) is EndReason.FINISHED
+    assert not [c for c in s.commands() if not isinstance(c, SendStreamData)]  # no credit for a closed connection
+
+
+@pytest.mark.spec("finish.receiver")
+def test_a_receiver_the_connection_ends_drops_its_queue() -> None:
+    """A receiver still open when the connection ends is lost with it (CONNECTION_LOST): nothing to take."""
+    from aqueduct.core.transport import ConnectionTerminated
+
+    s = server_ready()
+    ep = s.entrypoint or 0
+    feed(s, 2, [Message(0, 0, (), b"m0")])
+    s.handle_event(ConnectionTerminated(0, "bye"), 0.0)
+    assert s.take_message(ep) is None and s.receiver_status(ep) is EndReason.CONNECTION_LOST

@@ -231,6 +231,7 @@ _run_step = st.one_of(
 )
 
 
+@pytest.mark.pure_python  # _NoRuns replaces methods of the engine's parts
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_run_step, max_size=40), st.booleans())
 def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[object, object, int]], small: bool) -> None:
@@ -266,6 +267,7 @@ def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[objec
     assert twins[0].s.state_sizes() == twins[1].s.state_sizes()
 
 
+@pytest.mark.pure_python  # _NoRuns replaces methods of the engine's parts
 @pytest.mark.parametrize("small", [False, True])
 def test_a_run_whose_first_frame_was_partly_credited_matches_the_general_path(small: bool) -> None:
     """Frames cut across pumps, everything taken in between (the partial frame is credited while it waits), then

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aqueduct.api.connection import Connection, link_of
-from aqueduct.api.halves import Receiver, Sender, channel
+from aqueduct.api.halves import NetPort, Receiver, Sender, channel
 from aqueduct.api.link import ConnectionLink
 from aqueduct.core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
 from aqueduct.errors import ChannelError, ChannelFinished, EndReason
@@ -384,10 +384,11 @@ class TreeTraffic:
                     del rec.sent[seq]
                     raise
                 finally:
-                    if rec.sender_key is None and tx._link is not None and tx._handle is not None:
-                        rec.sender_key = (id(tx._link), tx._handle)
-                        assert isinstance(tx._link, ConnectionLink)
-                        rec.sender_conn = tx._link
+                    port = tx.port
+                    if rec.sender_key is None and isinstance(port, NetPort):
+                        rec.sender_key = (id(port.link), port.handle)
+                        assert isinstance(port.link, ConnectionLink)
+                        rec.sender_conn = port.link
                 counts[reliable] += 1
                 self.log.messages_sent += 1
             if rng.random() < shape.cancel_probability:

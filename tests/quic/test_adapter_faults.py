@@ -36,6 +36,7 @@ def boom(*_: Any, **__: Any) -> None:
     raise RuntimeError("a bug in handling this connection's events")
 
 
+@pytest.mark.pure_python  # replaces handle_event on one engine instance
 async def test_a_fault_closes_its_connection_and_the_burst_goes_on(certs: DevCerts,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     bursts: list[tuple[list[Any], list[Any]]] = []

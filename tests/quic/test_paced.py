@@ -208,3 +208,33 @@ def test_spent_handshake_buffers_are_released_and_the_connection_goes_on(certs: 
     pair.run()
     assert pair.received[sid] == 5000
     assert SPENT_CRYPTO_BUFFER.data == b""  # nothing was ever written into the shared stand-in
+
+
+def test_a_client_offers_one_key_share_and_the_server_takes_it(certs: DevCerts) -> None:
+    """A client generates one key pair for its ClientHello (secp256r1, the share an aioquic server takes first
+    and every TLS 1.3 server must implement), not aioquic's four; the handshake completes on it."""
+    pair = Pair(certs)
+    hello_keys = (pair.client.tls._ec_private_keys, pair.client.tls._x25519_private_key,
+                  pair.client.tls._x448_private_key)
+    assert [k.curve.name for k in hello_keys[0]] == ["secp256r1"] and hello_keys[1:] == (None, None)
+    pair.run()
+    assert pair.client._handshake_complete and pair.server._handshake_complete
+    assert pair.server.tls.key_schedule is not None
+
+
+def test_connections_share_the_frame_handlers_sets_of_levels(certs: DevCerts) -> None:
+    """aioquic makes a frozenset per frame type per connection (~7 KiB each end); paced connections, the
+    client's and the server's (adopted), point at shared ones and still handle every frame (the handshake)."""
+    pairs = [Pair(certs), Pair(certs)]
+    server = QuicConnection(configuration=server_configuration(SETTINGS, cert=certs.cert, key=certs.key),
+                            original_destination_connection_id=b"12345678")
+    PacedQuicConnection.adopt(server)
+    from aqueduct.quic.paced import FRAME_HANDLERS
+
+    tables = [getattr(c, FRAME_HANDLERS) for p in pairs for c in (p.client, p.server)]
+    tables.append(getattr(server, FRAME_HANDLERS))
+    for frame_type, (_handler, epochs) in tables[0].items():
+        assert all(table[frame_type][1] is epochs for table in tables[1:])
+    for p in pairs:
+        p.run()
+        assert p.client._handshake_complete and p.server._handshake_complete

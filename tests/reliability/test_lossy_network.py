@@ -102,7 +102,7 @@ async def test_one_channel_every_mode_sender_view_matches_receiver(certs: DevCer
             counts[reliable] += 1
             await tx.send({"c": rec.cid, "s": seq, "h": []}, mode=mode)
             if rec.sender_key is None:
-                rec.sender_key, rec.sender_conn = (id(link_of(conn)), tx._handle), link_of(conn)
+                rec.sender_key, rec.sender_conn = (id(link_of(conn)), tx.port.handle), link_of(conn)
         await tx.finish()
         rec.sender_end = await asyncio.wait_for(tx.ended(), GUARD)
         traffic._done(rec)

@@ -106,13 +106,10 @@ class Rss:
         return (self.peak - self.before) / MIB
 
 
-STREAMS_PER_CONNECTION = 500
-
-
 @dataclass
 class GoodClient:
-    """Transfers GOOD_BYTES on a new stream, again and again, each checked by the listener's digest; with
-    `fresh_dials`, each transfer on a new connection (a new DIAL). Counts them and their slowest."""
+    """Transfers GOOD_BYTES on a new stream, again and again, each checked by the listener's digest: all on
+    one connection, or with `fresh_dials` each on a new one (a new DIAL). Counts them and their slowest."""
 
     address: tuple[str, int]
     fresh_dials: bool = False
@@ -134,10 +131,7 @@ class GoodClient:
             conn = None
             while not self._stop.is_set():
                 started = time.perf_counter()
-                # a new connection every STREAMS_PER_CONNECTION transfers: a Marlin connection reclaims no
-                # finished stream, so it carries at most max_streams (1024) in its life (a known limit, left
-                # for its own fix); a quiet machine's good client reached it within one attack
-                if conn is None or self.fresh_dials or self.transfers % STREAMS_PER_CONNECTION == 0:
+                if conn is None or self.fresh_dials:
                     if conn is not None:
                         conn.close()
                     conn = await asyncio.wait_for(ep.dial(self.address), GUARD)

@@ -22,6 +22,7 @@ class Pair:
         self.got: dict[int, bytearray] = {}
         self.got_a: dict[int, bytearray] = {}
         self.opened: list[int] = []
+        self.opened_a: list[int] = []
 
     def pump(self) -> None:
         for conn, ev in self.b.events():
@@ -32,6 +33,8 @@ class Pair:
             if isinstance(ev, Readable):
                 self.got.setdefault(ev.stream_id, bytearray()).extend(conn.read(ev.stream_id))
         for conn, ev in self.a.events():
+            if isinstance(ev, StreamOpened):
+                self.opened_a.append(ev.stream_id)
             if isinstance(ev, Readable):
                 self.got_a.setdefault(ev.stream_id, bytearray()).extend(conn.read(ev.stream_id))
 

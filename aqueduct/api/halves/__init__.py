@@ -4,12 +4,14 @@ A pair from `channel()` starts as an in-process channel: both halves share a
 `_Pipe` (a bounded queue plus end flags), so code runs without a network.
 When a half is sent inside a message on a connection, the codec hands it to
 the connection, which asks the engine for a new channel and *binds* the half
-that stayed here to the engine handle it got back (`_bind`); the moved half
-becomes unusable. A receiver keeps what was already queued in its pipe and
-returns it first; a sender's queued-but-unread messages are forwarded onto
-the network channel. A half that is already networked (bound to another
-channel) is forwarded by a relay task instead. A networked receiver reads
-from a small deque its connection fills a batch at a time (ConnectionLink.fill).
+that stayed here to the engine handle it got back (`bind`); the moved half
+becomes unusable. Where a half talks is its port (ports.py: Unwired,
+LocalPort, NetPort, Closed, Moved), changed only through one transition
+table. A receiver keeps what was already queued in its pipe and returns it
+first; a sender's queued-but-unread messages are forwarded onto the network
+channel. A half that is already networked (bound to another channel) is
+forwarded by a relay task instead. A networked receiver reads from a small
+deque its connection fills a batch at a time (ConnectionLink.fill).
 
 Typed channels: `channel(T)` gives both halves the spec of T (validation.py). A typed Sender checks each
 value before it is queued or sent (ValidationError, nothing sent) and hands the codec its builtins; a
@@ -21,12 +23,13 @@ bit on the wire, a capacity-one pipe locally.
 
 Dropping a half (garbage collection) ends it like the engine does: an
 unfinished sender cancels, a receiver closes. That is `__del__` on the
-slotted halves, guarded by one flag (`_drops`: cleared once a half is moved,
+slotted halves, guarded by its port (`port.drops`: false once a half is moved,
 or a local half ended by hand): no finalizer object or weak method per half.
 A networked half tells its link, which defers the engine call (a collection
 may run anywhere); a local half tells its pipe at once, as before.
 
-Rooms: base.py (message and mode types, the pipe, the Link protocol, `_Half`), sender.py, receiver.py,
+Rooms: base.py (message and mode types, the pipe, the Link protocol), ports.py (the ports and `_Half`),
+sender.py, receiver.py,
 oneshot.py, make.py (`channel`, `oneshot`, networked halves, attachment kinds); each imports only the ones
 before it.
 """
@@ -46,11 +49,13 @@ from .base import (
 )
 from .make import attach_kind, channel, networked_half, networked_receiver, networked_sender, oneshot
 from .oneshot import Half, OneshotReceiver, OneshotSender
+from .ports import PORT_MOVES, Closed, LocalPort, Moved, NetPort, Port, Unwired, talks_through
 from .receiver import Receiver, end_halves
 from .sender import Sender
 
 __all__ = [
-    "DEFAULT_LOCAL_CAPACITY", "Half", "LagNotice", "Link", "Message", "ModeLike", "OnInvalid", "OneshotReceiver",
-    "OneshotSender", "Prefetched", "Receiver", "Sender", "as_delivery", "attach_kind", "channel", "end_halves",
-    "networked_half", "networked_receiver", "networked_sender", "oneshot", "within",
+    "DEFAULT_LOCAL_CAPACITY", "PORT_MOVES", "Closed", "Half", "LagNotice", "Link", "LocalPort", "Message",
+    "ModeLike", "Moved", "NetPort", "OnInvalid", "OneshotReceiver", "OneshotSender", "Port", "Prefetched",
+    "Receiver", "Sender", "Unwired", "as_delivery", "attach_kind", "channel", "end_halves", "networked_half",
+    "networked_receiver", "networked_sender", "oneshot", "talks_through", "within",
 ]

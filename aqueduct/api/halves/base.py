@@ -1,5 +1,5 @@
-"""What every half is made of: the message and mode types, the in-process pipe two local halves share, the
-`Link` protocol a networked half talks through, and `_Half` (where a half talks and what dropping it does)."""
+"""What every half is made of: the message and mode types, the in-process pipe two local halves share and the
+`Link` protocol a networked half talks through (a half's port, ports.py, holds one or the other)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import weakref
 from collections import deque
 from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from ...core.app import ConnectionClosed, Delivery
 from ...errors import (
@@ -19,7 +19,6 @@ from ...errors import (
     Timeout,
 )
 from ...wire.errors import CloseCode
-from ..validation import TypeSpec
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -152,58 +151,6 @@ def _raise_end(reason: EndReason | None, what: str) -> None:
     if reason is None or reason is EndReason.FINISHED:
         raise ChannelFinished(f"{what}: finished")
     raise ERROR_FOR_REASON[reason](f"{what}: {reason.value}")
-
-
-class _Half:
-    """What both halves share: where they talk (a local pipe or a network link) and what dropping one does."""
-
-    __slots__ = ("__weakref__", "_done", "_drops", "_handle", "_link", "_pipe", "_spec")
-    _IS_SENDER: ClassVar[bool] = False
-
-    def __init__(self) -> None:
-        self._drops = False
-        """Whether collecting this half must end its channel (set by `_set_pipe`/`_bind`, cleared when moved
-        or when a local half was ended by hand; a networked half keeps it: its drop lets the engine forget)."""
-        self._pipe: _Pipe | None = None
-        self._link: Link | None = None
-        self._handle: int | None = None
-        self._done: str | None = None
-        self._spec: TypeSpec | None = None
-        """The message type's spec (validation.py), or None: any value, nothing checked."""
-
-    def __del__(self) -> None:
-        if self._drops:
-            self._dropped()
-
-    def _dropped(self) -> None:
-        raise NotImplementedError
-
-    @property
-    def networked(self) -> bool:
-        """Whether this half talks to a channel on a connection."""
-        return self._link is not None
-
-    @property
-    def message_type(self) -> Any:
-        """The type every message on this channel has (Any: untyped)."""
-        return self._spec.tp if self._spec is not None else Any
-
-    def _adopt(self, spec: TypeSpec | None) -> None:
-        """Take the message type a typed message declares for this (untyped) half, and so does its partner."""
-        self._spec = spec
-        pipe = self._pipe
-        if pipe is not None:
-            ref = pipe.receiver if self._IS_SENDER else pipe.sender
-            partner = ref() if ref is not None else None
-            if partner is not None and partner._spec is None:
-                partner._spec = spec
-
-    def _where(self) -> str:
-        if self._link is not None and self._handle is not None:
-            return self._link.channel_name(self._handle)
-        return "a local channel"
-
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,13 +6,11 @@ from __future__ import annotations
 from typing import Any, overload
 
 from ...core.app import AttachKind, Delivery
-from ...errors import (
-    ChannelClosed,
-)
 from ..oneof import OneOf, type_of
 from ..validation import spec_for
 from .base import DEFAULT_LOCAL_CAPACITY, Link, ModeLike, OnInvalid, T, _Pipe
 from .oneshot import Half, OneshotReceiver, OneshotSender
+from .ports import LocalPort
 from .receiver import Receiver
 from .sender import Sender
 
@@ -63,10 +61,12 @@ def oneshot(message_type: Any = None) -> tuple[OneshotSender[Any], OneshotReceiv
 
 
 def _pair(tx: Sender[Any], rx: Receiver[Any], message_type: Any, capacity: int) -> None:
-    pipe = _Pipe(capacity)
-    tx._spec = rx._spec = spec_for(type_of(message_type)) if message_type is not None else None
-    tx._set_pipe(pipe)
-    rx._set_pipe(pipe)
+    port = LocalPort(_Pipe(capacity))  # (both halves share one port: a port never changes in place)
+    spec = spec_for(type_of(message_type)) if message_type is not None else None
+    tx.type_as(spec)
+    rx.type_as(spec)
+    tx.join(port)
+    rx.join(port)
 
 
 def networked_half(link: Link, handle: int, *, is_sender: bool, oneshot: bool = False) -> Half:
@@ -78,22 +78,22 @@ def networked_half(link: Link, handle: int, *, is_sender: bool, oneshot: bool = 
         half = OneshotSender() if oneshot else Sender()
     else:
         half = OneshotReceiver() if oneshot else Receiver()
-        half._lags = True
-    half._bind(link, handle)
+        half.accept_lags()
+    half.bind(link, handle)
     return half
 
 
 def networked_sender(link: Link, handle: int) -> Sender[Any]:
     """A Sender bound to a network channel."""
     tx: Sender[Any] = Sender()
-    tx._bind(link, handle)
+    tx.bind(link, handle)
     return tx
 
 
 def networked_receiver(link: Link, handle: int) -> Receiver[Any]:
     """A Receiver bound to a network channel."""
     rx: Receiver[Any] = Receiver()
-    rx._bind(link, handle)
+    rx.bind(link, handle)
     return rx
 
 
@@ -103,8 +103,5 @@ _KINDS = {Sender: AttachKind.SENDER, Receiver: AttachKind.RECEIVER, OneshotSende
 
 def attach_kind(half: Half) -> AttachKind:
     """The engine attachment for handing `half` to the peer."""
-    if half._done is not None:
-        raise ChannelClosed(f"cannot send a half that is {half._done}")
-    if isinstance(half, Sender) and half._group is not None and half._group.open > 1:
-        raise ChannelClosed("a cloned sender cannot travel in a message while its clones are open")
+    half.check_travel()
     return _KINDS[type(half)]

@@ -11,6 +11,7 @@ from ...errors import (
 )
 from ..validation import register_half_types
 from .base import ModeLike, T, within
+from .ports import NetPort, talks_through
 from .receiver import Receiver
 from .sender import Sender
 
@@ -43,10 +44,11 @@ class OneshotSender(Sender[T]):
         return None
 
     def _sent_one(self) -> None:
-        if self._link is None:  # (on a connection the engine finishes a oneshot channel after its message)
-            self._end(EndReason.FINISHED)
+        port = self._port
+        if isinstance(talks_through(port), NetPort):  # (on a connection the engine finishes it after its message)
+            self._close("finished", drops=port.drops)
         else:
-            self._done = "finished"
+            self._end(EndReason.FINISHED)
 
     @overload
     def try_send(self, obj: T, mode: ModeLike | None = ..., *, confirm: Literal[False] = ...) -> None: ...

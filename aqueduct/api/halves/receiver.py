@@ -6,7 +6,7 @@ error: a payload the codec refuses (malformed, value sharing, too deep, a bad at
 the link's `fill` as CodecError; a typed receiver turns it into ValidationError, like a value that does not
 fit its type, and applies `on_invalid` to both. A broadcast's lag notice (a LagNotice value) raises Lagged
 only on a receiver that may be a broadcast subscription: a local one, or one that arrived in a message
-(`_lags`, set by make.networked_half); anywhere else (an entrypoint, a channel whose sender we sent) it is an
+(`accept_lags`, called by make.networked_half); anywhere else (an entrypoint, a channel whose sender we sent) it is an
 invalid message, so a peer cannot make `recv` raise Lagged where no broadcast feeds it. A dropped message's
 halves are ended by an iterative walk that visits each container once.
 """
@@ -35,12 +35,11 @@ from .base import (
     OnInvalid,
     Prefetched,
     T,
-    _Half,
-    _Pipe,
     _raise_end,
     closed_here,
     within,
 )
+from .ports import MOVED, LocalPort, NetPort, Port, _Half, talks_through
 from .sender import Sender
 
 
@@ -60,39 +59,64 @@ class Receiver(_Half, Generic[T]):
         """What a received message that does not fit the channel's type does: ValidationError from `recv`
         ("raise"), nothing ("drop": skipped), or ValidationError after closing this receiver ("close")."""
 
-    def _set_pipe(self, pipe: _Pipe) -> None:
-        self._pipe = pipe
-        pipe.receiver = weakref.ref(self)
-        self._drops = True
+    # ---- wiring: the library's intention methods, each one move of the port table (ports.py) ----
+    def join(self, port: LocalPort) -> None:
+        """Receive through the pipe of a new local pair (make.py)."""
+        self._move(port)
+        port.pipe.receiver = weakref.ref(self)
 
-    def _bind(self, link: Link, handle: int) -> None:
+    def bind(self, link: Link, handle: int) -> None:
         """From now on (after what is already queued locally) this half reads network channel `handle`."""
-        self._link, self._handle = link, handle
-        self._drops = True
-        if self._pipe is not None:
-            self._pipe.wake()
+        port = self._port
+        pipe = port.pipe if type(port) is LocalPort else None
+        self._move(NetPort(link, handle, pipe))
+        if pipe is not None:
+            pipe.wake()
+
+    def accept_lags(self) -> None:
+        """This receiver arrived in a message, so it may be a broadcast subscription: a lag notice raises Lagged."""
+        self._lags = True
+
+    def mark_moved(self) -> None:
+        """This half went to the peer inside a message (moving.py)."""
+        pipe = self._port.pipe
+        self._move(MOVED)
+        if pipe is not None:
+            pipe.wake()
+
+    def hand_on(self) -> Receiver[Any]:
+        """This half goes into a message while bound to a channel: a fresh Receiver takes over its source (what
+        it prefetched first, then its pipe's leftovers and its channel) to relay it; this one is moved."""
+        port = self._port
+        buf, self._buf = self._buf, deque()
+        self.mark_moved()
+        fresh: Receiver[Any] = Receiver()
+        fresh.take_over(port, buf)
+        return fresh
+
+    def take_over(self, port: Port, buf: deque[Prefetched]) -> None:
+        """Read what a moved receiver read (`hand_on`): its prefetched messages and, if networked, its channel."""
+        self._buf = buf
+        if type(port) is NetPort:
+            self._move(port)
+            if port.pipe is not None:
+                port.pipe.wake()
 
     def _dropped(self) -> None:
-        link = self._link
-        if link is not None:  # (what is left in a pipe it still drains came from a sender that was moved)
-            link.drop_receiver(self._handle)  # type: ignore[arg-type]
-        elif self._pipe is not None:
-            self._pipe.receiver_dropped()
-
-    def _mark_moved(self) -> None:
-        self._drops = False
-        self._done = "moved into a message"
-        if self._pipe is not None:
-            self._pipe.wake()
-        self._link = self._handle = None
+        port = talks_through(self._port)
+        if type(port) is NetPort:  # (what is left in a pipe it still drains came from a sender that was moved)
+            port.link.drop_receiver(port.handle)
+        elif type(port) is LocalPort:
+            port.pipe.receiver_dropped()
 
     async def recv_message(self, *, timeout: float | None = None) -> Message[T]:
         """The next message with its delivery mode; ChannelFinished after a finish, typed errors otherwise."""
         if timeout is not None:
             return await within(timeout, self.recv_message(), f"recv on {self._where()}")
         while True:
-            if self._done is not None:
-                raise ChannelClosed(f"receiver is {self._done}")
+            port = self._port
+            if port.done is not None:
+                raise ChannelClosed(f"receiver is {port.done}")
             buf = self._buf
             if buf:
                 value, delivery, number = buf[0]
@@ -105,7 +129,7 @@ class Receiver(_Half, Generic[T]):
                     if type(value) is LagNotice:
                         self._lag_notice(value)
                 return Message(value, delivery, number)
-            pipe = self._pipe
+            pipe = port.pipe
             if pipe is not None and pipe.items:
                 msg = pipe.items.popleft()
                 if pipe.confirms:
@@ -114,10 +138,10 @@ class Receiver(_Half, Generic[T]):
                 if type(msg.value) is LagNotice:
                     raise Lagged(msg.value.n)
                 return msg
-            if self._link is not None:
-                assert self._handle is not None
+            link = port.link
+            if link is not None:  # an open NetPort
                 try:
-                    await self._link.fill(self._handle, buf)
+                    await link.fill(port.handle, buf)  # type: ignore[union-attr]
                 except StopAsyncIteration:  # (the link's word for a finished channel)
                     raise ChannelFinished(f"{self._where()}: finished") from None
                 except CodecError as exc:  # the message was taken (acknowledged) and dropped; its halves ended
@@ -178,17 +202,16 @@ class Receiver(_Half, Generic[T]):
 
     def close(self) -> None:
         """Stop receiving: the sender sees ReceiverDropped; queued messages are discarded."""
-        if self._done is not None:
+        port = self._port
+        if port.done is not None:
             return
+        if type(port) is NetPort:
+            port.link.close_receiver(port.handle)  # (which discards what was prefetched too)
+        pipe = port.pipe
+        if pipe is not None:
+            pipe.receiver_dropped()
         # a networked receiver keeps its drop: dropping it lets the engine forget the closed channel
-        if self._link is None:
-            self._drops = False
-        if self._link is not None:
-            assert self._handle is not None
-            self._link.close_receiver(self._handle)  # (which discards what was prefetched too)
-        if self._pipe is not None:
-            self._pipe.receiver_dropped()
-        self._done = "closed"
+        self._close("closed")
 
     def __aiter__(self) -> AsyncIterator[T]:
         return self
@@ -210,7 +233,8 @@ class Receiver(_Half, Generic[T]):
         except ChannelFinished:
             raise StopAsyncIteration from None
         except ConnectionLost:  # this side closed the connection (a drain, say): the loop ends as at a finish
-            if self._link is not None and closed_here(self._link):
+            port = talks_through(self._port)
+            if type(port) is NetPort and closed_here(port.link):
                 raise StopAsyncIteration from None
             raise
 
@@ -221,8 +245,8 @@ class Receiver(_Half, Generic[T]):
         self.close()
 
     def __repr__(self) -> str:
-        where = "networked" if self._link is not None else "local"
-        return f"<Receiver {where} {self._done or 'open'}>"
+        where = "networked" if self.networked else "local"
+        return f"<Receiver {where} {self._port.done or 'open'}>"
 
 
 def _not_subscribed() -> CodecError:
@@ -233,7 +257,7 @@ def end_halves(halves: Iterable[Any]) -> None:
     """End each of these halves (the ones a dropped message carried): senders cancel, receivers close."""
     for half in halves:
         if isinstance(half, Sender):
-            if half._done is None:
+            if half.port.done is None:
                 half.cancel()
         elif isinstance(half, Receiver):
             half.close()

@@ -15,17 +15,18 @@ from ...errors import (
     ReceiverDropped,
     WouldBlock,
 )
+from ..validation import TypeSpec
 from .base import (
     LagNotice,
     Link,
     Message,
     ModeLike,
     T,
-    _Half,
     _Pipe,
     as_delivery,
     within,
 )
+from .ports import MOVED, Closed, LocalPort, NetPort, Port, _Half, talks_through
 
 
 class Sender(_Half, Generic[T]):
@@ -41,19 +42,54 @@ class Sender(_Half, Generic[T]):
         self._group: _Clones | None = None
         """The clones this sender shares its channel with (`clone`), or None."""
 
-    # ---- wiring ----
-    def _set_pipe(self, pipe: _Pipe) -> None:
-        self._pipe = pipe
-        pipe.sender = weakref.ref(self)
-        self._drops = True
+    # ---- wiring: the library's intention methods, each one move of the port table (ports.py) ----
+    def join(self, port: LocalPort) -> None:
+        """Send through the pipe of a new local pair (make.py)."""
+        self._move(port)
+        port.pipe.sender = weakref.ref(self)
 
-    def _bind(self, link: Link, handle: int) -> None:
+    def bind(self, link: Link, handle: int) -> None:
         """From now on this half (and every clone of it) sends on the network channel `handle` of `link`."""
-        for member in self._group.members() if self._group is not None else (self,):
-            member._pipe = None
-            member._link, member._handle = link, handle
-            if member._done is None or self._group is None:
-                member._drops = True
+        net = NetPort(link, handle)
+        if self._group is None:
+            self._move(net)
+            return
+        for member in self._group.members():
+            member.follow(net)
+
+    def follow(self, net: NetPort) -> None:
+        """A clone follows its channel onto the network: an open one sends there, an ended one stays ended."""
+        port = self._port
+        self._move(Closed(port.done, net, port.drops) if isinstance(port, Closed) else net)
+
+    def join_clones(self, group: _Clones, port: Port, spec: TypeSpec | None) -> None:
+        """This new sender is a clone in `group`, sending through `port` (`clone`)."""
+        self._move(port)
+        self._spec, self._group = spec, group
+        group.add(self)
+
+    def clone_ended(self) -> None:
+        """Another clone cancelled the channel (or finished it last): it ended for this one too."""
+        self._close("cancelled", drops=False)
+
+    def mark_moved(self) -> None:
+        """This half went to the peer inside a message (moving.py)."""
+        self._move(MOVED)
+
+    def hand_on(self) -> Sender[Any]:
+        """This networked half goes into a message: a fresh Sender takes over its channel (to relay it)."""
+        port = self._port
+        assert type(port) is NetPort
+        self.mark_moved()
+        fresh: Sender[Any] = Sender()
+        fresh.bind(port.link, port.handle)
+        return fresh
+
+    def check_travel(self) -> None:
+        """Raise ChannelClosed unless this half may be sent inside a message."""
+        super().check_travel()
+        if self._group is not None and self._group.open > 1:
+            raise ChannelClosed("a cloned sender cannot travel in a message while its clones are open")
 
     def clone(self) -> Sender[T]:
         """Another Sender of this channel, for another producer; the channel finishes when the last clone
@@ -62,38 +98,33 @@ class Sender(_Half, Generic[T]):
         self._check()
         if self._ONESHOT:
             raise ChannelClosed("a oneshot sender carries one message: it cannot be cloned")
-        group = self._group if self._group is not None else _Clones(self)
+        group = self._group
+        if group is None:
+            group = self._group = _Clones(self)
         twin: Sender[T] = type(self)(mode=self.mode)
-        twin._pipe, twin._link, twin._handle, twin._spec = self._pipe, self._link, self._handle, self._spec
-        twin._group, twin._drops = group, True
-        group.add(twin)
+        twin.join_clones(group, self._port, self._spec)
         return twin
 
     def _dropped(self) -> None:
+        port = talks_through(self._port)
         group = self._group
         if group is not None:
             if not group.release(self):
                 return  # other clones still send on this channel
-            if self._link is not None:  # the last clone gone: the channel finishes (a lone sender cancels)
-                self._link.finish(self._handle)  # type: ignore[arg-type]
-            elif self._pipe is not None:
-                self._pipe.end(EndReason.FINISHED)
+            if type(port) is NetPort:  # the last clone gone: the channel finishes (a lone sender cancels)
+                port.link.finish(port.handle)
+            elif type(port) is LocalPort:
+                port.pipe.end(EndReason.FINISHED)
                 return
-        link = self._link
-        if link is not None:
-            link.drop_sender(self._handle)  # type: ignore[arg-type]
-        elif self._pipe is not None:
-            self._pipe.sender_dropped()
-
-    def _mark_moved(self) -> None:
-        self._drops = False
-        self._done = "moved into a message"
-        self._pipe = None
-        self._link = self._handle = None
+        if type(port) is NetPort:
+            port.link.drop_sender(port.handle)
+        elif type(port) is LocalPort:
+            port.pipe.sender_dropped()
 
     def _check(self) -> None:
-        if self._done is not None:
-            raise ChannelClosed(f"sender is {self._done}")
+        done = self._port.done
+        if done is not None:
+            raise ChannelClosed(f"sender is {done}")
 
     # ---- API ----
     @overload
@@ -126,14 +157,16 @@ class Sender(_Half, Generic[T]):
         delivery = self.mode if mode is None else as_delivery(mode)
         wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
         while True:
-            link = self._link
-            if link is not None and self._done is None:  # networked: one call; a wait only if one is due
-                waiting = link.send(self._handle, wire, delivery)  # type: ignore[arg-type]
+            port = self._port
+            link = port.link
+            if link is not None:  # an open NetPort: one call; a wait only if one is due
+                waiting = link.send(port.handle, wire, delivery)  # type: ignore[union-attr]
                 if waiting is not None:
                     await waiting
                 return None
-            self._check()
-            pipe = self._pipe
+            if port.done is not None:
+                self._check()  # (raises)
+            pipe = port.pipe
             assert pipe is not None
             if pipe.receiver_gone:
                 raise ReceiverDropped("the receiver was closed or dropped")
@@ -142,17 +175,19 @@ class Sender(_Half, Generic[T]):
                 return None
             await pipe.wait()
 
-    async def _send_notice(self, notice: LagNotice) -> None:
+    async def send_notice(self, notice: LagNotice) -> None:
         """Send an in-band notice (not a T: no type check) in order with the messages (broadcast's Lagged)."""
         while True:
-            link = self._link
-            if link is not None and self._done is None:
-                waiting = link.send(self._handle, notice, Delivery.ORDERED)  # type: ignore[arg-type]
+            port = self._port
+            link = port.link
+            if link is not None:
+                waiting = link.send(port.handle, notice, Delivery.ORDERED)  # type: ignore[union-attr]
                 if waiting is not None:
                     await waiting
                 return
-            self._check()
-            pipe = self._pipe
+            if port.done is not None:
+                self._check()  # (raises)
+            pipe = port.pipe
             assert pipe is not None
             if pipe.receiver_gone:
                 raise ReceiverDropped("the receiver was closed or dropped")
@@ -167,14 +202,13 @@ class Sender(_Half, Generic[T]):
             try:
                 return self.try_send(obj, mode, confirm=True)
             except WouldBlock:
-                link = self._link
-                if link is not None:  # (the networked wait: send_confirmed waits, then sends)
-                    assert self._handle is not None
+                port = self._port
+                if type(port) is NetPort:  # (the networked wait: send_confirmed waits, then sends)
                     delivery = self.mode if mode is None else as_delivery(mode)
                     wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
-                    return await link.send_confirmed(self._handle, wire, delivery)
-                assert self._pipe is not None
-                await self._pipe.wait()
+                    return await port.link.send_confirmed(port.handle, wire, delivery)
+                assert type(port) is LocalPort
+                await port.pipe.wait()
 
     @overload
     def try_send(self, obj: T, mode: ModeLike | None = ..., *, confirm: Literal[False] = ...) -> None: ...
@@ -191,11 +225,12 @@ class Sender(_Half, Generic[T]):
         delivery = self.mode if mode is None else as_delivery(mode)
         self._check()
         wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
-        if self._link is not None:
-            assert self._handle is not None
-            self._link.send_nowait(self._handle, wire, delivery)
+        port = self._port
+        link = port.link
+        if link is not None:
+            link.send_nowait(port.handle, wire, delivery)  # type: ignore[union-attr]
             return None
-        pipe = self._pipe
+        pipe = port.pipe
         assert pipe is not None
         if pipe.receiver_gone:
             raise ReceiverDropped("the receiver was closed or dropped")
@@ -208,10 +243,11 @@ class Sender(_Half, Generic[T]):
         delivery = self.mode if mode is None else as_delivery(mode)
         self._check()
         wire: Any = obj if self._spec is None else self._spec.check(obj, self._where)
-        if self._link is not None:
-            assert self._handle is not None
-            return self._link.send_nowait_confirmed(self._handle, wire, delivery)
-        pipe = self._pipe
+        port = self._port
+        link = port.link
+        if link is not None:
+            return link.send_nowait_confirmed(port.handle, wire, delivery)  # type: ignore[union-attr]
+        pipe = port.pipe
         assert pipe is not None
         if pipe.receiver_gone:
             raise ReceiverDropped("the receiver was closed or dropped")
@@ -231,12 +267,12 @@ class Sender(_Half, Generic[T]):
     async def ended(self) -> EndReason:
         """Wait until this channel can take no more messages and say why (e.g. RECEIVER_DROPPED)."""
         while True:
-            if self._link is not None:
-                assert self._handle is not None
-                return await self._link.sender_ended(self._handle)
-            pipe = self._pipe
-            if pipe is None:
+            port = talks_through(self._port)
+            if type(port) is NetPort:
+                return await port.link.sender_ended(port.handle)
+            if type(port) is not LocalPort:
                 return EndReason.CLOSED
+            pipe = port.pipe
             if pipe.receiver_gone:
                 return EndReason.RECEIVER_DROPPED
             await pipe.wait()
@@ -254,20 +290,18 @@ class Sender(_Half, Generic[T]):
         group = self._group
         if group is not None:
             if reason is EndReason.FINISHED and not group.release(self):
-                self._drops, self._done = False, "finished"  # the others go on; the last one finishes
+                self._close("finished", drops=False)  # the others go on; the last one finishes
                 return
             for member in group.members():  # the channel ends for every clone
                 if member is not self:
-                    member._drops, member._done = False, self._done or "cancelled"
+                    member.clone_ended()
+        port = self._port
+        if type(port) is NetPort:
+            (port.link.finish if reason is EndReason.FINISHED else port.link.cancel)(port.handle)
+        elif type(port) is LocalPort:
+            port.pipe.end(reason)
         # a networked sender keeps its drop: dropping it lets the engine forget the ended channel
-        if self._link is None:
-            self._drops = False
-        if self._link is not None:
-            assert self._handle is not None
-            (self._link.finish if reason is EndReason.FINISHED else self._link.cancel)(self._handle)
-        elif self._pipe is not None:
-            self._pipe.end(reason)
-        self._done = "finished" if reason is EndReason.FINISHED else "cancelled"
+        self._close("finished" if reason is EndReason.FINISHED else "cancelled")
 
     async def __aenter__(self) -> Sender[T]:
         return self
@@ -275,7 +309,7 @@ class Sender(_Half, Generic[T]):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._done is not None:
+        if self._port.done is not None:
             return
         if exc_type is None:
             await self.finish()
@@ -283,8 +317,8 @@ class Sender(_Half, Generic[T]):
             self.cancel()
 
     def __repr__(self) -> str:
-        where = "networked" if self._link is not None else "local"
-        return f"<Sender {where} {self._done or 'open'}>"
+        where = "networked" if self.networked else "local"
+        return f"<Sender {where} {self._port.done or 'open'}>"
 
 
 
@@ -295,7 +329,6 @@ class _Clones:
     __slots__ = ("_members", "open")
 
     def __init__(self, first: Sender[Any]) -> None:
-        first._group = self
         self._members: weakref.WeakSet[Sender[Any]] = weakref.WeakSet([first])
         self.open = 1
 
@@ -309,9 +342,10 @@ class _Clones:
     def release(self, member: Sender[Any]) -> bool:
         """`member` is done (finished or dropped); True if it was the last open one."""
         self.open -= 1
-        pipe = member._pipe
+        port = member.port
+        pipe = port.pipe if type(port) is LocalPort else None
         if self.open > 0 and pipe is not None and pipe.sender is not None and pipe.sender() is member:
-            other = next((m for m in self._members if m is not member and m._done is None), None)
+            other = next((m for m in self._members if m is not member and m.port.done is None), None)
             if other is not None:  # the pipe's own sender went: a moving receiver binds another clone
                 pipe.sender = weakref.ref(other)
         return self.open <= 0

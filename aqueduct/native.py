@@ -1,0 +1,217 @@
+"""Compiled hot modules: which exist, whether they match the sources, and loading them instead of the .py files.
+
+Theory of operation. The message path's own Python time is the wire codec and the sans-I/O engine
+(`MODULES`). scripts/build-compiled.py (run by scripts/setup.sh when a C compiler is there) compiles them
+with mypyc into `aqueduct/_compiled/`: one shared library (`GROUP`) and one small extension module per
+compiled module, plus `manifest.json` naming each built file and the SHA-256 of every source the build read
+(`SOURCES`: all of aqueduct/wire, aqueduct/core and aqueduct/errors.py). The .py files are never replaced:
+they stay the source of truth, what mypy checks, and the oracle the compiled build is tested against
+(tests/core/test_native.py).
+
+`install()` runs first in `aqueduct/__init__.py`, before any of those modules is imported. It puts a
+finder at the front of `sys.meta_path` that answers for exactly the compiled modules, pointing each at its
+built extension, when all of these hold: AQUEDUCT_PURE is unset (or "0"), the manifest exists, it was
+built for this interpreter (the extension suffix), and the tree's sources hash to what was compiled (any
+edit since the build means the pure modules; the compiled ones are never mixed with newer sources). Every
+other case imports the .py files as usual, and `compiled()` says which was chosen and why. AQUEDUCT_PURE
+is read once per process; subprocesses inherit it.
+
+No I/O beyond reading the manifest and the sources inside the package; no asyncio (the engine's no-I/O
+import rule holds: tests/core/test_no_io.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
+from importlib.util import spec_from_file_location
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+MODULES: tuple[str, ...] = (
+    "aqueduct.wire.varint",
+    "aqueduct.wire.headers",
+    "aqueduct.wire.ranges",
+    "aqueduct.wire.frames",
+    "aqueduct.wire.reader",
+    "aqueduct.core.acks",
+    "aqueduct.core.app",
+    "aqueduct.core.context",
+    "aqueduct.core.engine",
+    "aqueduct.core.flow",
+    "aqueduct.core.halves",
+    "aqueduct.core.incoming",
+    "aqueduct.core.intake",
+    "aqueduct.core.links",
+    "aqueduct.core.loss",
+    "aqueduct.core.minting",
+    "aqueduct.core.outbox",
+    "aqueduct.core.rangeset",
+    "aqueduct.core.receiver",
+    "aqueduct.core.receiving",
+    "aqueduct.core.sender",
+    "aqueduct.core.sending",
+    "aqueduct.core.startup",
+    "aqueduct.core.streams",
+    "aqueduct.core.timers",
+    "aqueduct.core.transitions",
+)
+"""The compiled modules (the one list: the build reads it too). Left out, each kept a Python module:
+- the packages' __init__ files and wire/vectors.py (the test vectors' reader: cold);
+- wire/errors.py: the error classes, which applications subclass;
+- core/transport.py: the engine's commands and events, so an IntEnum code in an `int` field keeps its name;
+- core/config.py: `EngineConfig` is public, and a compiled dataclass turns the class attributes that
+  `EngineConfig.ack_delay` reads (the defaults) into descriptors;
+- wire/channel_id.py (`ChannelId` is an int) and core/queue.py (`MessageQueue` is a deque): mypyc builds no
+  native subclass of a built-in type, and compiled code takes an `X | None` of a class kept as a Python class
+  (`mypyc_attr(native_class=False)`) for true whenever it is not None, which an empty queue is not.
+`Engine` (core/engine.py) allows interpreted subclasses (`mypyc_attr`): the testing driver's planted bugs
+and the oracle's logging engine subclass it. (As a Python class, `native_class=False`, its compiled methods
+refuse a subclass's instance.) Nothing compiled takes a method patched on an instance: tests that do are
+marked `pure_python`.
+A compiled function checks its arguments' annotated types, so what the engine accepts beyond them (a
+bytearray payload) is annotated (`Engine.send`), and an `int`-annotated value that was an int subclass
+(a ChannelId, an IntEnum code) comes out of compiled code as a plain int of the same value: fields that
+promise more are annotated so (`Attachment.channel`, reset codes).
+"""
+
+GROUP = "aqueduct._native"
+"""mypyc's group name: the shared library is the module `aqueduct._native__mypyc`."""
+DIRNAME = "_compiled"
+MANIFEST = "manifest.json"
+PURE_ENV = "AQUEDUCT_PURE"
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def ext_suffix() -> str:
+    """This interpreter's extension-module suffix (e.g. `.cpython-311-x86_64-linux-gnu.so`)."""
+    return EXTENSION_SUFFIXES[0]
+
+
+def source_path(module: str) -> str:
+    """The source file of a module of this package, relative to the repository root."""
+    return module.replace(".", "/") + ".py"
+
+
+def sources(package: Path = _PACKAGE) -> list[Path]:
+    """Every source a build reads: the wire, the engine and the errors (compiled or imported by what is)."""
+    return sorted([*package.glob("wire/*.py"), *package.glob("core/*.py"), package / "errors.py"])
+
+
+def _stat(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def current_manifest(package: Path = _PACKAGE) -> dict[str, Any]:
+    """The manifest a build of the tree as it is now would write (without its `files`): each source's SHA-256,
+    and its modification time and size, which let a later check skip hashing a file that kept both (as git)."""
+    paths = {str(p.relative_to(package)): p for p in sources(package)}
+    return {
+        "ext_suffix": ext_suffix(),
+        "modules": list(MODULES),
+        "sources": {rel: _sha256(p) for rel, p in paths.items()},
+        "stats": {rel: _stat(p) for rel, p in paths.items()},
+    }
+
+
+def _read_manifest(package: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((package / DIRNAME / MANIFEST).read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return None
+
+
+def stale_reason(package: Path = _PACKAGE) -> str | None:
+    """Why the compiled modules in `package` cannot be used with its sources (None: they can)."""
+    manifest = _read_manifest(package)
+    if manifest is None:
+        return "not built: scripts/setup.sh builds them"
+    if manifest.get("ext_suffix") != ext_suffix():
+        return f"built for another interpreter, {manifest.get('ext_suffix')}"
+    if manifest.get("modules") != list(MODULES) or not isinstance(manifest.get("files"), dict):
+        return "built for another module list"
+    built, stats = manifest.get("sources") or {}, manifest.get("stats") or {}
+    paths = {str(p.relative_to(package)): p for p in sources(package)}
+    edited = {rel for rel, p in paths.items()
+              if rel in built and stats.get(rel) != _stat(p) and _sha256(p) != built[rel]}
+    changed = sorted(({*built} ^ {*paths}) | edited)  # (added or removed, or edited)
+    if changed:
+        return f"older than the sources: {', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''} changed"
+    missing = [name for name, f in manifest["files"].items() if not (package / DIRNAME / f).is_file()]
+    if missing:
+        return f"incomplete: {missing[0]} missing"
+    return None
+
+
+@dataclass(frozen=True)
+class CompiledState:
+    """Which implementation this process runs: `aqueduct.compiled()`."""
+
+    active: bool
+    """True: the modules below were loaded from their mypyc-compiled extensions."""
+    modules: tuple[str, ...]
+    """The compiled modules in use (empty when pure)."""
+    reason: str
+    """In words: compiled, or why pure (AQUEDUCT_PURE set, none built, older than the sources, ...)."""
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class _Finder:  # (a meta path finder: importlib.abc.MetaPathFinder's protocol, without importing it)
+    """Answers for the compiled modules only, each with its built extension."""
+
+    def __init__(self, files: dict[str, Path]) -> None:
+        self.files = files
+
+    def find_spec(self, fullname: str, path: Any = None, target: ModuleType | None = None) -> ModuleSpec | None:
+        file = self.files.get(fullname)
+        if file is None:
+            return None
+        return spec_from_file_location(fullname, file, loader=ExtensionFileLoader(fullname, str(file)))
+
+
+_state: CompiledState | None = None
+
+
+def install(package: Path = _PACKAGE) -> CompiledState:
+    """Choose compiled or pure for this process (once; later calls return the first choice)."""
+    global _state
+    if _state is not None:
+        return _state
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        _state = CompiledState(False, (), f"pure Python ({PURE_ENV}={os.environ[PURE_ENV]})")
+        return _state
+    why = stale_reason(package)
+    loaded = [m for m in MODULES if m in sys.modules]
+    if why is None and loaded:  # (imported before aqueduct/__init__.py could choose: cannot happen via import)
+        why = f"not used: {loaded[0]} was imported first"
+    if why is not None:
+        _state = CompiledState(False, (), f"pure Python (compiled modules {why})")
+        return _state
+    manifest = _read_manifest(package)
+    assert manifest is not None
+    files = {name: package / DIRNAME / f for name, f in manifest["files"].items()}
+    sys.meta_path.insert(0, _Finder(files))
+    _state = CompiledState(True, MODULES, f"compiled (mypyc: {len(MODULES)} modules of the wire and the engine)")
+    return _state
+
+
+def compiled() -> CompiledState:
+    """Whether this process runs the mypyc-compiled wire codec and engine, which modules, or why not.
+
+    `aqueduct --version` and `aqueduct bench` print it. The compiled modules are built by
+    scripts/setup.sh when a C compiler is available; AQUEDUCT_PURE=1 in the environment runs the
+    pure-Python modules even then."""
+    return install()
