@@ -7,7 +7,7 @@ from /proc: a rate says how fast, CPU per message says which end limits it
 and by how much (compare runs, not machines).
 
     .venv/bin/python benchmarks/cpu_per_message.py \
-        ordered|unordered|unreliable|channels|tuned|rtt|aioquic|datagrams|per-message|aioquic-rtt
+        ordered|unordered|unreliable|channels|tuned|rtt|cbor|typed|aioquic|datagrams|per-message|aioquic-rtt
         [--size BYTES] [--seconds S] [--uvloop]
 """
 
@@ -29,7 +29,10 @@ from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import make_dev_certs
 
 MODES = {"ordered": Delivery.ORDERED, "unordered": Delivery.UNORDERED, "unreliable": Delivery.UNRELIABLE,
-         "channels": Delivery.ORDERED, "tuned": Delivery.ORDERED, "rtt": Delivery.ORDERED}
+         "channels": Delivery.ORDERED, "tuned": Delivery.ORDERED, "rtt": Delivery.ORDERED, "cbor": Delivery.ORDERED,
+         "typed": Delivery.ORDERED}
+"""cbor: ordered 64 B through the CBOR codec; typed: the same with `aqueduct bench`'s typed rows' BenchOrder values
+(checked on send, converted on arrival): typed against cbor is the typed row's ratio."""
 RAW = ("aioquic", "datagrams", "per-message", "aioquic-rtt")
 
 
@@ -43,6 +46,8 @@ def _client(workload: str, ports: dict[str, int], ca: Any) -> AqueductClient | R
     if workload in RAW:
         return RawQuicClient(ports["aioquic"], ca, datagrams=workload == "datagrams",
                              per_message=workload == "per-message")
+    if workload in ("cbor", "typed"):
+        return AqueductClient(ports["aqueduct-cbor"], ca, "cbor", Delivery.ORDERED, typed=workload == "typed")
     if workload == "tuned":
         return AqueductClient(ports["aqueduct-tuned"], ca, "raw", Delivery.ORDERED, tuned=True)
     return AqueductClient(ports["aqueduct-raw"], ca, "raw", MODES[workload])

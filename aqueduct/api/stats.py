@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from ..core.app import Delivery
 
+_UNRELIABLE, _UNORDERED = Delivery.UNRELIABLE, Delivery.UNORDERED  # (a member looked up on its enum costs ~100-200 ns)
+
 
 @dataclass
 class Stats:
@@ -41,16 +43,16 @@ class Stats:
         """One message sent (the general path; the hot path in ConnectionLink.send counts inline)."""
         self.messages_sent += 1
         self.bytes_sent += nbytes
-        if delivery is Delivery.UNRELIABLE:
+        if delivery is _UNRELIABLE:
             self.unreliable_sent += 1
             self.unreliable_bytes_sent += nbytes
-        elif delivery is Delivery.UNORDERED:
+        elif delivery is _UNORDERED:
             self.unordered_sent += 1
             self.unordered_bytes_sent += nbytes
 
     def count_received_apart(self, delivery: Delivery, nbytes: int) -> None:
         """A received message that was not ordered (the totals are counted per batch)."""
-        if delivery is Delivery.UNRELIABLE:
+        if delivery is _UNRELIABLE:
             self.unreliable_received += 1
             self.unreliable_bytes_received += nbytes
         else:

@@ -57,22 +57,37 @@ class Clock:
 
 def _relay(src: Engine, dst: Engine, now: float) -> int:
     cmds = src.commands()
-    held: list[bytes] = []  # consecutive writes to one stream, joined as the adapter joins them (quic/writes.py)
-    for i, cmd in enumerate(cmds):
-        if isinstance(cmd, SendStreamData):
-            nxt = cmds[i + 1] if i + 1 < len(cmds) else None
-            if isinstance(nxt, SendStreamData) and nxt.stream_id == cmd.stream_id and not cmd.end_stream:
+    # consecutive writes to one stream are joined as the adapter joins them (quic/writes.py: one run held, a FIN
+    # ends it and rides on it, any other command lets it go first)
+    held_sid: int | None = None
+    held: list[bytes] = []
+    for cmd in cmds:
+        if type(cmd) is SendStreamData:
+            sid = cmd.stream_id
+            if sid == held_sid:
                 held.append(cmd.data)
+                if cmd.end_stream:
+                    dst.handle_event(StreamDataReceived(sid, b"".join(held), True), now)
+                    held_sid = None
                 continue
-            data = b"".join([*held, cmd.data]) if held else cmd.data
-            held.clear()
-            dst.handle_event(StreamDataReceived(cmd.stream_id, data, cmd.end_stream), now)
-        elif isinstance(cmd, SendDatagram):
+            if held_sid is not None:
+                dst.handle_event(StreamDataReceived(held_sid, b"".join(held)), now)
+            held_sid, held = sid, [cmd.data]
+            if cmd.end_stream:
+                dst.handle_event(StreamDataReceived(sid, cmd.data, True), now)
+                held_sid = None
+            continue
+        if held_sid is not None:
+            dst.handle_event(StreamDataReceived(held_sid, b"".join(held)), now)
+            held_sid = None
+        if isinstance(cmd, SendDatagram):
             dst.handle_event(DatagramReceived(cmd.data), now)
         elif isinstance(cmd, ResetStream):
             dst.handle_event(StreamReset(cmd.stream_id, cmd.error_code), now)
         elif isinstance(cmd, StopSending):
             dst.handle_event(StopSendingReceived(cmd.stream_id, cmd.error_code), now)
+    if held_sid is not None:
+        dst.handle_event(StreamDataReceived(held_sid, b"".join(held)), now)
     return len(cmds)
 
 

@@ -88,6 +88,8 @@ from .transport import (
     TransportEvent,
 )
 
+_UNRELIABLE = Delivery.UNRELIABLE
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled (aqueduct/native.py), still open to subclasses
 class Engine:
@@ -259,12 +261,14 @@ class Engine:
         """
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
-        s = self._tx.app_sender(sender)
+        s = self._senders.get(sender)
+        if s is None or s.app_dropped or self._ctx.closed:  # (app_sender raises why)
+            s = self._tx.app_sender(sender)
         if type(payload) is not bytes:
             payload = bytes(payload)
         if attach:
             return SendResult(*self._tx.send_attached(s, payload, attach, delivery))
-        number = s.next_unrel if delivery is Delivery.UNRELIABLE else s.next_rel
+        number = s.next_unrel if delivery is _UNRELIABLE else s.next_rel
         return SendResult(number, (), self._tx.send(s, (payload,), delivery))
 
     def send_many(
@@ -315,9 +319,11 @@ class Engine:
 
     def take_message(self, receiver: ReceiverHandle, now: float | None = None) -> Delivered | None:
         """Take the next queued message, or None if empty (check `receiver_status` for the end)."""
-        self._tick(now)
+        if now is not None and now > self._ctx.now:
+            self._ctx.now = now
         taken = self._rx.take(self._rx.app_receiver(receiver))
-        self._run_resumed()
+        if self._resume:
+            self._run_resumed()
         return taken
 
     def take_many(self, receiver: ReceiverHandle, limit: int, now: float | None = None) -> list[Delivered]:

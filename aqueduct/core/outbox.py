@@ -13,6 +13,8 @@ Spec: none (engine plumbing; frame placement is the spec's "Frames", done by the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .app import AppEvent
 from .transport import GrantCredit, TransportCommand
 
@@ -20,19 +22,15 @@ from .transport import GrantCredit, TransportCommand
 class Outbox:
     """Commands and events waiting to be drained."""
 
-    __slots__ = ("_commands", "_events")
+    __slots__ = ("_commands", "_events", "command", "event")
 
     def __init__(self) -> None:
         self._commands: list[TransportCommand] = []
         self._events: list[AppEvent] = []
-
-    def command(self, cmd: TransportCommand) -> None:
-        """Emit a transport command."""
-        self._commands.append(cmd)
-
-    def event(self, ev: AppEvent) -> None:
+        self.command: Callable[[TransportCommand], None] = self._commands.append
+        """Emit a transport command (the list's own append: no Python frame per command; the lists stay)."""
+        self.event: Callable[[AppEvent], None] = self._events.append
         """Emit an application event."""
-        self._events.append(ev)
 
     def grant_credit(self, stream_id: int, nbytes: int) -> None:
         """Emit GrantCredit, merged into a GrantCredit for the same stream just before it."""
@@ -40,19 +38,24 @@ class Outbox:
         if cmds:
             last = cmds[-1]
             if type(last) is GrantCredit and last.stream_id == stream_id:
-                cmds[-1] = GrantCredit(stream_id, last.nbytes + nbytes)
+                last.nbytes += nbytes  # (not drained yet: take_commands hands out a copy of the list)
                 return
         cmds.append(GrantCredit(stream_id, nbytes))
 
     def take_commands(self) -> list[TransportCommand]:
         """Drain the commands, in order."""
-        out = self._commands
-        if not out:
+        cmds = self._commands
+        if not cmds:
             return []
-        self._commands = []
+        out = cmds.copy()
+        cmds.clear()
         return out
 
     def take_events(self) -> list[AppEvent]:
         """Drain the events, in order."""
-        out, self._events = self._events, []
+        evs = self._events
+        if not evs:
+            return []
+        out = evs.copy()
+        evs.clear()
         return out

@@ -56,6 +56,7 @@ log = logging.getLogger("aqueduct.quic")
 # handler printed beside our error; a library adds a NullHandler (configured logging still sees the records).
 logging.getLogger("quic").addHandler(logging.NullHandler())
 
+_SEND_STREAM_DATA, _SEND_DATAGRAM = tp.SendStreamData, tp.SendDatagram
 TRANSMIT_EARLY = 64 * 1024
 """Bytes the application writes in one loop turn after which they leave at once, not at the turn's end: a producer
 that never waits would otherwise compute its whole send buffer, send it as one burst, then idle while the peer works
@@ -274,8 +275,11 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
             return
         writes = self.writes
         for cmd in engine.commands():
-            if type(cmd) is tp.SendStreamData:  # (one per send: inline)
-                writes.stream(cmd.stream_id, cmd.data, cmd.end_stream)
+            kind = type(cmd)
+            if kind is _SEND_STREAM_DATA:  # (one per send, or per message for datagrams: inline)
+                writes.stream(cmd.stream_id, cmd.data, cmd.end_stream)  # type: ignore[union-attr]
+            elif kind is _SEND_DATAGRAM:
+                writes.datagram(cmd.data)  # type: ignore[union-attr]
             else:
                 self._execute(cmd)
         self._wrote = True  # (`wrote`, inline)

@@ -16,9 +16,7 @@ queues DATAGRAM_QUEUE_LIMIT datagrams. Summing every stream on each send
 would make a send cost grow with the open channels, so the connection
 check keeps an upper bound (`unacked_upper`): our writes grow it, acks
 (which only shrink buffers) leave it, and only a bound at or over the
-limit is replaced by the sum. `stream_writes` counts writes handed over:
-while it stands still no stream's unacked bytes can grow, so a
-`send_blocked` that was false stays false (api/link.py skips the check).
+limit is replaced by the sum.
 
 StreamWrites owns these counters and the held writes; the protocol
 (protocol.py) owns when they are flushed and who waits.
@@ -42,8 +40,8 @@ DATAGRAM_QUEUE_LIMIT = 64
 class StreamWrites:
     """One connection's writes to aioquic, joined per stream, and its unacked-bytes accounting."""
 
-    __slots__ = ("_held", "_quic", "_settings", "datagrams_queued", "held_bytes", "held_sid", "stream_writes",
-                 "unacked_upper", "unsent")  # fmt: skip
+    __slots__ = ("_held", "_quic", "_settings", "datagrams_queued", "held_bytes", "held_sid", "unacked_upper",
+                 "unsent")
 
     def __init__(self, quic: QuicConnection, settings: TransportSettings) -> None:
         self._quic = quic
@@ -56,8 +54,6 @@ class StreamWrites:
         """At least the connection's unacknowledged bytes (see connection_blocked)."""
         self.unsent = 0
         """Bytes written since the last transmit (protocol.py's TRANSMIT_EARLY)."""
-        self.stream_writes = 0
-        """Stream writes handed over so far (see the module docstring)."""
         self.datagrams_queued: deque[bytes] = quic._datagrams_pending
         """aioquic's queue of datagrams not yet in a packet (unbounded: senders wait at DATAGRAM_QUEUE_LIMIT)."""
 
@@ -74,7 +70,6 @@ class StreamWrites:
         n = len(data)
         self.unacked_upper += n
         self.unsent += n
-        self.stream_writes += 1
         if self.held_sid != sid:
             self.write_held()
             if end_stream:

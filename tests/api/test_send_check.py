@@ -1,5 +1,5 @@
-"""A send skips its before-write blocked check only while no stream write happened since the last send found its
-stream not blocked (StreamWrites.stream_writes, quic/writes.py): a write on another channel in between is seen."""
+"""A send checks, before it writes, whether its stream or the connection is blocked (StreamWrites.send_blocked,
+quic/writes.py): a write on another channel since the last send is seen."""
 
 from __future__ import annotations
 

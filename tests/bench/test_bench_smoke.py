@@ -54,7 +54,7 @@ def test_bad_options_exit_2_with_one_line_and_start_nothing(bad: list[str], caps
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("workload", ["ordered", "channels", "datagrams"])
+@pytest.mark.parametrize("workload", ["ordered", "channels", "datagrams", "typed"])
 def test_cpu_per_message_prints_the_rate_and_both_ends(workload: str) -> None:
     import subprocess
     import sys
