@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tracemalloc
 
 from aqueduct.bench.engine import idle_channel_bytes
@@ -26,4 +27,5 @@ def test_empty_and_emptied_rangesets_hold_no_lists() -> None:
     per_set = (tracemalloc.get_traced_memory()[0] - base) / len(sets)
     tracemalloc.stop()
     assert all(not rs and rs.count() == 0 for rs in sets)
-    assert per_set < 64  # the object alone (two empty lists would add 112 B)
+    # the object alone (its size differs compiled and pure) and its slot in `sets`: one empty list held would add 56 B
+    assert per_set < sys.getsizeof(RangeSet()) + 8 + sys.getsizeof([]) // 2
