@@ -12,6 +12,9 @@ Fixtures for every folder: `certs` (dev certificates, one set per session),
 `@pytest.mark.requires_system("java")` on a test or module: the system piece
 must be present (tests/system_deps.py: skipped with the enabling command,
 failed under AQUEDUCT_REQUIRE_SYSTEM=1).
+
+Under `--dist loadfile` the longest test files start first, as measured by
+the runs before (tests/scheduling.py); this run's measurements are kept.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import pytest
 from hypothesis import settings
 
 from aqueduct.quic.certs import DevCerts, make_dev_certs
+from tests.scheduling import Durations, LongestFileFirst
 from tests.system_deps import requires_system
 
 settings.register_profile("aqueduct", deadline=None)
@@ -35,6 +39,22 @@ settings.load_profile("aqueduct-ci" if os.environ.get("CI") else "aqueduct")
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requires_system(piece): needs scripts/setup-system.sh's PIECE (skip or fail)")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LongestFileFirst | None:
+    return LongestFileFirst(config, log) if config.getvalue("dist") == "loadfile" else None  # type: ignore[arg-type]
+
+
+_durations = Durations()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _durations.add(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _durations.save(session.config)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
