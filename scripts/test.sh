@@ -5,7 +5,8 @@
 # there. Without them (not root, no sudo) the tests that need them skip, naming the command that enables them.
 # The suite runs on two pytest-xdist workers, a test file at a time (--dist loadfile): a file's tests share its
 # module fixtures and run one after another, and each worker starts its session fixtures (Spark) once.
-# (--dist loadgroup would pin named groups, but pytest 9.2 broke it: pytest-xdist issue 1386.)
+# The longest files start first, as the runs before measured them (kept in .pytest_cache), and files sharing
+# an expensive session fixture run on one worker (tests/scheduling.py), so the two workers end together.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -16,6 +16,9 @@ failed under AQUEDUCT_REQUIRE_SYSTEM=1).
 `@pytest.mark.pure_python` on a test that patches the wire's or the engine's insides (a module function
 monkeypatched, a method replaced on one of the engine's parts): compiled modules (aqueduct/native.py) have
 no such seams, so it skips when they are in use and runs in CI's AQUEDUCT_PURE=1 pass (.ci/run).
+
+Under `--dist loadfile` the longest test files start first, as measured by
+the runs before (tests/scheduling.py); this run's measurements are kept.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from hypothesis import settings
 
 from aqueduct.native import compiled
 from aqueduct.quic.certs import DevCerts, make_dev_certs
+from tests.scheduling import Durations, LongestFileFirst
 from tests.system_deps import requires_system
 
 settings.register_profile("aqueduct", deadline=None)
@@ -41,6 +45,22 @@ settings.load_profile("aqueduct-ci" if os.environ.get("CI") else "aqueduct")
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "requires_system(piece): needs scripts/setup-system.sh's PIECE (skip or fail)")
     config.addinivalue_line("markers", "pure_python: patches the engine's insides; runs on the pure-Python modules")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LongestFileFirst | None:
+    return LongestFileFirst(config, log) if config.getvalue("dist") == "loadfile" else None  # type: ignore[arg-type]
+
+
+_durations = Durations()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _durations.add(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _durations.save(session.config)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

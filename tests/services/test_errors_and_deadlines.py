@@ -41,8 +41,11 @@ async def settle(*conns: aqueduct.Connection[Any], idle: list[dict[str, int]]) -
     """Until every engine's tables are back at their idle sizes (bounded by the guard)."""
 
     async def back() -> None:
-        while [sizes(c) for c in conns] != idle:
-            gc.collect()
+        last: list[dict[str, int]] = []
+        while (now := [sizes(c) for c in conns]) != idle:
+            if now == last:  # nothing moved since the last look: the rest may wait on a collection
+                gc.collect()  # (not at every look: with 10,000 objects alive a collection starves the drain)
+            last = now
             await asyncio.sleep(0.01)  # (a poll of a condition, never a stand-in for one)
 
     try:
