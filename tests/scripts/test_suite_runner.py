@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tests.scheduling import DURATIONS, LongestFileFirst, file_seconds
+from tests.scheduling import DURATIONS, SEED, LongestFileFirst, file_seconds, read_seed, unit_seconds
 
 
 class _Cache:
@@ -49,10 +49,11 @@ COLLECTION = [
 ]  # fmt: skip
 
 
-def _files_handed_out(seconds: dict[str, float]) -> list[str]:
+def _files_handed_out(seconds: dict[str, float], seed: dict[str, float] | None = None) -> list[str]:
     """The files in the order the scheduler hands them to two workers that run every test they get (a unit's
     files joined by +)."""
     sched = LongestFileFirst(_Config(seconds))  # type: ignore[arg-type]
+    sched.seed = seed or {}  # (the committed seed names real files only; these runs pretend it is empty or this)
     handed: list[list[int]] = []
     workers = [_Worker("gw0", handed), _Worker("gw1", handed)]
     for w in workers:
@@ -80,6 +81,22 @@ def test_the_longest_file_is_handed_out_first_and_unmeasured_ones_before_all() -
         "tests/d/test_new.py", "tests/b/test_jvm.py", "tests/docs/test_browser.py + tests/docs/test_site.py",
         "tests/c/test_mid.py", "tests/a/test_many.py",
     ]  # fmt: skip
+
+
+def test_without_a_cache_the_committed_seed_orders_the_files_and_a_new_file_goes_first() -> None:
+    seed = {"tests/a/test_many.py": 1.0, "tests/b/test_jvm.py": 40.0, "tests/c/test_mid.py": 5.0, "the built site": 20.0}
+    assert _files_handed_out({}, seed) == [
+        "tests/d/test_new.py", "tests/b/test_jvm.py", "tests/docs/test_browser.py + tests/docs/test_site.py",
+        "tests/c/test_mid.py", "tests/a/test_many.py",
+    ]  # fmt: skip
+
+
+def test_the_seed_is_per_work_unit_and_the_committed_one_reads() -> None:
+    seconds = {"tests/a/test_x.py::t1": 1.25, "tests/a/test_x.py::t2": 2.0, "tests/docs/test_site.py::t": 3.0}
+    assert unit_seconds(seconds) == {"tests/a/test_x.py": 3.2, "the built site": 3.0}
+    seed = read_seed(SEED)
+    assert seed and all(s >= 0 for s in seed.values())
+    assert read_seed(SEED.with_name("no-such-seed.json")) == {}
 
 
 def test_without_measurements_the_order_is_pytest_xdists_most_tests_first() -> None:
