@@ -84,7 +84,7 @@ def test_the_longest_file_is_handed_out_first_and_unmeasured_ones_before_all() -
 
 
 def test_without_a_cache_the_committed_seed_orders_the_files_and_a_new_file_goes_first() -> None:
-    seed = {"tests/a/test_many.py": 1.0, "tests/b/test_jvm.py": 40.0, "tests/c/test_mid.py": 5.0, "the built site": 20.0}
+    seed = {"tests/a/test_many.py": 1, "tests/b/test_jvm.py": 40, "tests/c/test_mid.py": 5, "the built site": 20.0}
     assert _files_handed_out({}, seed) == [
         "tests/d/test_new.py", "tests/b/test_jvm.py", "tests/docs/test_browser.py + tests/docs/test_site.py",
         "tests/c/test_mid.py", "tests/a/test_many.py",
