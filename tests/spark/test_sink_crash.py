@@ -1,5 +1,11 @@
 """The sink is exactly once across a crash: a query killed after the peer applied a batch but before the sink
-noted it replays the batch on restart, and the peer's commit keyed by batch id drops the repeat."""
+noted it replays the batch on restart, and the peer's commit keyed by batch id drops the repeat.
+
+The crash kills every process of the query's session, not only its process group: PySpark's daemons (and the
+workers they fork, among them the sink runner waiting for the held commit reply) move to process groups of their
+own and die only once they see the JVM's pipe close. A sink worker still alive when the reply is released notes
+the batch in the ledger after the "crash", the restarted query then skips it, and no repeat ever comes.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
 
+import psutil
 import pytest
 
 from aqueduct.quic.certs import DevCerts
@@ -36,11 +44,25 @@ def _start(publisher: Publisher, certs: DevCerts, base: Path) -> subprocess.Pope
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
 
 
+def _session(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    """The live processes of the query's session (the child is its leader): driver, JVM, PySpark daemons, workers."""
+    members = []
+    for p in psutil.process_iter():
+        with suppress(psutil.NoSuchProcess, ProcessLookupError, PermissionError):
+            if os.getsid(p.pid) == proc.pid and p.status() != psutil.STATUS_ZOMBIE:
+                members.append(p)
+    return members
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM, at once: a crash
-    except ProcessLookupError:
-        pass
+    """A crash: SIGKILL to every process of the query's session, and return only once none of them can act."""
+    deadline = time.monotonic() + GUARD
+    while members := _session(proc):
+        assert time.monotonic() < deadline, f"processes of the killed query survive: {members}"
+        for p in members:
+            with suppress(psutil.NoSuchProcess):
+                p.send_signal(signal.SIGKILL)
+        psutil.wait_procs(members, timeout=1)  # gone, or zombies (reaped by their parent, not by us): re-checked
     proc.wait(timeout=30)
 
 
@@ -64,6 +86,7 @@ def test_a_batch_applied_before_a_crash_is_not_applied_again(
         assert applied_before_crash > 0
     finally:
         _kill(first)  # after the peer applied the batch, before the sink heard so (no ledger note, no Spark commit)
+    assert not _session(first)  # nothing of the first query can hear the reply released next and note the batch
     publisher.release.set()
     ledger = tmp_path / "ledger"
     assert str(publisher.held_batch) not in (ledger.read_text().split() if ledger.exists() else [])
