@@ -1,22 +1,21 @@
-"""`aqueduct report DIR -o report.html`, opened in a real headless Chromium (Debian's; setup-system.sh chromium).
-
-The command runs through the CLI's entry point in this process, on the tests' shared Spark session (a JVM
-start less); the `aqueduct` executable itself runs in test_cluster.py.
-"""
+"""`aqueduct report DIR -o report.html`, opened in a real headless Chromium (Debian's; setup-system.sh chromium)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
 import matplotlib.image
 import pytest
 
-from aqueduct.cli import main
 from aqueduct.recording import read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
+
+ROOT = Path(__file__).parents[2]
+
 
 pytestmark = pytest.mark.requires_system("java")
 
@@ -28,14 +27,16 @@ def _browse(chromium: str, page: Path, *args: str) -> subprocess.CompletedProces
     )  # fmt: skip
 
 
-def test_report_is_one_file_a_browser_shows_with_its_figures(
-    chromium: str, spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_report_is_one_file_a_browser_shows_with_its_figures(chromium: str, tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     generate(rec, SyntheticSpec(connections=2, channels=4, messages=80, loss=0.05, seed=11))
     page = tmp_path / "report.html"
-    code = main(["report", str(rec), "-o", str(page), "--out", str(tmp_path / "out")])
-    assert code == 0, capsys.readouterr().err[-3000:]
+    command = Path(sys.executable).with_name("aqueduct")
+    result = subprocess.run(
+        [str(command), "report", str(rec), "-o", str(page), "--master", "local[1]", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=240, env=dict(os.environ),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
     html = page.read_text()
     assert not re.search(r"""(src|href)=['"](?!data:)""", html)  # self-contained: nothing loaded from elsewhere
     assert html.count("data:image/png;base64,") == 2

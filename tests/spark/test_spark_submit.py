@@ -7,8 +7,8 @@ writes the HTML report; the recording grows; `aqueduct analyze --incremental
 over the store. Each run's answers are checked against the Python API on a
 copy of the same recording, or against plain Python. The `aqueduct` run goes
 through the CLI's entry point in this process, on the tests' shared Spark
-session (a JVM start less), as in test_sql.py and test_html_report.py; the
-`aqueduct` executable itself runs in test_cluster.py.
+session (a JVM start less); the `aqueduct` executable itself runs in
+test_sql.py, test_cluster.py and test_html_report.py.
 """
 
 from __future__ import annotations

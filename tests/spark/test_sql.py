@@ -1,12 +1,11 @@
-"""`analyze --sql`: the documented views, queried with Spark SQL, agree with plain Python.
-
-The `aqueduct analyze --sql --skip-bad` command runs through the CLI's entry point in this process, on the
-tests' shared Spark session (a JVM start less); the `aqueduct` executable itself runs in test_cluster.py.
-"""
+"""`analyze --sql`: the documented views, queried with Spark SQL, agree with plain Python."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from aqueduct.cli import main
 from aqueduct.recording import read_events
 from aqueduct.recording.synthetic import SyntheticSpec, generate
 from aqueduct.spark.analyze import run_sql
@@ -49,20 +47,22 @@ def test_a_query_over_events_counts_what_python_counts(spark: Any, recording: Pa
     assert joined["n"][0].as_py() > 0
 
 
-def test_cli_sql_with_skip_bad(spark: Any, recording: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_sql_with_skip_bad(recording: Path, tmp_path: Path) -> None:
     rec = tmp_path / "rec"
     rec.mkdir()
     for p in recording.iterdir():
         (rec / p.name).write_bytes(p.read_bytes())
     (rec / "stray.parquet").write_bytes(b"not parquet")
     out = tmp_path / "out"
-    code = main(["analyze", str(rec), "--out", str(out), "--skip-bad",
-                 "--sql", "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind"])  # fmt: skip
-    stdout, stderr = capsys.readouterr()
-    assert code == 0, stderr[-3000:]
-    assert "using this process's running Spark session" in stderr
-    assert "skipped 1 bad file(s)" in stderr and "stray.parquet" in stderr
+    command = Path(sys.executable).with_name("aqueduct")
+    result = subprocess.run(
+        [str(command), "analyze", str(rec), "--out", str(out), "--skip-bad", "--master", "local[1]",
+         "--sql", "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind"],
+        capture_output=True, text=True, timeout=240, env=dict(os.environ),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "skipped 1 bad file(s)" in result.stderr and "stray.parquet" in result.stderr
     got = pq.read_table(out / "sql.parquet").to_pylist()
     want = Counter(e["kind"] for e in read_events(recording))
     assert {r["kind"]: r["n"] for r in got} == dict(want)
-    assert "message_sent" in stdout
+    assert "message_sent" in result.stdout
