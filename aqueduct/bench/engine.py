@@ -176,11 +176,7 @@ def throughput_vs_channels(counts: list[int], messages: int) -> tuple[list[tuple
     resident memory per channel added over the last step (RSS growth / channels added; both engines)."""
     pair = Pair()
     c, s = pair.client, pair.server
-    (tx,) = c.send(c.entrypoint or 0, b"", [AttachKind.RECEIVER], now=pair.clock.now()).created
-    pair.pump()
-    d = s.take_message(pair.server_entry, now=pair.clock.now())
-    assert d is not None
-    rx = d.attachments[0].handle
+    ([tx], [rx]) = pair.open_idle(1)  # the measured channel
     opened = 0
     out: list[tuple[int, float]] = []
     payload = b"x" * 64

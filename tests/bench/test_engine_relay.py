@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from aqueduct.bench.engine import Pair, _relay
-from aqueduct.core.app import AttachKind
 from aqueduct.core.transport import (
     DatagramReceived,
     ResetStream,
@@ -48,11 +47,7 @@ def test_runs_of_one_stream_are_joined_as_the_adapter_joins_them() -> None:
 def test_a_measured_batch_arrives_whole_and_in_order() -> None:
     pair = Pair()
     c, s = pair.client, pair.server
-    (tx,) = c.send(c.entrypoint or 0, b"", [AttachKind.RECEIVER], now=pair.clock.now()).created
-    pair.pump()
-    d = s.take_message(pair.server_entry, now=pair.clock.now())
-    assert d is not None
-    rx = d.attachments[0].handle
+    ([tx], [rx]) = pair.open_idle(1)
     sent = [bytes([i]) * 64 for i in range(256)]
     for p in sent:
         c.send(tx, p, now=pair.clock.now())
