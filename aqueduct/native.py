@@ -113,10 +113,14 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _source_paths(package: Path) -> dict[str, Path]:
+    return {str(p.relative_to(package)): p for p in sources(package)}
+
+
 def current_manifest(package: Path = _PACKAGE) -> dict[str, Any]:
     """The manifest a build of the tree as it is now would write (without its `files`): each source's SHA-256,
     and its modification time and size, which let a later check skip hashing a file that kept both (as git)."""
-    paths = {str(p.relative_to(package)): p for p in sources(package)}
+    paths = _source_paths(package)
     return {
         "ext_suffix": ext_suffix(),
         "modules": list(MODULES),
@@ -134,15 +138,24 @@ def _read_manifest(package: Path) -> dict[str, Any] | None:
 
 def stale_reason(package: Path = _PACKAGE) -> str | None:
     """Why the compiled modules in `package` cannot be used with its sources (None: they can)."""
+    return _usable(package)[1]
+
+
+def _usable(package: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The build's manifest, read once, and why it cannot be used with the sources (None: it can)."""
     manifest = _read_manifest(package)
     if manifest is None:
-        return "not built: scripts/setup.sh builds them"
+        return None, "not built: scripts/setup.sh builds them"
+    return manifest, _stale(manifest, package)
+
+
+def _stale(manifest: dict[str, Any], package: Path) -> str | None:
     if manifest.get("ext_suffix") != ext_suffix():
         return f"built for another interpreter, {manifest.get('ext_suffix')}"
     if manifest.get("modules") != list(MODULES) or not isinstance(manifest.get("files"), dict):
         return "built for another module list"
     built, stats = manifest.get("sources") or {}, manifest.get("stats") or {}
-    paths = {str(p.relative_to(package)): p for p in sources(package)}
+    paths = _source_paths(package)
     edited = {rel for rel, p in paths.items()
               if rel in built and stats.get(rel) != _stat(p) and _sha256(p) != built[rel]}
     changed = sorted(({*built} ^ {*paths}) | edited)  # (added or removed, or edited)
@@ -193,15 +206,13 @@ def install(package: Path = _PACKAGE) -> CompiledState:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         _state = CompiledState(False, (), f"pure Python ({PURE_ENV}={os.environ[PURE_ENV]})")
         return _state
-    why = stale_reason(package)
+    manifest, why = _usable(package)
     loaded = [m for m in MODULES if m in sys.modules]
     if why is None and loaded:  # (imported before aqueduct/__init__.py could choose: cannot happen via import)
         why = f"not used: {loaded[0]} was imported first"
-    if why is not None:
+    if why is not None or manifest is None:
         _state = CompiledState(False, (), f"pure Python (compiled modules {why})")
         return _state
-    manifest = _read_manifest(package)
-    assert manifest is not None
     files = {name: package / DIRNAME / f for name, f in manifest["files"].items()}
     sys.meta_path.insert(0, _Finder(files))
     _state = CompiledState(True, MODULES, f"compiled (mypyc: {len(MODULES)} modules of the wire and the engine)")

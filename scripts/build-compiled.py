@@ -103,9 +103,10 @@ def main() -> int:
     parser.add_argument("--force", action="store_true", help="rebuild even when the compiled modules are current")
     parser.add_argument("--check", action="store_true", help="only say whether they are current (exit 1: not)")
     args = parser.parse_args()
-    current = native.stale_reason(ROOT / "aqueduct") is None
+    why = native.stale_reason(ROOT / "aqueduct")
+    current = why is None
     if args.check:
-        print("compiled modules: current" if current else f"compiled modules: {native.stale_reason(ROOT / 'aqueduct')}")
+        print("compiled modules: current" if current else f"compiled modules: {why}")
         return 0 if current else 1
     if current and not args.force:
         print(f"compiled modules: {len(native.MODULES)} current (mypyc; AQUEDUCT_PURE=1 runs the pure-Python ones)")
