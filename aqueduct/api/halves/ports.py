@@ -150,10 +150,7 @@ class _Half:
     @property
     def link(self) -> Link | None:
         """The connection this half talks (or talked, if ended here) over; None if local or moved."""
-        port = self._port
-        if type(port) is Closed:
-            port = port.was
-        return port.link if type(port) is NetPort else None
+        return talks_through(self._port).link  # (None but on a NetPort)
 
     @property
     def networked(self) -> bool:
