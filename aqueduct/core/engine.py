@@ -259,11 +259,7 @@ class Engine:
         LimitExceeded for a payload over the frame limit, an unreliable message
         over the datagram limit, or too many channels.
         """
-        if now is not None and now > self._ctx.now:
-            self._ctx.now = now
-        s = self._senders.get(sender)
-        if s is None or s.app_dropped or self._ctx.closed:  # (app_sender raises why)
-            s = self._tx.app_sender(sender)
+        s = self._sender_at(sender, now)
         if type(payload) is not bytes:
             payload = bytes(payload)
         if attach:
@@ -278,16 +274,12 @@ class Engine:
         """Send messages without attachments, in order, as `send` would one by one (its errors, raised before
         any is sent; a oneshot sender takes one); return the stream written (None: datagrams). An ordered batch
         is one write."""
-        if now is not None and now > self._ctx.now:
-            self._ctx.now = now
+        s = self._sender_at(sender, now)
         if len(payloads) == 1:
             if type(payloads[0]) is not bytes:
                 payloads = (bytes(payloads[0]),)
         elif any(type(p) is not bytes for p in payloads):
             payloads = [bytes(p) for p in payloads]
-        s = self._senders.get(sender)
-        if s is None or s.app_dropped or self._ctx.closed:  # (app_sender raises why)
-            s = self._tx.app_sender(sender)
         return self._tx.send(s, cast("Sequence[bytes]", payloads), delivery)  # (each one bytes by now)
 
     def finish(self, sender: SenderHandle, now: float | None = None) -> None:
@@ -402,6 +394,16 @@ class Engine:
     def _tick(self, now: float | None) -> None:
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
+
+    def _sender_at(self, sender: SenderHandle, now: float | None) -> Sender:
+        """The clock moved to `now`, and the application's open sender `sender` (the send paths' one lookup:
+        a live sender costs a dict read; anything else goes through `app_sender`, which raises why)."""
+        if now is not None and now > self._ctx.now:
+            self._ctx.now = now
+        s = self._senders.get(sender)
+        if s is None or s.app_dropped or self._ctx.closed:
+            s = self._tx.app_sender(sender)
+        return s
 
     def _fail(self, err: ProtocolError) -> None:
         """A protocol error: close the connection with its code."""
