@@ -3,13 +3,17 @@
 # scripts/setup-system.sh installs the system packages the full suite needs (Chromium, the OpenWeaver build
 # packages, iproute2/iptables, a JDK, the pyaeron venv); it says what it installs, and one line when all is
 # there. Without them (not root, no sudo) the tests that need them skip, naming the command that enables them.
-# The suite runs on two pytest-xdist workers, a test file at a time (--dist loadfile): a file's tests share its
-# module fixtures and run one after another, and each worker starts its session fixtures (Spark) once.
+# The suite runs on pytest-xdist workers, one more than the machine's cores (at most 8; AQUEDUCT_TEST_WORKERS
+# sets the count), a test file at a time (--dist loadfile): a file's tests share its module fixtures and run one
+# after another, and each worker starts its session fixtures (Spark) once. The extra worker fills the time the
+# others wait on JVMs, subprocesses and sockets (specs/DECISIONS.md, "The suite runs on pytest-xdist workers").
 # The longest files start first, as the runs before measured them (kept in .pytest_cache), and files sharing
-# an expensive session fixture run on one worker (tests/scheduling.py), so the two workers end together.
+# an expensive session fixture run on one worker (tests/scheduling.py), so the workers end together.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-system.sh || echo "test.sh: system pieces missing (above): the tests that need them will skip" >&2
 VENV="${AQUEDUCT_VENV:-.venv}"
-exec "$VENV/bin/python" -m pytest -q -n "${AQUEDUCT_TEST_WORKERS:-2}" --dist loadfile "$@"
+CORES=$(nproc 2>/dev/null || echo 2)
+WORKERS="${AQUEDUCT_TEST_WORKERS:-$(( CORES + 1 < 8 ? CORES + 1 : 8 ))}"
+exec "$VENV/bin/python" -m pytest -q -n "$WORKERS" --dist loadfile "$@"

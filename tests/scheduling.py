@@ -3,8 +3,8 @@
 Theory: `--dist loadfile` hands a worker one test file at a time; the run lasts as long as the busier worker.
 pytest-xdist's own order (files with the most tests first) puts the suite's longest files last, since those
 start a JVM, a browser or a C++ peer for one or two tests, and one worker then runs them alone while the
-other has nothing left. Handing out the longest remaining file each time (the longest-processing-time rule)
-ends the two workers within about a short file of each other.
+others have nothing left. Handing out the longest remaining file each time (the longest-processing-time rule)
+ends the workers within about a short file of each other.
 
 How long a file takes is learnt from the runs before: the controller sums each test's setup, call and
 teardown seconds and keeps them in pytest's cache (`.pytest_cache`, key DURATIONS), one entry per test id,

@@ -1,4 +1,4 @@
-"""How scripts/test.sh's run is spread over its two workers (tests/scheduling.py)."""
+"""How scripts/test.sh's run is spread over its workers (tests/scheduling.py)."""
 
 from __future__ import annotations
 
