@@ -49,6 +49,18 @@ def test_every_public_name_has_a_reference_page(site: Path) -> None:
     assert "confirm" in sender and "finish" in sender  # its methods, from their docstrings
 
 
+def test_a_class_page_shows_what_an_application_calls_and_not_the_librarys_wiring(site: Path) -> None:
+    for name, calls, wiring in (
+        ("Sender", {"send", "try_send", "finish", "cancel", "clone"}, {"bind", "join", "hand_on", "send_notice"}),
+        ("Receiver", {"recv", "recv_message", "close"}, {"bind", "join", "take_over", "accept_lags"}),
+    ):
+        html = (site / "reference" / "aqueduct" / name / "index.html").read_text()
+        shown = set(re.findall(rf'id="aqueduct\.{name}\.(\w+)"', html))
+        assert calls <= shown and not wiring & shown, (name, shown)
+        method = getattr(importlib.import_module("aqueduct"), name).bind
+        assert (method.__doc__ or "").startswith(_hooks().WIRING)  # what the page's filter reads
+
+
 def test_every_command_has_its_help_page(site: Path) -> None:
     hooks = _hooks()
     commands = hooks.command_parsers()

@@ -139,7 +139,7 @@ class _Half:
     # ---- read by the library's other modules ----
     @property
     def port(self) -> Port:
-        """Where this half talks (ports.py): read by the library's wiring; changed only by the half itself."""
+        """Wiring: where this half talks (ports.py); changed only by the half itself."""
         return self._port
 
     @property
@@ -164,11 +164,11 @@ class _Half:
 
     # ---- intention methods (the library's wiring, not the application's) ----
     def type_as(self, spec: TypeSpec | None) -> None:
-        """Give this half its message type (a typed channel, an entrypoint, a declared attachment)."""
+        """Wiring: give this half its message type (a typed channel, an entrypoint, a declared attachment)."""
         self._spec = spec
 
     def adopt(self, spec: TypeSpec | None) -> None:
-        """Take the message type a typed message declares for this (untyped) half, and so does its local
+        """Wiring: take the message type a typed message declares for this (untyped) half, and so does its local
         partner if it is untyped too."""
         self._spec = spec
         port = self._port
@@ -179,7 +179,7 @@ class _Half:
                 partner.type_as(spec)
 
     def check_travel(self) -> None:
-        """Raise ChannelClosed unless this half may be sent inside a message."""
+        """Wiring: raise ChannelClosed unless this half may be sent inside a message."""
         done = self._port.done
         if done is not None:
             raise ChannelClosed(f"cannot send a half that is {done}")

@@ -61,12 +61,12 @@ class Receiver(_Half, Generic[T]):
 
     # ---- wiring: the library's intention methods, each one move of the port table (ports.py) ----
     def join(self, port: LocalPort) -> None:
-        """Receive through the pipe of a new local pair (make.py)."""
+        """Wiring: receive through the pipe of a new local pair (make.py)."""
         self._move(port)
         port.pipe.receiver = weakref.ref(self)
 
     def bind(self, link: Link, handle: int) -> None:
-        """From now on (after what is already queued locally) this half reads network channel `handle`."""
+        """Wiring: from now on (after what is already queued locally) this half reads network channel `handle`."""
         port = self._port
         pipe = port.pipe if type(port) is LocalPort else None
         self._move(NetPort(link, handle, pipe))
@@ -74,19 +74,20 @@ class Receiver(_Half, Generic[T]):
             pipe.wake()
 
     def accept_lags(self) -> None:
-        """This receiver arrived in a message, so it may be a broadcast subscription: a lag notice raises Lagged."""
+        """Wiring: this receiver arrived in a message, so it may be a broadcast subscription: a lag notice raises
+        Lagged."""
         self._lags = True
 
     def mark_moved(self) -> None:
-        """This half went to the peer inside a message (moving.py)."""
+        """Wiring: this half went to the peer inside a message (moving.py)."""
         pipe = self._port.pipe
         self._move(MOVED)
         if pipe is not None:
             pipe.wake()
 
     def hand_on(self) -> Receiver[Any]:
-        """This half goes into a message while bound to a channel: a fresh Receiver takes over its source (what
-        it prefetched first, then its pipe's leftovers and its channel) to relay it; this one is moved."""
+        """Wiring: this half goes into a message while bound to a channel: a fresh Receiver takes over its source
+        (what it prefetched first, then its pipe's leftovers and its channel) to relay it; this one is moved."""
         port = self._port
         buf, self._buf = self._buf, deque()
         self.mark_moved()
@@ -95,7 +96,8 @@ class Receiver(_Half, Generic[T]):
         return fresh
 
     def take_over(self, port: Port, buf: deque[Prefetched]) -> None:
-        """Read what a moved receiver read (`hand_on`): its prefetched messages and, if networked, its channel."""
+        """Wiring: read what a moved receiver read (`hand_on`): its prefetched messages and, if networked, its
+        channel."""
         self._buf = buf
         if type(port) is NetPort:
             self._move(port)

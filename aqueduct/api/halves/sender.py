@@ -44,12 +44,12 @@ class Sender(_Half, Generic[T]):
 
     # ---- wiring: the library's intention methods, each one move of the port table (ports.py) ----
     def join(self, port: LocalPort) -> None:
-        """Send through the pipe of a new local pair (make.py)."""
+        """Wiring: send through the pipe of a new local pair (make.py)."""
         self._move(port)
         port.pipe.sender = weakref.ref(self)
 
     def bind(self, link: Link, handle: int) -> None:
-        """From now on this half (and every clone of it) sends on the network channel `handle` of `link`."""
+        """Wiring: from now on this half (and every clone of it) sends on the network channel `handle` of `link`."""
         net = NetPort(link, handle)
         if self._group is None:
             self._move(net)
@@ -58,26 +58,26 @@ class Sender(_Half, Generic[T]):
             member.follow(net)
 
     def follow(self, net: NetPort) -> None:
-        """A clone follows its channel onto the network: an open one sends there, an ended one stays ended."""
+        """Wiring: a clone follows its channel onto the network: an open one sends there, an ended one stays ended."""
         port = self._port
         self._move(Closed(port.done, net, port.drops) if isinstance(port, Closed) else net)
 
     def join_clones(self, group: _Clones, port: Port, spec: TypeSpec | None) -> None:
-        """This new sender is a clone in `group`, sending through `port` (`clone`)."""
+        """Wiring: this new sender is a clone in `group`, sending through `port` (`clone`)."""
         self._move(port)
         self._spec, self._group = spec, group
         group.add(self)
 
     def clone_ended(self) -> None:
-        """Another clone cancelled the channel (or finished it last): it ended for this one too."""
+        """Wiring: another clone cancelled the channel (or finished it last): it ended for this one too."""
         self._close("cancelled", drops=False)
 
     def mark_moved(self) -> None:
-        """This half went to the peer inside a message (moving.py)."""
+        """Wiring: this half went to the peer inside a message (moving.py)."""
         self._move(MOVED)
 
     def hand_on(self) -> Sender[Any]:
-        """This networked half goes into a message: a fresh Sender takes over its channel (to relay it)."""
+        """Wiring: this networked half goes into a message: a fresh Sender takes over its channel (to relay it)."""
         port = self._port
         assert type(port) is NetPort
         self.mark_moved()
@@ -86,7 +86,7 @@ class Sender(_Half, Generic[T]):
         return fresh
 
     def check_travel(self) -> None:
-        """Raise ChannelClosed unless this half may be sent inside a message."""
+        """Wiring: raise ChannelClosed unless this half may be sent inside a message."""
         super().check_travel()
         if self._group is not None and self._group.open > 1:
             raise ChannelClosed("a cloned sender cannot travel in a message while its clones are open")
@@ -176,7 +176,7 @@ class Sender(_Half, Generic[T]):
             await pipe.wait()
 
     async def send_notice(self, notice: LagNotice) -> None:
-        """Send an in-band notice (not a T: no type check) in order with the messages (broadcast's Lagged)."""
+        """Wiring: send an in-band notice (not a T: no type check) in order with the messages (broadcast's Lagged)."""
         while True:
             port = self._port
             link = port.link
