@@ -104,6 +104,7 @@ def test_compare_refuses_what_is_not_a_saved_run_with_one_line_and_exit_2(
 @pytest.mark.timeout(240)
 def test_connection_rows_measure_both_kinds_and_the_server_held_every_idle_connection(
         capsys: pytest.CaptureFixture[str]) -> None:
+    from aqueduct.bench.connections import LOADED_SAMPLES
     from aqueduct.bench.runner import CONNECTION_WORKLOADS
 
     assert main([*TINY_TCP, "--connections", "--idle", "40", "--connection-window", "0.05", "--json", "-"]) == 0
@@ -112,6 +113,8 @@ def test_connection_rows_measure_both_kinds_and_the_server_held_every_idle_conne
     for transport in ("aqueduct ordered raw", "aioquic"):
         for w in CONNECTION_WORKLOADS:
             assert (transport, w) in got
+        # the loaded server's rows are medians of several new connections, not one connect's luck
+        assert len(data["samples"][transport]["connect_loaded"]) == LOADED_SAMPLES
     for kind in ("aqueduct", "aioquic"):
         hold = data["connections"][kind]
         assert hold["asked"] == 40 and hold["held"] == 40 - hold["failed"] >= 20
