@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..aio import mark_seen
 from ..core import app
 from ..core.app import Delivery
 from ..errors import (
@@ -75,11 +76,6 @@ _ORDERED, _UNRELIABLE = Delivery.ORDERED, Delivery.UNRELIABLE  # (an enum member
 A = TypeVar("A", bound=Adapter)
 
 
-def _seen(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()  # (a refusal is raised where connect waits; unawaited, it is not logged as lost)
-
-
 class ConnectionLink(Generic[A]):
     """One Aqueduct connection as the library sees it: engine events in, wake-ups and halves out.
 
@@ -106,7 +102,7 @@ class ConnectionLink(Generic[A]):
         self._entrypoint_spec = spec_for(entrypoint_type) if entrypoint_type is not None else None
         self._schema, self._schema_check = schema, schema_check
         self.ready: asyncio.Future[ConnectionLink[A]] = self._loop.create_future()
-        self.ready.add_done_callback(_seen)
+        self.ready.add_done_callback(mark_seen)  # (a refusal is raised where connect waits)
         self.closed: asyncio.Future[app.ConnectionClosed] = self._loop.create_future()
         self.peer_headers: Headers = ()
         self.recording: Recording | None = None

@@ -33,6 +33,7 @@ from aioquic.quic.connection import QuicConnection
 from aioquic.quic.packet import QuicErrorCode, QuicFrameType
 from aioquic.tls import Epoch
 
+from ..aio import mark_seen
 from ..core import transport as tp
 from ..core.app import AppEvent
 from ..core.config import EngineConfig
@@ -66,12 +67,6 @@ BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate a
 AppListener = Callable[[list[AppEvent]], None]
 
 
-def consume_exception(fut: asyncio.Future[Any]) -> None:
-    """Mark a future's exception as seen (it is also reported through other paths)."""
-    if not fut.cancelled():
-        fut.exception()
-
-
 class AqueductProtocol(Endings, QuicConnectionProtocol):
     """Feeds aioquic events to an Engine and executes the Engine's commands."""
 
@@ -102,7 +97,7 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self.engine: Engine | None = None
         self.listener: AppListener | None = None
         self.handshake: asyncio.Future[qe.HandshakeCompleted] = self._loop.create_future()
-        self.handshake.add_done_callback(consume_exception)
+        self.handshake.add_done_callback(mark_seen)
         self.terminated: asyncio.Future[tp.ConnectionTerminated] = self._loop.create_future()
         self.early_data_attempted = False
         self.datagram_payload_limit = self.settings.datagram_payload_limit(self.settings.max_datagram_frame_size)
