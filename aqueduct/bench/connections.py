@@ -207,9 +207,9 @@ async def measure(certs: Any, window: float, rounds: int, idle: int,
             record(name, "conn_mem", (after["rss"] - before["rss"]) / max(1, held))
             record(name, "rtt_idle_server", idle_rtt)
             loaded_failed = loaded = 0
-            # a new connection may not get in at all on a saturated machine (say so); one connect is one sample
-            # of a few milliseconds that a collection or a burst of the idle ones' timers can stretch: the row
-            # is the median of LOADED_SAMPLES
+            # a new connection may not get in at all on a saturated machine (say so); a connect takes a few
+            # milliseconds, but one alone once read 196 ms (its next 15 at most 12 ms): the row is the median
+            # of LOADED_SAMPLES
             while loaded < LOADED_SAMPLES and loaded_failed < 3:
                 try:
                     loaded_connect_ms, loaded_rtt = await echo_p50(kind, peer.port, certs.ca, window)
