@@ -11,7 +11,8 @@ current.
 Theory: the modules named in `aqueduct/native.py` (MODULES: the wire codec and the sans-I/O engine, the
 message path's own time) are compiled by mypyc into one shared library plus one small extension per module,
 built in build/mypyc/ (C sources, objects) and installed into aqueduct/_compiled/ (git-ignored) beside a
-manifest: the SHA-256 of every compiled source, the interpreter's extension suffix and the mypy version.
+manifest (`native.current_manifest`): the SHA-256, modification time and size of every source the build read,
+the interpreter's extension suffix, the module list and the built files.
 At import, aqueduct/native.py loads them only when that manifest matches the sources in the tree (any edit
 since the build, any other interpreter: the pure modules) and AQUEDUCT_PURE is not set. The .py files stay
 the source of truth: they are what mypy, the tests of the pure path and every machine without a compiler
