@@ -56,6 +56,14 @@ export class ChannelIdMinter {
     if (side === "client") this.next[0] = 1;
   }
 
+  /** The minter's state, to `restore` if what was minted is not used. */
+  save(): number[] {
+    return [...this.next];
+  }
+  restore(state: readonly number[]): void {
+    this.next.splice(0, 8, ...state);
+  }
+
   /** Mint the next ID for a channel whose receiver will be on side `to`. */
   mint(to: Side, oneshot = false): number {
     const space = (oneshot ? 4 : 0) | (this.side === "server" ? 2 : 0) | (to === "client" ? 1 : 0);
