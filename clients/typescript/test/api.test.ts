@@ -5,11 +5,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  CborCodec, ChannelFinished, ChannelLost, Connection, ReceiverDropped, Sender, Timeout, channel, request, type Transport,
+  CborCodec, ChannelFinished, ChannelLost, ReceiverDropped, Sender, Timeout, channel, request,
 } from "../src/index.js";
-import { Engine, type TransportCommand } from "../src/engine/index.js";
-import { decodeFrames, encodeFrames, PROTOCOL_VERSION, type Frame } from "../src/wire/index.js";
+import type { Frame } from "../src/wire/index.js";
 import { fromHex, toHex } from "./frameJson.js";
+import { Scripted } from "./scripted.js";
 
 const codec = new CborCodec();
 
@@ -42,34 +42,6 @@ test("local channels: values in order, then the end", async () => {
   assert.deepEqual(got, [1, 2]);
   await assert.rejects(rx.recv(), ChannelFinished);
 });
-
-/** A connection whose transport keeps the engine's commands for the test, which plays the server. */
-class Scripted implements Transport {
-  readonly commands: TransportCommand[] = [];
-  clock = 0;
-  readonly conn: Connection;
-  constructor() {
-    this.conn = new Connection(new Engine([["codec", new TextEncoder().encode("cbor-a1d0c7")]]), this, codec);
-    this.conn.pump();
-    this.peer(0, [{ type: "Version", version: PROTOCOL_VERSION }, { type: "ConnectionControl", headers: [] }]);
-  }
-  execute(command: TransportCommand): void {
-    this.commands.push(command);
-  }
-  now(): number {
-    return this.clock;
-  }
-  peer(streamId: number, frames: Frame[], end = false): void {
-    this.conn.deliver({ type: "stream_data", streamId, data: encodeFrames(frames), end });
-  }
-  /** The frames written on a stream since the last call, and whether it was finished. */
-  written(streamId: number): Frame[] {
-    const data = this.commands.filter((c) => c.type === "send" && c.streamId === streamId).map((c) => (c as { data: Uint8Array }).data);
-    this.commands.splice(0, this.commands.length, ...this.commands.filter((c) => !(c.type === "send" && c.streamId === streamId)));
-    const all = Uint8Array.from(data.flatMap((d) => [...d]));
-    return all.length ? decodeFrames(all) : [];
-  }
-}
 
 const msg = (channel: number, number: number, value: unknown, attachments: number[] = []): Frame => ({
   type: "Message", channel: BigInt(channel), number: BigInt(number), attachments: attachments.map(BigInt),
