@@ -118,3 +118,15 @@ test("the connection's end ends every half", async () => {
   const info = await s.conn.whenClosed;
   assert.deepEqual(info, { code: 0, reason: "bye", byPeer: true });
 });
+
+test("the ghost filter of handed-out channels is bounded (the oldest are forgotten)", async () => {
+  const s = new Scripted(); // (a fresh engine per test: the bound is the engine's config)
+  const engine = (s.conn as unknown as { engine: import("../src/engine/index.js").Engine }).engine;
+  (engine.config as { maxHandedOut: number }).maxHandedOut = 3;
+  const [tx, rx] = channel<unknown>();
+  await s.conn.entrypoint.send({ sink: tx } as never); // channel 1: the server's sender, our receiver
+  // the server hands us 5 receivers (its channels 3, 11, 19, 27, 35), one per message
+  s.peer(3, [0, 1, 2, 3, 4].map((i) => msg(1, i, null, [8 * i + 3])));
+  for (let i = 0; i < 5; i++) await rx.recv();
+  assert.equal(engine.stateSizes().handedOut, 3);
+});

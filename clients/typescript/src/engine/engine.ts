@@ -104,7 +104,7 @@ export class Engine {
   private readonly rxOf = new Map<number, ReceiverRec>();
   /** Auto-created receivers whose creating message has not come, by channel. */
   private readonly unclaimed = new Map<number, ReceiverRec>();
-  /** Peer-minted channels whose receiver a message handed out (no ghost for them). */
+  /** Peer-minted channels whose receiver a message handed out (no ghost for them): the latest `maxHandedOut`. */
   private readonly handedOut = new Set<number>();
   private readonly streams = new Map<number, StreamRec>();
   private readonly owed = new Map<number, Uint8Array>();
@@ -341,7 +341,7 @@ export class Engine {
   stateSizes(): Record<string, number> {
     return {
       senders: this.senders.size, receivers: this.receivers.size, unclaimed: this.unclaimed.size,
-      links: this.links.nodes.size, streams: this.streams.size, timers: this.timers.size,
+      links: this.links.nodes.size, streams: this.streams.size, timers: this.timers.size, handedOut: this.handedOut.size,
     };
   }
 
@@ -692,7 +692,7 @@ export class Engine {
         } else {
           h = this.createRemoteReceiver(a, true).handle;
         }
-        this.handedOut.add(a);
+        this.rememberHandedOut(a);
         return { index, channel: a, isSender: false, handle: h };
       }
       if (this.txOf.has(a)) throw new ProtocolError(`sender of channel ${a} attached twice`);
@@ -704,6 +704,15 @@ export class Engine {
       s.ctrlOpen = true;
       return { index, channel: a, isSender: true, handle: s.handle };
     });
+  }
+
+  /** Remember a handed-out channel; past the cap the oldest is forgotten (a possible ghost later, which the spec
+   * allows: a filter may have false negatives, never false positives). */
+  private rememberHandedOut(channel: number): void {
+    this.handedOut.add(channel);
+    if (this.handedOut.size > this.config.maxHandedOut) {
+      this.handedOut.delete(this.handedOut.values().next().value!);
+    }
   }
 
   private createRemoteReceiver(channel: number, claimed: boolean): ReceiverRec {

@@ -80,6 +80,8 @@ export interface EngineConfig {
   nackTimeout: number;
   initialRtt: number;
   heldItemOverhead: number;
+  /** Peer-minted channels remembered as handed out, against ghost receivers (Python's discarded_filter_size). */
+  maxHandedOut: number;
 }
 
 export const DEFAULT_CONFIG: EngineConfig = {
@@ -95,4 +97,5 @@ export const DEFAULT_CONFIG: EngineConfig = {
   nackTimeout: 1.0,
   initialRtt: 0.1,
   heldItemOverhead: 64,
+  maxHandedOut: 4096,
 };
