@@ -10,6 +10,7 @@ without them the site serves one page saying how to get the reference, so the li
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import subprocess
 from pathlib import Path
@@ -44,11 +45,14 @@ def build() -> bool:
     if not (PACKAGE / "node_modules" / ".bin" / "typedoc").exists():
         log.info("TypeScript API reference: clients/typescript has no node_modules (bash scripts/setup-node.sh)")
         return False
-    if _stale():
-        out = subprocess.run(["npm", "run", "-s", "docs"], cwd=PACKAGE, capture_output=True, text=True, timeout=600)
-        if out.returncode != 0:
-            log.warning("TypeDoc failed (npm run docs in clients/typescript):\n%s%s", out.stdout, out.stderr)
-            return False
+    with open(PACKAGE / ".npm-install.lock", "w") as lock:  # (tests/typescript/npm.py's lock: one npm at a time)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _stale():
+            out = subprocess.run(["npm", "run", "-s", "docs"], cwd=PACKAGE, capture_output=True, text=True,
+                                 timeout=600)
+            if out.returncode != 0:
+                log.warning("TypeDoc failed (npm run docs in clients/typescript):\n%s%s", out.stdout, out.stderr)
+                return False
     return True
 
 
