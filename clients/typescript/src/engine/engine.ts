@@ -106,6 +106,8 @@ export class Engine {
   private readonly unclaimed = new Map<number, ReceiverRec>();
   /** Peer-minted channels whose receiver a message handed out (no ghost for them): the latest `maxHandedOut`. */
   private readonly handedOut = new Set<number>();
+  /** Channels whose receiver ended lately (the spec's filter of recently discarded receivers), oldest first. */
+  private readonly discarded = new Set<number>();
   private readonly streams = new Map<number, StreamRec>();
   private readonly owed = new Map<number, Uint8Array>();
   private nextBidi = 4;
@@ -342,6 +344,7 @@ export class Engine {
     return {
       senders: this.senders.size, receivers: this.receivers.size, unclaimed: this.unclaimed.size,
       links: this.links.nodes.size, streams: this.streams.size, timers: this.timers.size, handedOut: this.handedOut.size,
+      discarded: this.discarded.size,
     };
   }
 
@@ -641,6 +644,7 @@ export class Engine {
     if (!r) {
       if (receiverSide(channel) !== SIDE) throw new ProtocolError(`Message on channel ${channel}, whose receiver would be the sender's own side`);
       if (minterOf(channel) === SIDE || this.unclaimed.has(channel) || this.handedOut.has(channel)) return;
+      if (this.discarded.has(channel)) return; // (late: a ghost would be made and discarded after a round trip)
       if (this.unclaimed.size >= this.config.maxPendingReceivers) {
         throw new ProtocolError(`more than maxPendingReceivers=${this.config.maxPendingReceivers} auto-created receivers`, CloseCode.LIMIT_EXCEEDED);
       }
@@ -709,10 +713,14 @@ export class Engine {
   /** Remember a handed-out channel; past the cap the oldest is forgotten (a possible ghost later, which the spec
    * allows: a filter may have false negatives, never false positives). */
   private rememberHandedOut(channel: number): void {
-    this.handedOut.add(channel);
-    if (this.handedOut.size > this.config.maxHandedOut) {
-      this.handedOut.delete(this.handedOut.values().next().value!);
-    }
+    this.remember(this.handedOut, channel, this.config.maxHandedOut);
+  }
+
+  /** Add to a bounded filter: past `size` entries the oldest goes. */
+  private remember(filter: Set<number>, channel: number, size: number): void {
+    if (size <= 0) return;
+    filter.add(channel);
+    if (filter.size > size) filter.delete(filter.values().next().value!);
   }
 
   private createRemoteReceiver(channel: number, claimed: boolean): ReceiverRec {
@@ -1003,6 +1011,7 @@ export class Engine {
     r.move("gone");
     r.endReason = reason;
     if (this.rxOf.get(r.channel) === r) this.rxOf.delete(r.channel);
+    this.remember(this.discarded, r.channel, this.config.discardedFilterSize);
     this.timers.delete(`rx:${r.handle}`);
     if (r.ctrl !== null) this.unbind(r.ctrl);
     const ghost = this.handedOut.has(r.channel);

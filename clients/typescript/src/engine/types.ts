@@ -82,6 +82,8 @@ export interface EngineConfig {
   heldItemOverhead: number;
   /** Peer-minted channels remembered as handed out, against ghost receivers (Python's discarded_filter_size). */
   maxHandedOut: number;
+  /** Channels of recently ended receivers remembered, so a late message makes no ghost (0 disables the filter). */
+  discardedFilterSize: number;
 }
 
 export const DEFAULT_CONFIG: EngineConfig = {
@@ -98,4 +100,5 @@ export const DEFAULT_CONFIG: EngineConfig = {
   initialRtt: 0.1,
   heldItemOverhead: 64,
   maxHandedOut: 4096,
+  discardedFilterSize: 4096,
 };
