@@ -31,6 +31,15 @@ export class ReceiveAcks {
   nackUpto = 0;
   ackDue: number | null = null;
 
+  /** Ranges of reliable numbers this ledger holds (the per-channel cap's figure). */
+  reliableRanges(): number {
+    return this.relAcked.size + this.relPending.size + this.relDone.size;
+  }
+  /** Let the oldest unreliable gaps be nacked now, so that at most `keep` received ranges are left. */
+  nackOldest(keep: number): void {
+    const starts = [...this.unrelReceived].map(([a]) => a);
+    if (starts.length > keep) this.nackUpto = Math.max(this.nackUpto, starts[starts.length - Math.max(keep, 1)]!);
+  }
   oweAcks(due: number): void {
     if (this.ackDue === null) this.ackDue = due;
   }

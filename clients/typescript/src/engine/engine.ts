@@ -671,6 +671,7 @@ export class Engine {
     if (reliable) acks.markReliable(n);
     else acks.unrelReceived.add(n, n + 1);
     acks.oweAcks(this.nowValue + this.config.ackDelay);
+    this.checkRanges(r);
     const wasEmpty = r.queue.length === 0;
     r.queue.push({ delivered: { payload, attachments, channel, number: n, delivery: reliable ? "ordered" : "unreliable" }, sid });
     r.queueBytes += size;
@@ -678,6 +679,25 @@ export class Engine {
     else if (wasEmpty && r.exposed && !r.appDropped) this.appEvents.push({ type: "message_available", receiver: r.handle });
     if (r.state === "finishing") this.checkFinished(r);
     this.schedule(r);
+  }
+
+  /** The per-channel cap on ack ranges: reliable gaps past it close; the oldest unreliable ones are nacked now. */
+  private checkRanges(r: ReceiverRec): void {
+    const acks = r.acks;
+    const cap = this.config.maxAckRanges;
+    const reliable = acks.reliableRanges();
+    if (reliable > cap) {
+      throw new ProtocolError(`more than maxAckRanges=${cap} ranges of reliable message numbers on channel ${r.channel}`,
+        CloseCode.LIMIT_EXCEEDED);
+    }
+    if (reliable + acks.unrelReceived.size > cap) {
+      if (r.ctrl === null || !r.ctrlOpen) {
+        throw new ProtocolError(`more than maxAckRanges=${cap} ranges of unreliable message numbers on channel ${r.channel} before its control stream`,
+          CloseCode.LIMIT_EXCEEDED);
+      }
+      acks.nackOldest(Math.floor((cap - reliable) / 2));
+      this.flushAcks(r);
+    }
   }
 
   private takeAttachments(ids: number[]): Attachment[] {
@@ -812,6 +832,10 @@ export class Engine {
   private senderFrame(s: SenderRec, frame: Frame): void {
     if (frame.type === "AckReliable") {
       for (const [a, b] of s.acks.ackReliable(safeAll(frame.ranges, "range"), s.nextRel, s.channel)) this.report(s, true, true, a, b);
+      if (s.acks.relAcked.size > this.config.maxAckRanges) {
+        throw new ProtocolError(`more than maxAckRanges=${this.config.maxAckRanges} ranges of acked message numbers on channel ${s.channel}`,
+          CloseCode.LIMIT_EXCEEDED);
+      }
     } else if (frame.type === "AckNackUnreliable") {
       if (!frame.ranges.length) return;
       for (const [a, b, positive] of s.acks.acknackUnreliable(safeAll(frame.ranges, "range"), s.nextUnrel, s.channel)) {

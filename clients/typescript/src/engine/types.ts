@@ -82,6 +82,9 @@ export interface EngineConfig {
   heldItemOverhead: number;
   /** Peer-minted channels remembered as handed out, against ghost receivers (Python's discarded_filter_size). */
   maxHandedOut: number;
+  /** Ranges of message numbers one ledger may hold (gaps the peer leaves): past it reliable gaps close the
+   * connection (LIMIT_EXCEEDED) and unreliable ones are nacked oldest first. */
+  maxAckRanges: number;
   /** Channels of recently ended receivers remembered, so a late message makes no ghost (0 disables the filter). */
   discardedFilterSize: number;
 }
@@ -100,5 +103,6 @@ export const DEFAULT_CONFIG: EngineConfig = {
   initialRtt: 0.1,
   heldItemOverhead: 64,
   maxHandedOut: 4096,
+  maxAckRanges: 4096,
   discardedFilterSize: 4096,
 };
