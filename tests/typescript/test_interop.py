@@ -135,7 +135,7 @@ def test_typescript_client_against_the_python_engine(tmp_path: Path) -> None:
     server = Server(engine)
     start = time.monotonic()
     engine.handle_event(HandshakeCompleted(), 0.0)
-    proc = subprocess.Popen(["node", str(client)], cwd=package, stdin=subprocess.PIPE,
+    proc = subprocess.Popen(["node", "--expose-gc", str(client)], cwd=package, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, bufsize=1)
     assert proc.stdin is not None and proc.stdout is not None
     out_fd = proc.stdout.fileno()  # (read raw: a buffered reader would hide lines from select)
@@ -180,4 +180,10 @@ def test_typescript_client_against_the_python_engine(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    sizes = result.pop("sizes")
     assert result == {"counted": [0, 1, 2], "sum": 5, "fed": ["one", "two"], "tallied": 5}
+    # what the client's engine holds once the exchange's halves were collected: the entrypoint sender and its
+    # streams (the connection's, its message stream and its control stream), and the bounded ghost filters
+    assert {k: sizes[k] for k in ("senders", "receivers", "unclaimed", "links", "timers")} == \
+        {"senders": 1, "receivers": 0, "unclaimed": 0, "links": 0, "timers": 0}, sizes
+    assert sizes["streams"] <= 2, sizes

@@ -48,6 +48,9 @@ export class Connection<T = unknown> implements Link {
   private resolveReady!: (h: Headers) => void;
   private rejectReady!: (e: Error) => void;
   private resolveClosed!: (c: CloseInfo) => void;
+  /** Halves the application let go of (garbage collected) are dropped in the engine, as Python's are on `__del__`:
+   * a sender cancels unless it finished, a receiver closes, and the engine forgets them once they ended. */
+  private readonly finalizer = new FinalizationRegistry<{ handle: number; sender: boolean }>((held) => this.collected(held));
 
   constructor(readonly engine: Engine, private readonly transport: Transport, readonly codec: Codec = DEFAULT_CODEC) {
     this.ready = new Promise((resolve, reject) => {
@@ -136,6 +139,17 @@ export class Connection<T = unknown> implements Link {
     for (const f of w) f();
   }
 
+  private collected({ handle, sender }: { handle: number; sender: boolean }): void {
+    if (sender) this.engine.dropSender(handle);
+    else this.engine.dropReceiver(handle);
+    if (!this.engine.closed) this.pump();
+  }
+
+  /** @internal A half bound to an engine handle of this connection: dropped in the engine when collected. */
+  track(half: Half, handle: number): void {
+    this.finalizer.register(half, { handle, sender: half instanceof Sender });
+  }
+
   // ---------------------------------------------------------------- Link (what bound halves call)
 
   /** @internal */
@@ -158,7 +172,10 @@ export class Connection<T = unknown> implements Link {
       h.moved = true;
       const created = result.created[i]!;
       const partner = h.partner;
-      if (partner) (partner as Sender<unknown> | Receiver<unknown>).bind(this, created);
+      if (partner) {
+        (partner as Sender<unknown> | Receiver<unknown>).bind(this, created);
+        this.track(partner, created);
+      }
       else if (h instanceof Sender) this.engine.dropReceiver(created);
       else this.engine.dropSender(created);
     });
@@ -187,9 +204,13 @@ export class Connection<T = unknown> implements Link {
   take(handle: number): [true, unknown] | [false] {
     const d = this.engine.take(handle);
     if (d === null) return [false];
-    const halves = d.attachments.map((a) => a.isSender
-      ? Sender.bound<unknown>(this, a.handle, isOneshot(a.channel))
-      : Receiver.bound<unknown>(this, a.handle, isOneshot(a.channel)));
+    const halves = d.attachments.map((a) => {
+      const half = a.isSender
+        ? Sender.bound<unknown>(this, a.handle, isOneshot(a.channel))
+        : Receiver.bound<unknown>(this, a.handle, isOneshot(a.channel));
+      this.track(half, a.handle);
+      return half;
+    });
     try {
       return [true, this.codec.decode(d.payload, halves)];
     } finally {

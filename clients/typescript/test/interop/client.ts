@@ -32,8 +32,7 @@ async function collect<T>(rx: Receiver<T>): Promise<T[]> {
   return got;
 }
 
-async function main(): Promise<unknown> {
-  await conn.ready;
+async function exchange(): Promise<Record<string, unknown>> {
   const entry = conn.entrypoint as unknown as import("../../src/index.js").Sender<Record<string, unknown>>;
   // a sender handed to the server: it streams back on it and finishes
   const [tx, rx] = channel<number>();
@@ -51,6 +50,18 @@ async function main(): Promise<unknown> {
   dtx.finish();
   const tallied = await counter;
   return { counted, sum, fed, tallied };
+}
+
+async function main(): Promise<unknown> {
+  await conn.ready;
+  const result = await exchange();
+  // every half of the exchange is out of reach now: once collected, the engine holds none of them
+  const gc = (globalThis as { gc?: () => void }).gc;
+  for (let i = 0; i < 10 && gc; i++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return { ...result, sizes: conn.engine.stateSizes() };
 }
 
 main().then((result) => {
