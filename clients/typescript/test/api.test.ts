@@ -130,3 +130,24 @@ test("the ghost filter of handed-out channels is bounded (the oldest are forgott
   for (let i = 0; i < 5; i++) await rx.recv();
   assert.equal(engine.stateSizes().handedOut, 3);
 });
+
+test("send waits while the transport has no room on its stream (backpressure), sendNow does not", async () => {
+  const s = new Scripted();
+  let release!: () => void;
+  const room = new Promise<void>((resolve) => (release = resolve));
+  const asked: number[] = [];
+  (s as unknown as { drained: (sid: number) => Promise<void> }).drained = (sid) => {
+    asked.push(sid);
+    return room;
+  };
+  let sent = false;
+  const sending = s.conn.entrypoint.send({ n: 1 } as never).then(() => (sent = true));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(sent, false);
+  assert.deepEqual(asked, [2]); // the entrypoint's ordered stream
+  assert.equal(s.conn.entrypoint.sendNow({ n: 2 } as never), 2);
+  release();
+  await sending;
+  assert.equal(sent, true);
+  assert.equal(s.written(2).length, 2);
+});

@@ -24,6 +24,8 @@ export interface Transport {
   execute(command: TransportCommand): void;
   /** The transport's clock, in seconds. */
   now(): number;
+  /** Resolves once a stream's queued writes fell under the transport's high-water mark (absent: never waits). */
+  drained?(streamId: number): Promise<void>;
 }
 
 /** How a connection ended. */
@@ -163,7 +165,7 @@ export class Connection<T = unknown> implements Link {
   }
 
   /** @internal */
-  sendValue(_sender: Sender<unknown>, handle: number, value: unknown, delivery: Delivery): void {
+  sendValue(_sender: Sender<unknown>, handle: number, value: unknown, delivery: Delivery): number | null {
     if (this.engine.closed) throw new ConnectionLost();
     const [payload, halves] = this.codec.encode(value);
     const kinds = halves.map((h) => attachKind(h));
@@ -180,6 +182,12 @@ export class Connection<T = unknown> implements Link {
       else this.engine.dropSender(created);
     });
     this.pump();
+    return result.streamId;
+  }
+
+  /** @internal */
+  drained(streamId: number): Promise<void> {
+    return this.transport.drained ? this.transport.drained(streamId) : Promise.resolve();
   }
 
   /** @internal */
