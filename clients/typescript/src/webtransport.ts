@@ -1,5 +1,5 @@
 /**
- * The WebTransport adapter and `connect` (the browser's `WebTransport` object; specs/DECISIONS.md "Issue 37" has
+ * The WebTransport adapter and `connect` (the browser's `WebTransport` object; specs/decisions/ has
  * the mapping, which the server's aqueduct/quic/webtransport.py implements).
  *
  * Theory of operation. One WebTransport session carries one Aqueduct connection. The engine numbers streams as

@@ -2,7 +2,7 @@
  * Typed service stubs: call an `aqueduct.Service` served by Python (`serve(..., service=Impl())`) from TypeScript
  * (as Python's services/stub.py, for the client side).
  *
- * How a call travels (specs/DECISIONS.md, "Services"): one CBOR message on the service's channel (the
+ * How a call travels (specs/decisions/services.md, SVC-2): one CBOR message on the service's channel (the
  * connection's entrypoint) holding `method` (the method's name), one field per parameter, `reply` (a fresh oneshot
  * sender) and an optional `meta` (`timeout`: seconds left, `metadata`); the answer is one message on that oneshot:
  * `{ value }` or `{ error: { type, message, method } }`. A streaming result is a Receiver inside `value`. A caller

@@ -1,6 +1,6 @@
 /**
  * The ack and nack ledgers of a receiver and of a sender (as aqueduct/core/acks.py; spec: "AckReliable",
- * "AckNackUnreliable", "SentUnreliable", "FinishSender", "CloseReceiver"; specs/DECISIONS.md "Protocol engine").
+ * "AckNackUnreliable", "SentUnreliable", "FinishSender", "CloseReceiver"; specs/decisions/engine.md, ENG-4 to ENG-7).
  *
  * Receiver: every processed reliable number is owed an ack; AckReliable carries only new acks, counted from
  * the contiguous acked prefix; CloseReceiver carries, from that prefix, everything processed as positive and the

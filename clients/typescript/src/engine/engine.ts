@@ -6,7 +6,7 @@
  * commands, `events()` drains application events, `nextDeadline()` says when `handleTimer` is due. It knows
  * nothing of WebTransport or timers: webtransport.ts drives it.
  *
- * What it does, by the spec's sections (specs/DECISIONS.md "Protocol engine" says where we chose):
+ * What it does, by the spec's sections (specs/decisions/engine.md, ENG, says where the project chose):
  * - Startup: stream 0 carries Version + ConnectionControl both ways; until the server's headers came every
  *   stream and datagram we open starts with a Version frame. The entrypoint sender exists from the start.
  * - Sending: ordered = one uni stream per sender; unordered = a uni stream per message (FIN after it);
