@@ -19,11 +19,15 @@ LOCK = PACKAGE / ".npm-install.lock"
 _STAMP = PACKAGE / "node_modules" / ".aqueduct-installed"
 
 
+def _run(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["npm", *args], cwd=PACKAGE, capture_output=True, text=True, timeout=timeout)
+
+
 def npm(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     """Run `npm ARGS` in the package folder under the lock, output captured."""
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return subprocess.run(["npm", *args], cwd=PACKAGE, capture_output=True, text=True, timeout=timeout)
+        return _run(*args, timeout=timeout)
 
 
 def installed() -> Path:
@@ -33,7 +37,8 @@ def installed() -> Path:
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (_STAMP.exists() and _STAMP.stat().st_mtime >= (PACKAGE / "package-lock.json").stat().st_mtime):
-            out = npm("ci", "--offline", "--cache", str(CACHE), "--no-audit", "--no-fund")
+            out = _run("ci", "--offline", "--cache", str(CACHE), "--no-audit", "--no-fund", timeout=240)  # (not npm():
+            # the lock is held here, and a second flock of it in this process would wait for itself)
             assert out.returncode == 0, f"npm ci --offline failed:\n{out.stdout}\n{out.stderr}"
             _STAMP.touch()
     return PACKAGE

@@ -41,3 +41,12 @@ def test_build_makes_the_typed_esm_build_and_the_bundle(tmp_path: Path) -> None:
     assert out.returncode == 0, f"esbuild failed:\n{out.stdout[-6000:]}\n{out.stderr[-3000:]}"
     bundle = (tmp_path / "aqueduct.js").read_text()
     assert "export {" in bundle and "require(" not in bundle  # one ES module, nothing left for a bundler
+
+
+def test_install_runs_offline_from_the_cache_when_node_modules_is_stale() -> None:
+    installed()
+    stamp = PACKAGE / "node_modules" / ".aqueduct-installed"
+    stamp.unlink()  # as in a fresh clone: `installed()` must run `npm ci --offline` (under its lock, not twice)
+    installed()
+    assert stamp.exists()
+    assert (PACKAGE / "node_modules" / "cborg" / "package.json").is_file()
