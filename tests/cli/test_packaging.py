@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_license_is_a_pep639_expression_with_its_file() -> None:
-    meta = distribution("aqueduct-py").metadata
+    meta = distribution("aqueduct-quic").metadata
     assert meta["License-Expression"] == "MIT"
     assert meta["License"] is None  # the deprecated table form is gone
     assert "LICENSE" in (meta.get_all("License-File") or [])
