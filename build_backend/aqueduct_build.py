@@ -72,7 +72,7 @@ def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = N
         _wheel = _Wheel(root / "aqueduct" / native.DIRNAME, "")
         line = f"compiled modules: {result.line}: the wheel carries them"
     else:
-        _wheel = _Wheel(None, result.line)
+        _wheel = _Wheel(None, result.line.removeprefix("not built, "))  # (native.py's text says "not built")
         line = f"compiled modules: {result.line}: the wheel is pure Python (`aqueduct --version` says why)"
     print(f"{native.DISTRIBUTION}: {line}", file=sys.stderr, flush=True)
     try:
