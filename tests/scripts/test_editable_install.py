@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _copy_project(to: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "_compiled")  # (a checkout's own build: not copied)
     for name in ("aqueduct", "aeron_compat", "build_backend"):  # (the build backend: pyproject's backend-path)
         shutil.copytree(ROOT / name, to / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):

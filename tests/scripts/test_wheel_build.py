@@ -5,9 +5,10 @@ venv does not get).
 
 The project is copied to tmp_path (nothing is written into this tree), its sdist built there, and that sdist
 installed into a fresh venv as `pip install` of the sdist does, once with CC naming no compiler and once with no
-compiler on PATH (pip's cache off: the wheels built here must not land in the user's cache). Neither build asks for mypy (the backend adds it only where it will compile), so both stay
-quick. The compiled wheel itself is built, installed and checked by scripts/check-wheel.sh (.ci/run).
-A failed compile (a compiler that is there but fails) takes the same pure path: tests/scripts/test_build_compiled.py.
+compiler on PATH (pip's cache off: the wheels built here must not land in the user's cache). Neither build asks
+for mypy (the backend adds it only where it will compile), so both stay quick. The compiled wheel itself is
+built, installed and checked by scripts/check-wheel.sh (.ci/run). A failed compile (a compiler that is there but
+fails) takes the same pure path: tests/scripts/test_build_compiled.py.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def test_without_a_compiler_the_sdist_installs_pure_and_says_why(sdist: Path, tm
         env["PATH"] = str(bare)
         expected = "no C compiler ('"
     install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-v",
-                              "--no-cache-dir", str(sdist)], capture_output=True, text=True, timeout=540, env=env)  # fmt: skip
+                              "--no-cache-dir", str(sdist)],
+                             capture_output=True, text=True, timeout=540, env=env)  # fmt: skip
     output = install.stdout + install.stderr
     assert install.returncode == 0, output[-3000:]
     lines = [ln.strip() for ln in output.splitlines() if ln.strip().startswith(f"{DISTRIBUTION}: compiled modules")]
