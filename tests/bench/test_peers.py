@@ -85,7 +85,7 @@ async def test_the_pair_variant_pipelines_32_and_checks_every_reply(certs: DevCe
     client = module.Client(served.info, certs.ca, "pair")
     try:
         await client.open()
-        figures = await request_reply(client, 32, 0.0, [])
+        figures = await request_reply(client, peers.BY_NAME["aqueduct pair"], 32, 0.0, [])
         assert figures["rr32"] > 0 and figures["rr32_p50"] <= figures["rr32_p99"]
         assert set(figures) == {"rr32", "rr32_p50", "rr32_p99", "rr32_cpu_server", "rr32_cpu_client"}
     finally:

@@ -29,6 +29,7 @@ from .. import aqserver
 from ..clients import AqueductClient, Rate
 from ..protocol import REQUEST, pack, unpack
 from ..settings import bench_settings
+from ..tally import Tally
 from .serve import Served
 
 
@@ -40,15 +41,16 @@ async def serve(cert: str, key: str, variant: str) -> Served:
         "127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(), settings=settings, single_use_tickets=True))
     cbor_server = await servers.enter_async_context(aqueduct.serve(
         "127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.CborCodec(), settings=settings, single_use_tickets=True))
-    tasks = [asyncio.ensure_future(aqserver.accept(raw_server, "raw")),
-             asyncio.ensure_future(aqserver.accept(cbor_server, "cbor"))]
+    tally = Tally()
+    tasks = [asyncio.ensure_future(aqserver.accept(raw_server, "raw", tally)),
+             asyncio.ensure_future(aqserver.accept(cbor_server, "cbor", tally))]
 
     async def stop() -> None:
         for task in tasks:
             task.cancel()
         await servers.aclose()
 
-    return Served({"port": raw_server.address[1], "cbor": cbor_server.address[1]}, stop)
+    return Served({"port": raw_server.address[1], "cbor": cbor_server.address[1]}, stop, tally=tally)
 
 
 class Client:

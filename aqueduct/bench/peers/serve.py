@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..peer import stdin_closed
+from ..tally import Tally
 from . import KINDS
 
 
@@ -30,6 +31,8 @@ class Served:
     stop: Callable[[], Awaitable[None]]
     pids: list[int] = field(default_factory=lambda: [os.getpid()])
     memory_pid: int = field(default_factory=os.getpid)
+    tally: Tally = field(default_factory=Tally)
+    """What the server saw, counted on its side (tally.py): the row tests read it."""
 
 
 async def _serve(kind: str, cert: str, key: str) -> None:
