@@ -152,3 +152,32 @@ async def test_the_idle_memory_row_holds_the_connections_it_divides_by(certs: De
         await client.close()
         await served.stop()
     assert len(new) == 5 and served.tally.commands[REQUEST] == 5
+
+
+OTHER_PEERS = {"grpcio h2c": "grpc-h2c", "grpcio TLS": "grpc-tls", "zeromq": "zmq", "nats": "nats"}
+
+
+@pytest.mark.parametrize("row", list(OTHER_PEERS))
+async def test_each_other_peer_row_is_counted_on_its_server(row: str, certs: DevCerts) -> None:
+    """grpcio, ZeroMQ, NATS: calls on the one client connection, the streamed count, a new connection per
+    connect-to-first-reply and per idle connection, each counted by the server."""
+    from aqueduct.bench.peers.measure import idle_memory
+
+    module, served = await _serve(OTHER_PEERS[row], certs)
+    t = served.tally
+    client = module.Client(served.info, certs.ca, BY_NAME[row].variant)
+    try:
+        await client.open()
+        lat = await _calls(client, BY_NAME[row], 4, 0.0)
+        assert t.calls == len(lat) == 4 and len(t.connections) == 1  # four callers, one connection
+        rate = await client.oneway(64, 60.0, 37)  # the limit ends it
+        assert rate.messages == t.messages == 37
+        before = len(t.connections)
+        for _ in range(3):
+            await client.connect_first_reply(False)
+        assert len(t.connections) == before + 3 and t.calls == 4 + 3
+        await idle_memory(client, 2, os.getpid())
+        assert len(t.connections) == before + 3 + 2
+    finally:
+        await client.close()
+        await served.stop()

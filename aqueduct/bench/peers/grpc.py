@@ -22,6 +22,7 @@ import grpc
 
 from ..clients import Rate
 from ..protocol import decode_count, encode_count
+from ..tally import Tally
 from .serve import Served
 
 SERVICE = "aqueduct.bench.Peer"
@@ -31,23 +32,34 @@ HOST = "127.0.0.1"
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 
 
-async def _call(request: bytes, context: Any) -> bytes:
-    return request
-
-
-async def _sink(requests: AsyncIterator[bytes], context: Any) -> bytes:
-    n = 0
-    async for _ in requests:
-        n += 1
-    return encode_count(n)
-
-
 async def serve(cert: str, key: str, variant: str) -> Served:
     """A grpc.aio server with `Call` and `Sink` on a free loopback port; `variant` "tls" or "h2c"."""
+    tally = Tally()
+    clients: set[str] = set()
+
+    def seen(context: Any) -> None:
+        peer = context.peer()  # "ipv4:127.0.0.1:PORT": one per client connection
+        if peer not in clients:
+            clients.add(peer)
+            tally.connections.append(peer)
+
+    async def call(request: bytes, context: Any) -> bytes:
+        seen(context)
+        tally.calls += 1
+        return request
+
+    async def sink(requests: AsyncIterator[bytes], context: Any) -> bytes:
+        seen(context)
+        n = 0
+        async for _ in requests:
+            n += 1
+        tally.messages += n
+        return encode_count(n)
+
     server = grpc.aio.server()
     handler = grpc.method_handlers_generic_handler(SERVICE, {
-        "Call": grpc.unary_unary_rpc_method_handler(_call),
-        "Sink": grpc.stream_unary_rpc_method_handler(_sink),
+        "Call": grpc.unary_unary_rpc_method_handler(call),
+        "Sink": grpc.stream_unary_rpc_method_handler(sink),
     })
     server.add_generic_rpc_handlers((handler,))
     if variant == "tls":
@@ -60,7 +72,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
     async def stop() -> None:
         await server.stop(None)
 
-    return Served({"port": port, "tls": variant == "tls"}, stop)
+    return Served({"port": port, "tls": variant == "tls"}, stop, tally=tally)
 
 
 class Client:

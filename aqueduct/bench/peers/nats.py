@@ -26,6 +26,7 @@ import nats
 from ..clients import Rate
 from ..protocol import decode_count, encode_count
 from . import find_program
+from ..tally import Tally
 from .serve import Served
 
 HOST = "127.0.0.1"
@@ -66,8 +67,15 @@ async def serve(cert: str, key: str, variant: str) -> Served:
                 raise RuntimeError("nats-server did not start") from None
             await asyncio.sleep(0.05)
     count = 0
+    tally = Tally()
+    clients: set[str] = set()
 
     async def on_call(msg: Any) -> None:
+        inbox = msg.reply.rsplit(".", 1)[0]  # a client connection's reply inbox: one per connection
+        if inbox not in clients:
+            clients.add(inbox)
+            tally.connections.append(inbox)
+        tally.calls += 1
         await msg.respond(msg.data)
 
     async def on_sink(msg: Any) -> None:
@@ -77,6 +85,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
     async def on_count(msg: Any) -> None:
         nonlocal count
         n, count = count, 0
+        tally.messages += n
         await msg.respond(encode_count(n))
 
     await nc.subscribe(CALL, cb=on_call)
@@ -92,7 +101,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
         except subprocess.TimeoutExpired:
             proc.kill()
 
-    return Served({"url": url}, stop, pids=[os.getpid(), proc.pid], memory_pid=proc.pid)
+    return Served({"url": url}, stop, pids=[os.getpid(), proc.pid], memory_pid=proc.pid, tally=tally)
 
 
 class Client:
