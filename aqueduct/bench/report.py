@@ -17,13 +17,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from .peers import GRPC_TLS
-from .peers import ROWS as PEER_ROWS
-from .runner import BY_KEY, TRANSPORTS, WORKLOADS, Results
+from .lab import GRPC_TLS
+from .runner import BY_KEY, BY_NAME, TRANSPORTS, WORKLOADS, Results
 from .settings import TUNED_PACKET_SIZE
 
 REFERENCE = {t.name: t.reference for t in TRANSPORTS}
-PEER_NAMES = {r.name for r in PEER_ROWS}
 
 
 @dataclass(frozen=True)
@@ -213,12 +211,13 @@ def table(results: Results) -> str:
         ratio = f"{c.ratio:.2f}x" if c.ratio is not None else "-"
         lines.append(f"{title:<40} {c.transport:<26} {_fmt(c.median):>10} {_fmt(c.low):>10} {_fmt(c.high):>10}  "
                      f"{ratio:>8}")
-    if any(name in PEER_NAMES for name in [*results.samples, *results.unmeasured]):
+    peer_names = {n for n in [*results.samples, *results.unmeasured] if n not in BY_NAME}
+    if peer_names:
         lines.append("peer rows: each server alone in its process, each round measured by a fresh process; "
                      "request/reply 'vs ref' = median / grpcio TLS's; CPU per call: client process and server "
                      "processes (NATS: responder + nats-server); memory per idle connection: first round only")
     for name, why in results.unmeasured.items():
-        lines.append(f"{'peer ' if name in PEER_NAMES else ''}{name}: {why}")
+        lines.append(f"{'peer ' if name in peer_names else ''}{name}: {why}")
     if results.zero_rtt_accepted:
         lines.append("0-RTT accepted: " + ", ".join(f"{k} {v}" for k, v in results.zero_rtt_accepted.items()))
     m = results.api_memory

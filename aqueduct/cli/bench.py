@@ -63,9 +63,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite and report."""
-    from ..bench import record, report
-    from ..bench.peers import ROWS
-    from ..bench.runner import TRANSPORTS, Options
+    from ..bench import lab, record, report
+    from ..bench.runner import TRANSPORTS, Options, peer_rows
     from ..bench.runner import run as run_suite
 
     if args.compare:
@@ -77,7 +76,14 @@ def run(args: argparse.Namespace) -> int:
         print(record.compare_table(a, b, *args.compare))
         return 0
 
-    names = [t.name for t in TRANSPORTS] + ([r.name for r in ROWS] if args.peers else [])
+    try:
+        lab_rows = peer_rows() if args.peers else []
+        if args.services:
+            lab.load("services")
+    except (lab.LabNotFound, ImportError) as e:
+        print(f"aqueduct bench: {e}", file=sys.stderr)
+        return 2
+    names = [t.name for t in TRANSPORTS] + [r.name for r in lab_rows]
     unknown = [o for o in args.only if not any(o in n for n in names)]
     bad = args.rounds < 1 or args.window <= 0 or args.connection_window <= 0 or min(args.idle, args.peer_idle) < 0
     if unknown or bad:

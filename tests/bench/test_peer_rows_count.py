@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from aqueduct.bench.peers import BY_NAME, KINDS, unavailable
-from aqueduct.bench.peers.measure import _calls, measure
-from aqueduct.bench.peers.serve import Served
 from aqueduct.bench.protocol import ECHO, PING, REQUEST, SINK, TYPED_SINK
 from aqueduct.quic.certs import DevCerts, make_dev_certs
+from benchmarks.peers import BY_NAME, KINDS, unavailable
+from benchmarks.peers.measure import _calls, measure
+from benchmarks.peers.serve import Served
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,7 +39,7 @@ async def _serve(kind: str, certs: DevCerts) -> tuple[ModuleType, Served]:
     why = unavailable(kind)
     if why is not None:
         pytest.skip(why)
-    module = importlib.import_module(f"aqueduct.bench.peers.{KINDS[kind].module}")
+    module = importlib.import_module(f"benchmarks.peers.{KINDS[kind].module}")
     served: Served = await module.serve(str(certs.cert), str(certs.key), KINDS[kind].variant)
     return module, served
 
@@ -139,7 +139,7 @@ async def test_the_connect_rows_make_a_new_connection_each_time(zero_rtt: bool, 
 
 
 async def test_the_idle_memory_row_holds_the_connections_it_divides_by(certs: DevCerts) -> None:
-    from aqueduct.bench.peers.measure import idle_memory
+    from benchmarks.peers.measure import idle_memory
 
     module, served = await _serve("aqueduct", certs)
     client = module.Client(served.info, certs.ca, "raw")
@@ -161,7 +161,7 @@ OTHER_PEERS = {"grpcio h2c": "grpc-h2c", "grpcio TLS": "grpc-tls", "zeromq": "zm
 async def test_each_other_peer_row_is_counted_on_its_server(row: str, certs: DevCerts) -> None:
     """grpcio, ZeroMQ, NATS: calls on the one client connection, the streamed count, a new connection per
     connect-to-first-reply and per idle connection, each counted by the server."""
-    from aqueduct.bench.peers.measure import idle_memory
+    from benchmarks.peers.measure import idle_memory
 
     module, served = await _serve(OTHER_PEERS[row], certs)
     t = served.tally

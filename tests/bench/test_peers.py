@@ -1,4 +1,4 @@
-"""The peer rows of `aqueduct bench --peers` (aqueduct/bench/peers/): each peer's clients give correct answers
+"""The peer rows of `aqueduct bench --peers` (benchmarks/peers/): each peer's clients give correct answers
 at a tiny scale, a missing peer is reported and the run goes on, and the targets block lists every target.
 No timing is asserted. nats-server comes from `scripts/setup-system.sh nats` (Debian's package)."""
 
@@ -9,12 +9,13 @@ import importlib
 
 import pytest
 
-from aqueduct.bench import peers, report
-from aqueduct.bench.peers import KINDS, ROWS, Kind
-from aqueduct.bench.peers.measure import concurrent_calls, request_reply
+from aqueduct.bench import report
 from aqueduct.bench.runner import Options, Results, run
 from aqueduct.cli import main
 from aqueduct.quic.certs import DevCerts, make_dev_certs
+from benchmarks import peers
+from benchmarks.peers import KINDS, ROWS, Kind
+from benchmarks.peers.measure import concurrent_calls, request_reply
 from tests.system_deps import requires_system
 
 ISSUE_28_TARGETS = {
@@ -59,7 +60,7 @@ async def test_request_reply_and_streaming_give_correct_answers(row: str, certs:
     if kind.program is not None:
         request.getfixturevalue("nats_server")
     assert peers.unavailable(KIND_OF_ROW[row]) is None  # the bench extra is in dev: CI has every library
-    module = importlib.import_module(f"aqueduct.bench.peers.{kind.module}")
+    module = importlib.import_module(f"benchmarks.peers.{kind.module}")
     served = await module.serve(str(certs.cert), str(certs.key), kind.variant)
     client = module.Client(served.info, certs.ca, peers.BY_NAME[row].variant)
     try:
@@ -80,7 +81,7 @@ async def test_request_reply_and_streaming_give_correct_answers(row: str, certs:
 
 @pytest.mark.timeout(60)
 async def test_the_pair_variant_pipelines_32_and_checks_every_reply(certs: DevCerts) -> None:
-    module = importlib.import_module("aqueduct.bench.peers.aqueduct")
+    module = importlib.import_module("benchmarks.peers.aqueduct")
     served = await module.serve(str(certs.cert), str(certs.key), "")
     client = module.Client(served.info, certs.ca, "pair")
     try:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from aqueduct.bench import services
 from aqueduct.bench.report import service_lines
 from aqueduct.bench.runner import Results
 from aqueduct.quic.certs import make_dev_certs
+from benchmarks import services
 
 
 async def test_the_service_rows_are_measured_beside_request_and_grpc() -> None:

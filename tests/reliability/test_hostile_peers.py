@@ -20,7 +20,7 @@ import aqueduct
 from aqueduct.api.codec import RawCodec
 from aqueduct.api.connection import link_of
 from aqueduct.bench.clients import WaitableTickets
-from aqueduct.bench.impair import ImpairProxy
+from aqueduct.testing.impair import ImpairProxy
 from aqueduct.quic.certs import DevCerts
 from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
 from aqueduct.wire.errors import CloseCode

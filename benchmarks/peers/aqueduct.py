@@ -1,6 +1,6 @@
 """Aqueduct's rows in the peer harness: the same workloads as the peers, its server alone in its process.
 
-The server serves the bench commands (aqserver.py) with the raw codec and, for the typed row, the CBOR
+The server serves the bench commands (aqueduct/bench/aqserver.py) with the raw codec and, for the typed row, the CBOR
 codec, with single-use tickets so 0-RTT is measured (as peer.py's). Client variants:
 
 - "request": `call` is `aqueduct.request` on the entrypoint, a fresh oneshot carrying each reply
@@ -8,7 +8,7 @@ codec, with single-use tickets so 0-RTT is measured (as peer.py's). Client varia
 - "pair": requests on one pre-opened channel pair (ECHO), pipelined: with n in flight, n messages are
   out and each reply, arriving in order, lets the next go; a call's latency is its send to its reply;
 - "raw": 64 B streaming, connect to first reply (1-RTT and 0-RTT), idle connections;
-- "typed": 64 B streaming of a typed message (bench/typed.py), checked and converted at both ends.
+- "typed": 64 B streaming of a typed message (aqueduct/bench/typed.py), checked and converted at both ends.
 
 Function API: peers/__init__.py.
 """
@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import aqueduct
+from aqueduct.bench import aqserver
+from aqueduct.bench.clients import AqueductClient, Rate
+from aqueduct.bench.protocol import REQUEST, pack, unpack
+from aqueduct.bench.settings import bench_settings
+from aqueduct.bench.tally import Tally
 
-from .. import aqserver
-from ..clients import AqueductClient, Rate
-from ..protocol import REQUEST, pack, unpack
-from ..settings import bench_settings
-from ..tally import Tally
 from .serve import Served
 
 
@@ -54,7 +54,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
 
 
 class Client:
-    """The bench's Aqueduct client (clients.py) in the peer API."""
+    """The bench's Aqueduct client (aqueduct/bench/clients.py) in the peer API."""
 
     def __init__(self, info: dict[str, Any], ca: Path, variant: str = "raw") -> None:
         typed = variant == "typed"

@@ -23,9 +23,10 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from ..clients import Rate
-from ..protocol import decode_count, encode_count
-from ..tally import Tally
+from aqueduct.bench.clients import Rate
+from aqueduct.bench.protocol import decode_count, encode_count
+from aqueduct.bench.tally import Tally
+
 from .serve import Served
 
 HOST = "127.0.0.1"

@@ -20,9 +20,10 @@ from typing import Any
 
 import grpc
 
-from ..clients import Rate
-from ..protocol import decode_count, encode_count
-from ..tally import Tally
+from aqueduct.bench.clients import Rate
+from aqueduct.bench.protocol import decode_count, encode_count
+from aqueduct.bench.tally import Tally
+
 from .serve import Served
 
 SERVICE = "aqueduct.bench.Peer"

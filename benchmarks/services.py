@@ -1,7 +1,7 @@
 """The service rows: calls per second and latency of a service call, beside `aqueduct.request` with a fresh
 oneshot and grpcio's aio unary call (when grpcio is installed: the `bench` extra), in one run.
 
-Theory of operation. A peer process (`python -m aqueduct.bench.services --serve DIR`) serves three things
+Theory of operation. A peer process (`python -m benchmarks.services --serve DIR`) serves three things
 on loopback and prints their ports: a `BenchCalc` service (`serve(service=)`), an entrypoint of typed
 `Add` requests answered on their reply oneshot (what a service call is built from, hand-written), and a
 grpc.aio server with one generic unary method on raw bytes (no protobuf: the figure is the transport and
@@ -27,9 +27,11 @@ from typing import Any
 
 import msgspec
 
-from ..api.halves import OneshotSender
-from ..services import Service, connect, serve
-from .clients import percentile
+from aqueduct import OneshotSender
+from aqueduct.bench.clients import percentile
+from aqueduct.services import Service, connect, serve
+
+from . import command
 
 FLIGHTS = (1, 32)
 KINDS = ("service call", "aqueduct.request fresh oneshot", "grpcio aio unary")
@@ -124,7 +126,7 @@ async def _drive(call: Callable[[], Awaitable[Any]], flight: int, window: float,
 
 
 async def _callers(ports: dict[str, int], ca: Path) -> tuple[dict[str, Callable[[], Awaitable[Any]]], list[Any]]:
-    from ..api.request import request
+    from aqueduct import request
 
     svc = await connect(f"aqueduct://127.0.0.1:{ports['service']}", ca=ca, service=BenchCalc,
                         max_concurrent_calls=64)
@@ -150,9 +152,8 @@ async def measure(certs_dir: Path, window: float, rounds: int,
                   with_grpc: bool = True) -> dict[str, dict[str, list[float]]]:
     """Per row (`<kind> (<n> in flight)`): `calls_s`, `p50_us`, `p99_us`, and the CPU time per call of this
     process and of the serving peer, `client_cpu_us` and `server_cpu_us`; one value per round."""
-    command = [sys.executable, "-m", "aqueduct.bench.services", "--serve", str(certs_dir)]
-    proc = subprocess.Popen(command + ([] if with_grpc else ["--no-grpc"]),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    cmd = command("benchmarks.services", "--serve", str(certs_dir), *([] if with_grpc else ["--no-grpc"]))
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     out: dict[str, dict[str, list[float]]] = {}
     try:
         assert proc.stdout is not None and proc.stdin is not None
@@ -202,7 +203,7 @@ def main() -> None:
         return
     import tempfile
 
-    from ..quic.certs import make_dev_certs
+    from aqueduct.quic.certs import make_dev_certs
 
     with tempfile.TemporaryDirectory() as tmp:
         make_dev_certs(tmp)

@@ -23,10 +23,11 @@ from typing import Any
 
 import nats
 
-from ..clients import Rate
-from ..protocol import decode_count, encode_count
+from aqueduct.bench.clients import Rate
+from aqueduct.bench.protocol import decode_count, encode_count
+from aqueduct.bench.tally import Tally
+
 from . import find_program
-from ..tally import Tally
 from .serve import Served
 
 HOST = "127.0.0.1"

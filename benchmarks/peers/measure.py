@@ -1,6 +1,6 @@
 """Measure one peer row once, in a process of its own (so its CPU is the client's side alone).
 
-    python -m aqueduct.bench.peers.measure --row NAME --server JSON --ca CA --window S [--setups N]
+    python -m benchmarks.peers.measure --row NAME --server JSON --ca CA --window S [--setups N]
         [--idle N] [--uvloop]
 
 `--server` is the JSON line the row's server process printed (serve.py). Prints one JSON object
@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..clients import percentile
+from aqueduct.bench.clients import percentile
+
 from . import BY_NAME, KINDS, PeerRow
 
 BODY = b"x" * 64
@@ -123,7 +124,7 @@ async def idle_memory(client: Any, count: int, memory_pid: int) -> float:
 async def measure(row: PeerRow, server: dict[str, Any], ca: Path, window: float, setups: int,
                   idle: int) -> dict[str, float]:
     """Every workload of `row` once against the running server described by `server`."""
-    module = importlib.import_module(f"aqueduct.bench.peers.{KINDS[row.kind].module}")
+    module = importlib.import_module(f"benchmarks.peers.{KINDS[row.kind].module}")
     client = module.Client(server["info"], ca, row.variant)
     out: dict[str, float] = {}
     await client.open()
