@@ -34,7 +34,7 @@ def test_from_a_folder_below_the_checkout_the_lab_is_found(monkeypatch: pytest.M
 def test_the_installed_package_ships_no_bench_lab() -> None:
     """No peer client or server module under aqueduct/ (import-linter keeps grpc, zmq and nats out of it)."""
     shipped = {p.relative_to(REPO).as_posix() for p in (REPO / "aqueduct").rglob("*.py")}
-    assert not any("/peers/" in p or p.endswith("/services.py") and "/bench/" in p for p in shipped)
+    assert not any("/peers/" in p or (p.endswith("/services.py") and "/bench/" in p) for p in shipped)
 
 
 def test_a_lab_process_imports_the_installed_aqueduct_not_the_checkouts(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def test_a_lab_process_imports_the_installed_aqueduct_not_the_checkouts(tmp_path
     (probe / "aqueduct").mkdir(parents=True)
     (probe / "aqueduct" / "__init__.py").write_text("raise SystemExit('the current directory was put first')\n")
     code = "import aqueduct, benchmarks; print(aqueduct.__file__); print(benchmarks.__file__)"
-    boot = command("benchmarks")[:3] + [f"import sys; sys.path.append({str(REPO)!r}); exec({code!r})"]
+    boot = [*command("benchmarks")[:3], f"import sys; sys.path.append({str(REPO)!r}); exec({code!r})"]
     out = subprocess.run(boot, cwd=probe, capture_output=True, text=True, check=True).stdout.split()
     assert not out[0].startswith(str(probe)) and out[1] == str(REPO / "benchmarks" / "__init__.py")
     assert command("benchmarks.peers.serve", "--kind", "zmq")[:2] == [sys.executable, "-P"]

@@ -22,10 +22,10 @@ from harness.traffic import TrafficLog, TrafficShape, TreeTraffic
 import aqueduct
 from aqueduct import ConnectionLost, Delivery
 from aqueduct.api.connection import link_of
-from aqueduct.testing.impair import Impairment, ImpairProxy
 from aqueduct.errors import EndReason
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
+from aqueduct.testing.impair import Impairment, ImpairProxy
 
 from .hostile import GUARD, until
 
