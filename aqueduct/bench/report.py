@@ -169,6 +169,81 @@ def targets(results: Results) -> list[Target]:
     return out
 
 
+@dataclass(frozen=True)
+class Spread:
+    """A same-run ratio as the median of its per-round ratios (rounds alternate), with their lowest and highest."""
+
+    median: float
+    low: float
+    high: float
+    rounds: int
+
+
+def _per_round(a: list[float] | None, b: list[float] | None) -> Spread | None:
+    """a / b round by round (each round measured both), or None when either is missing or rounds differ."""
+    if not a or not b or len(a) != len(b) or not all(b):
+        return None
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return Spread(statistics.median(ratios), min(ratios), max(ratios), len(ratios))
+
+
+def _cpu_per_call(results: Results, row: str) -> list[float] | None:
+    values = results.services.get(row)
+    if not values or "client_cpu_us" not in values:
+        return None
+    return [c + s for c, s in zip(values["client_cpu_us"], values["server_cpu_us"], strict=True)]
+
+
+CHANNEL_PER_CALL = "aqueduct request"
+"""The peer row whose every call opens a fresh oneshot (tests/bench/test_peer_rows_count.py proves it)."""
+
+
+def channel_per_call_targets(results: Results) -> list[tuple[Target, Spread | None]]:
+    """Issue 34's targets (a channel per call at gRPC's cost or less), each with its per-round spread: the request
+    row against grpcio aio TLS (`--peers`), a typed service call's CPU against a plain request's (the service
+    rows, which `--peers` runs too), 64 B ordered and typed one way and connect to the first reply against raw
+    aioquic (the default rows)."""
+    s = results.samples
+
+    def ratio(a: str, b: str, key: str, key_b: str | None = None) -> Spread | None:
+        return _per_round(s.get(a, {}).get(key), s.get(b, {}).get(key_b or key))
+
+    out: list[tuple[Target, Spread | None]] = []
+
+    def add(name: str, spread: Spread | None, goal: float, at_least: bool) -> None:
+        value = None if spread is None else spread.median
+        out.append((Target(name, value, f"{'>=' if at_least else '<='} {goal:g}x", _check(value, goal, at_least)),
+                    spread))
+
+    add("fresh-oneshot calls/s, 1 in flight, vs grpcio aio TLS", ratio(CHANNEL_PER_CALL, GRPC_TLS, "rr1"), 1.0, True)
+    add("fresh-oneshot p50, 1 in flight, vs grpcio aio TLS", ratio(CHANNEL_PER_CALL, GRPC_TLS, "rr1_p50"), 1.0, False)
+    add("fresh-oneshot calls/s, 32 in flight, vs grpcio aio TLS", ratio(CHANNEL_PER_CALL, GRPC_TLS, "rr32"), 3.0,
+        True)
+    add("typed service call CPU vs plain request (1 in flight)",
+        _per_round(_cpu_per_call(results, "service call (1 in flight)"),
+                   _cpu_per_call(results, "aqueduct.request fresh oneshot (1 in flight)")), 1.1, False)
+    add("64 B ordered one way vs raw aioquic", ratio("aqueduct ordered raw", "aioquic", "msg64"), 1.0, True)
+    add("typed 64 B one way vs untyped (cbor)", ratio("aqueduct ordered cbor typed", "aqueduct ordered cbor",
+                                                      "msg64"), 0.9, True)
+    add("connect to first reply, 1-RTT, vs raw aioquic", ratio("aqueduct ordered raw", "aioquic", "setup_1rtt"),
+        1.0, False)
+    add("connect to first reply, 0-RTT, vs raw aioquic", ratio("aqueduct ordered raw", "aioquic", "setup_0rtt"),
+        1.0, False)
+    return out
+
+
+def channel_per_call_lines(results: Results) -> list[str]:
+    """The issue 34 targets block: each target's median per-round ratio, the rounds' low and high, met or NOT."""
+    lines = ["targets, issue 34 (a channel per call at gRPC's cost or less; median of per-round ratios, "
+             "[lowest-highest round]):"]
+    for t, spread in channel_per_call_targets(results):
+        mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
+        value = "-" if spread is None else f"{spread.median:.2f}x"
+        across = "" if spread is None else f"[{spread.low:.2f}-{spread.high:.2f}, {spread.rounds} rounds]"
+        lines.append(f"  {t.name:<56} {value:>7} {across:<24} goal {t.goal:<7} {mark}")
+    return lines
+
+
 def _fmt(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
@@ -247,6 +322,7 @@ def table(results: Results) -> str:
         lines += [_loss_line(r) for r in results.kernel_loss]
     elif results.kernel_loss_unavailable and results.loss:
         lines.append(f"goodput under kernel loss: not measured ({results.kernel_loss_unavailable})")
+    lines += channel_per_call_lines(results)
     lines.append("targets:")
     for t in targets(results):
         mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
@@ -282,6 +358,8 @@ def as_json(results: Results) -> dict[str, Any]:
         "unmeasured": results.unmeasured,
         "services": results.services,
         "targets": [t.__dict__ for t in targets(results)],
+        "channel_per_call_targets": [{**t.__dict__, "spread": None if sp is None else sp.__dict__}
+                                     for t, sp in channel_per_call_targets(results)],
         "seconds": results.seconds,
     }
 
