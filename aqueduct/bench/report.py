@@ -270,7 +270,10 @@ def table(results: Results) -> str:
     """The terminal table: one row per cell, then memory, engine costs and targets."""
     cs = cells(results)
     rounds = max((c.rounds for c in cs), default=0)
-    head = f"{'workload':<40} {'transport':<26} {'median':>10} {'min':>10} {'max':>10}  {'vs ref':>8}"
+    tw = max([len("transport"), *(len(c.transport) for c in cs)])  # (the columns fit their longest entry)
+    ww = max([len("workload"), *(len(f"{BY_KEY[c.workload].title} ({BY_KEY[c.workload].unit})")
+                                  for c in cs)])
+    head = f"{'workload':<{ww}} {'transport':<{tw}} {'median':>10} {'min':>10} {'max':>10}  {'vs ref':>8}"
     lines = [f"aqueduct bench: medians of {rounds} alternating rounds; 'vs ref' = median / raw aioquic's "
              "(datagrams for unreliable, a stream per message for unordered); for us and ms lower is better"]
     if any(name.endswith(" tuned") for name in results.samples):
@@ -284,7 +287,7 @@ def table(results: Results) -> str:
         title = f"{w.title} ({w.unit})" if c.workload != last else ""
         last = c.workload
         ratio = f"{c.ratio:.2f}x" if c.ratio is not None else "-"
-        lines.append(f"{title:<40} {c.transport:<26} {_fmt(c.median):>10} {_fmt(c.low):>10} {_fmt(c.high):>10}  "
+        lines.append(f"{title:<{ww}} {c.transport:<{tw}} {_fmt(c.median):>10} {_fmt(c.low):>10} {_fmt(c.high):>10}  "
                      f"{ratio:>8}")
     peer_names = {n for n in [*results.samples, *results.unmeasured] if n not in BY_NAME}
     if peer_names:
@@ -324,10 +327,12 @@ def table(results: Results) -> str:
         lines.append(f"goodput under kernel loss: not measured ({results.kernel_loss_unavailable})")
     lines += channel_per_call_lines(results)
     lines.append("targets:")
-    for t in targets(results):
+    ts = targets(results)
+    nw = max(len(t.name) for t in ts)
+    for t in ts:
         mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
         value = "-" if t.value is None else _fmt(t.value)
-        lines.append(f"  {t.name:<66} {value:>10}  goal {t.goal:<16} {mark}")
+        lines.append(f"  {t.name:<{nw}} {value:>10}  goal {t.goal:<16} {mark}")
     built = results.environment.get("compiled") or {}
     if built:
         lines.append(f"wire and engine: {built.get('reason')}")
