@@ -194,8 +194,9 @@ def _cpu_per_call(results: Results, row: str) -> list[float] | None:
     return [c + s for c, s in zip(values["client_cpu_us"], values["server_cpu_us"], strict=True)]
 
 
-CHANNEL_PER_CALL = "aqueduct request"
-"""The peer row whose every call opens a fresh oneshot (tests/bench/test_peer_rows_count.py proves it)."""
+CHANNEL_PER_CALL = "aqueduct typed request"
+"""The peer row issue 34's targets name: every call a fresh oneshot on a typed entrypoint
+(tests/bench/test_peer_rows_count.py proves it on the server)."""
 
 
 def channel_per_call_targets(results: Results) -> list[tuple[Target, Spread | None]]:
@@ -215,10 +216,10 @@ def channel_per_call_targets(results: Results) -> list[tuple[Target, Spread | No
         out.append((Target(name, value, f"{'>=' if at_least else '<='} {goal:g}x", _check(value, goal, at_least)),
                     spread))
 
-    add("fresh-oneshot calls/s, 1 in flight, vs grpcio aio TLS", ratio(CHANNEL_PER_CALL, GRPC_TLS, "rr1"), 1.0, True)
-    add("fresh-oneshot p50, 1 in flight, vs grpcio aio TLS", ratio(CHANNEL_PER_CALL, GRPC_TLS, "rr1_p50"), 1.0, False)
-    add("fresh-oneshot calls/s, 32 in flight, vs grpcio aio TLS", ratio(CHANNEL_PER_CALL, GRPC_TLS, "rr32"), 3.0,
-        True)
+    call = CHANNEL_PER_CALL
+    add("typed fresh-oneshot calls/s, 1 in flight, vs grpcio aio TLS", ratio(call, GRPC_TLS, "rr1"), 1.0, True)
+    add("typed fresh-oneshot p50, 1 in flight, vs grpcio aio TLS", ratio(call, GRPC_TLS, "rr1_p50"), 1.0, False)
+    add("typed fresh-oneshot calls/s, 32 in flight, vs grpcio aio TLS", ratio(call, GRPC_TLS, "rr32"), 3.0, True)
     add("typed service call CPU vs plain request (1 in flight)",
         _per_round(_cpu_per_call(results, "service call (1 in flight)"),
                    _cpu_per_call(results, "aqueduct.request fresh oneshot (1 in flight)")), 1.1, False)
@@ -256,12 +257,15 @@ def service_lines(results: Results) -> list[str]:
     """The service rows (`--services`): calls/s, p50 and p99 per kind and calls in flight, medians of rounds."""
     if not results.services:
         return []
-    lines = ["service rows (medians over rounds; one run, same peer process; CPU per call: this process, the peer):"]
+    lines = ["service rows (medians over rounds, calls/s with the rounds' lowest-highest; one run, same peer "
+             "process; CPU per call: this process, the peer):"]
+    width = max(len(row) for row in results.services)
     for row, values in results.services.items():
         rate, p50, p99 = (_fmt(statistics.median(values[k])) for k in ("calls_s", "p50_us", "p99_us"))
+        spread = f"[{_fmt(min(values['calls_s']))}-{_fmt(max(values['calls_s']))}]"
         cpu = "".join(f" {_fmt(statistics.median(values[k])):>7}" for k in ("client_cpu_us", "server_cpu_us")
                       if k in values)
-        lines.append(f"  {row:<46} {rate:>8} calls/s  p50 {p50:>8} us  p99 {p99:>8} us" +
+        lines.append(f"  {row:<{width}} {rate:>8} calls/s {spread:<17}  p50 {p50:>8} us  p99 {p99:>8} us" +
                      (f"  CPU us/call{cpu}" if cpu else ""))
     return lines
 

@@ -73,6 +73,7 @@ class PeerRow:
 
 ROWS = [
     PeerRow("aqueduct request", "aqueduct", ("rr1", "rr32"), "request"),
+    PeerRow("aqueduct typed request", "aqueduct", ("rr1", "rr32"), "typed request"),
     PeerRow("aqueduct pair", "aqueduct", ("rr1", "rr32"), "pair"),
     PeerRow("aqueduct raw", "aqueduct", ("msg64", "setup_1rtt", "setup_0rtt", "conn_mem"), "raw"),
     PeerRow("aqueduct typed", "aqueduct", ("msg64",), "typed"),
@@ -81,7 +82,8 @@ ROWS = [
     PeerRow("zeromq", "zmq", FULL),
     PeerRow("nats", "nats", FULL),
 ]
-"""'aqueduct request': `aqueduct.request` (a fresh oneshot per call); 'aqueduct pair': requests on one
+"""'aqueduct request': `aqueduct.request` (a fresh oneshot per call); 'aqueduct typed request': the same on a
+typed entrypoint (peers/aqueduct.py's `Call`); 'aqueduct pair': requests on one
 pre-opened channel pair; 'aqueduct raw' / 'typed': 64 B streaming raw and as a typed message
 (aqueduct/bench/typed.py)."""
 BY_NAME = {r.name: r for r in ROWS}
