@@ -9,7 +9,8 @@ tests/bench/test_bench_smoke.py); a typed row's messages reach a typed receiver;
 a round-trip row's server echoes as many messages as the row timed; the channel row's server gets one new
 channel per message; a connect row makes a new connection each time, its 0-RTT ones accepted as 0-RTT on the
 server. The tuned rows' measuring process (remote.py) uses the same client with tuned settings, so they are
-included with those settings. Tiny sizes; no timing asserted.
+included with those settings. The reference rows (raw aioquic on a stream, its datagrams, a stream per message,
+TCP, Marlin Stream) are counted the same way by peer.py's servers (peer.TALLY). Tiny sizes; no timing asserted.
 """
 
 from __future__ import annotations
@@ -121,3 +122,85 @@ async def test_the_connect_rows_make_a_new_connection_each_time(t: Transport, ce
     assert tally.commands[PING] == len(tally.connections) == 5
     assert [c.zero_rtt for c in tally.connections] == [False, False, False, True, True]  # as the server saw them
     assert [accepted for _, accepted in runs] == [True, True]  # (what the row reports as 0-RTT accepted)
+
+
+# ---- the reference rows: raw aioquic (a stream, datagrams, a stream per message), TCP and the extras (Marlin) ----
+OTHERS = [t for t in TRANSPORTS if t.family != "aqueduct"]
+
+
+@contextlib.asynccontextmanager
+async def served_reference(t: Transport, certs: DevCerts,
+                           monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Any, Tally]]:
+    """The row's server as peer.py serves it, counting in peer.TALLY; the row's client as the runner makes it."""
+    from aqueduct.bench import peer
+    from aqueduct.bench.extras import extras
+
+    tally = Tally()
+    monkeypatch.setattr(peer, "TALLY", tally)
+    extra = next((e for e in extras() if e.key == t.family), None)
+    if extra is not None:
+        server: Any = await extra.serve(peer._tcp_client)
+        ports, close = {t.family: server.port}, server.close
+    elif t.family == "tcp":
+        tcp = await asyncio.start_server(peer._tcp_client, "127.0.0.1", 0)
+        ports, close = {"tcp": tcp.sockets[0].getsockname()[1]}, tcp.close
+    else:
+        raw = await peer.start_raw_server(str(certs.cert), str(certs.key))
+        ports, close = {"aioquic": peer._udp_port(raw)}, raw.close
+    try:
+        yield _make_client(t, ports, certs.ca), tally
+    finally:
+        close()
+
+
+@pytest.mark.parametrize("t", [t for t in OTHERS if "msg64" in t.workloads], ids=lambda t: t.name)
+async def test_a_reference_streaming_row_reports_what_its_server_counted(t: Transport, certs: DevCerts,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    async with served_reference(t, certs, monkeypatch) as (client, tally):
+        await client.open()
+        try:
+            rate = await client.oneway(64, 60.0, 41)  # the limit ends it
+        finally:
+            await client.close()
+    assert rate.messages == tally.messages
+    if t.family == "datagrams":
+        assert 0 < rate.messages <= 41 and set(tally.commands) == {b"D"}  # each a datagram, counted on arrival
+    else:
+        assert rate.messages == 41
+    if t.family == "aioquic per message":
+        assert set(tally.commands) == {b"V"} and tally.channels == 41  # one new stream per message
+    elif t.family in ("aioquic", "tcp"):
+        assert set(tally.commands) == {SINK} and tally.channels == 0
+
+
+@pytest.mark.parametrize("t", [t for t in OTHERS if "rtt_p50" in t.workloads], ids=lambda t: t.name)
+async def test_a_reference_round_trip_row_times_what_its_server_echoed(t: Transport, certs: DevCerts,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    async with served_reference(t, certs, monkeypatch) as (client, tally):
+        await client.open()
+        try:
+            lat = await client.rtt(64, 60.0, 9)
+        finally:
+            await client.close()
+    assert len(lat) == tally.messages == 9
+    if t.family == "aioquic per message":
+        assert tally.channels == 9  # each message out on a new stream
+
+
+@pytest.mark.parametrize("t", [t for t in OTHERS if "setup_1rtt" in t.workloads], ids=lambda t: t.name)
+async def test_a_reference_connect_row_makes_a_new_connection_each_time(t: Transport, certs: DevCerts,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    async with served_reference(t, certs, monkeypatch) as (client, tally):
+        for _ in range(2):
+            await client.setup(False)
+        runs = []
+        if "setup_0rtt" in t.workloads:
+            await client.setup(True)  # its first ticket
+            runs = [await client.setup(True) for _ in range(2)]
+    assert tally.commands[PING] == len(tally.connections) == 2 + (3 if runs else 0)
+    if runs:
+        # (the 1-RTT ones full handshakes; raw aioquic's client keeps the tickets they brought, so its "first
+        # ticket" connection may be 0-RTT already: it is not one of the row's)
+        rows = tally.connections[:2] + tally.connections[3:]
+        assert [c.early_data_accepted for c in rows] == [False, False, True, True]
+        assert [accepted for _, accepted in runs] == [True, True]
