@@ -91,7 +91,7 @@ async def start(certs: Path, with_grpc: bool = True) -> Serving:
     counted = tallies["aqueduct.request fresh oneshot"]
 
     async def answer(conn: Any) -> None:
-        counted.connections.append(conn)
+        counted.connected(conn)
         async for req in conn.entrypoint:
             counted.calls += 1
             counted.channels += isinstance(req.reply, OneshotSender)  # the call's own reply channel

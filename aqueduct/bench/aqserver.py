@@ -77,7 +77,7 @@ async def _answer(codec: str, data: bytes, reply: Any) -> None:
 async def _connection(conn: aqueduct.Connection[Any], codec: str, tasks: set[asyncio.Task[None]],
                       tally: Tally | None) -> None:
     if tally is not None:
-        tally.connections.append(conn)
+        tally.connected(conn)
     try:
         async for obj in conn.entrypoint:
             cmd, halves = unpack(codec, obj)

@@ -63,7 +63,7 @@ class RawServerProtocol(QuicConnectionProtocol):
         self.early_data_accepted: bool | None = None
         """Whether the handshake took the client's 0-RTT data (None until it completed)."""
         if TALLY is not None:
-            TALLY.connections.append(self)
+            TALLY.connected(self)
         self._streams: dict[int, _RawStream] = {}
         self._datagrams = 0
         self._uni: dict[int, Deframer] = {}
@@ -166,7 +166,7 @@ async def _tcp_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     cmd: bytes | None = None
     count = 0
     if TALLY is not None:
-        TALLY.connections.append(writer)  # (one writer per connection: TCP, or an extra such as Marlin Stream)
+        TALLY.connected(writer)  # (one writer per connection: TCP, or an extra such as Marlin Stream)
     try:
         while True:
             data = await reader.read(256 * 1024)

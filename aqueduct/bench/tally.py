@@ -30,4 +30,14 @@ class Tally:
     """Messages a one-way sink counted, or an echo sent back (added when the sink or echo ends)."""
     connections: list[Any] = field(default_factory=list)
     """One entry per client connection the server saw (Aqueduct: the Connection, whose `zero_rtt` says whether it
-    began in 0-RTT; the other peers: the client's address or identity)."""
+    began in 0-RTT; the other peers: the client's address or identity), when `keep`."""
+    accepted: int = 0
+    """Client connections the server accepted (counted whether or not `keep`)."""
+    keep: bool = True
+    """Whether `connections` keeps each one (a server measuring its memory per connection counts them only)."""
+
+    def connected(self, connection: Any) -> None:
+        """One more client connection."""
+        self.accepted += 1
+        if self.keep:
+            self.connections.append(connection)

@@ -47,7 +47,7 @@ class Call(msgspec.Struct):
 
 
 async def _answer_typed(conn: aqueduct.Connection[Any], tally: Tally) -> None:
-    tally.connections.append(conn)
+    tally.connected(conn)
     with contextlib.suppress(aqueduct.AqueductError):
         async for call in conn.entrypoint:
             tally.channels += 1  # the call's reply oneshot

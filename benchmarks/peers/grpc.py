@@ -42,7 +42,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
         peer = context.peer()  # "ipv4:127.0.0.1:PORT": one per client connection
         if peer not in clients:
             clients.add(peer)
-            tally.connections.append(peer)
+            tally.connected(peer)
 
     async def call(request: bytes, context: Any) -> bytes:
         seen(context)

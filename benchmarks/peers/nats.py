@@ -75,7 +75,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
         inbox = msg.reply.rsplit(".", 1)[0]  # a client connection's reply inbox: one per connection
         if inbox not in clients:
             clients.add(inbox)
-            tally.connections.append(inbox)
+            tally.connected(inbox)
         tally.calls += 1
         await msg.respond(msg.data)
 

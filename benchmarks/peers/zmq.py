@@ -64,7 +64,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
             peer, rid, body = await router.recv_multipart()
             if peer not in clients:  # the ROUTER's routing id: one per DEALER connection
                 clients.add(peer)
-                tally.connections.append(peer)
+                tally.connected(peer)
             if rid[:1] == COUNT:
                 task = asyncio.ensure_future(answer_count(peer, rid, body))
                 tasks.add(task)
