@@ -97,7 +97,7 @@ class Client:
         self.client = AqueductClient(info["cbor" if typed else "port"], ca, "cbor" if typed else "raw",
                                      aqueduct.Delivery.ORDERED, typed=typed)
         self.typed_url = f"aqueduct://127.0.0.1:{info['typed']}"
-        self.typed_conn: aqueduct.Connection[Call] | None = None
+        self.typed_conn: aqueduct.Connection[aqueduct.Sender[Call]] | None = None
 
     async def open(self) -> None:
         """Connect (1-RTT); the "typed request" variant to the typed entrypoint."""
