@@ -42,7 +42,8 @@ async def serve(cert: str, key: str, variant: str) -> Served:
         peer = context.peer()  # "ipv4:127.0.0.1:PORT": one per client connection
         if peer not in clients:
             clients.add(peer)
-            tally.connected(peer)
+            security = context.auth_context().get("transport_security_type", [b"none"])[0].decode()
+            tally.connected((peer, security))  # (security "ssl": the connection is TLS, as the row's name says)
 
     async def call(request: bytes, context: Any) -> bytes:
         seen(context)

@@ -179,6 +179,8 @@ async def test_each_other_peer_row_is_counted_on_its_server(row: str, certs: Dev
         assert len(t.connections) == before + 3 and t.calls == 4 + 3
         await idle_memory(client, 2, os.getpid())
         assert len(t.connections) == before + 3 + 2
+        if row.startswith("grpcio"):  # the server saw TLS on every connection of the TLS row, and only there
+            assert {security for _, security in t.connections} == {"ssl" if row == "grpcio TLS" else "insecure"}
     finally:
         await client.close()
         await served.stop()
