@@ -8,7 +8,7 @@ when a wheel is installed) and imports `benchmarks.NAME`; outside a checkout it 
 where the lab is. aqueduct imports nothing of benchmarks (import-linter): this module names it only as a string.
 
 The peer rows' names and workloads are the lab's; the one name the runner and report need up front (the request
-rows' reference, for the targets) is `GRPC_TLS`, kept equal to the lab's by a test.
+rows' reference, for the targets) is `GRPC_TLS`, kept equal to the lab's by a test (decisions PERF-39, PERF-40).
 """
 
 from __future__ import annotations
