@@ -15,7 +15,8 @@ Theory of operation. pyproject.toml names this module ([build-system] backend-pa
   failed build) it prints one line saying why and the wheel is pure Python (py3-none-any), carrying the
   reason as aqueduct/_compiled/manifest.json `{"not_built": why}`, which `aqueduct --version` shows
   (aqueduct/native.py). A missing compiler never fails the install.
-The build reads and writes only inside the tree (aqueduct/_compiled/, build/), as setuptools does.
+The build reads and writes only inside the tree (aqueduct/_compiled/, build/), as setuptools does. The
+decisions and what was rejected: PERF-42 to PERF-49 (specs/decisions/performance.md).
 """
 
 from __future__ import annotations
