@@ -18,8 +18,8 @@ def test_license_is_a_pep639_expression_with_its_file() -> None:
 
 def test_the_distribution_has_a_name_of_its_own_and_only_that_one() -> None:
     """aqueduct-py on the package index is another project's (it installs a top-level `aqueduct` too): the
-    distribution is aqueduct-quic (PROJ-11, specs/decisions/project.md), named so in pyproject, the installed metadata and
-    every file of the tree, the old name kept only where the docs name the other distributions."""
+    distribution is aqueduct-quic (PROJ-11, specs/decisions/project.md), named so in pyproject, the installed
+    metadata and every file of the tree, the old name kept only where the docs name the other distributions."""
     import subprocess
     import tomllib
 
