@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from aqueduct.native import DISTRIBUTION
+from aqueduct.native import DISTRIBUTION, PURE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ("aqueduct", "aeron_compat", "build_backend", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in")
@@ -54,7 +54,7 @@ def test_without_a_compiler_the_sdist_installs_pure_and_says_why(sdist: Path, tm
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k != "CC"}
+    env = {k: v for k, v in os.environ.items() if k not in ("CC", PURE_ENV)}  # (the installed one reports its own)
     env["TMPDIR"] = str(tmp_path)
     if without == "CC":
         env["CC"] = "/nonexistent/cc"
@@ -76,7 +76,7 @@ def test_without_a_compiler_the_sdist_installs_pure_and_says_why(sdist: Path, tm
     assert lines[0].endswith("the wheel is pure Python (`aqueduct --version` says why)"), lines[0]
     assert "py3-none-any.whl" in output and "Collecting mypy" not in output  # a pure wheel, and no mypy fetched
     state = subprocess.run([str(python), "-c", "import aqueduct.native as n; print(n.__file__); print(n.compiled())"],
-                           capture_output=True, text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)  # fmt: skip
     assert state.returncode == 0, state.stderr
     where, said = state.stdout.splitlines()
     assert where.startswith(str(env_dir))
