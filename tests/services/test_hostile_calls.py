@@ -143,8 +143,9 @@ async def test_a_chain_of_forwarded_capabilities_is_bounded_by_the_call_depth(ce
 
 
 async def test_a_caller_that_gives_up_on_calls_that_call_back_leaves_both_sides_idle(certs: DevCerts) -> None:
-    class Stuck(Listener):
+    class Stuck(CallsBack):
         async def notify(self, text: str) -> None:
+            await self.calc.add(1, 2)  # (the callback's call back: on main this deadlocked past 64 callers)
             await asyncio.Event().wait()
 
     async with served(certs, Forgetful()) as (_, conn, _server):
@@ -152,7 +153,7 @@ async def test_a_caller_that_gives_up_on_calls_that_call_back_leaves_both_sides_
         gc.collect()
         tasks, before = len(asyncio.all_tasks()) + 1, dispatchers()  # (+1: the guard's task polling)
         with pytest.raises(aqueduct.Timeout), aqueduct.call_options(timeout=0.5):
-            await asyncio.gather(*(conn.service.subscribe(Stuck()) for _ in range(80)))
+            await asyncio.gather(*(conn.service.subscribe(Stuck(conn.service)) for _ in range(80)))
 
         async def idle() -> None:
             last = (-1, -1)
