@@ -244,3 +244,71 @@ async def test_calls_queued_for_a_connection_that_closed_are_never_started(certs
 
         await guard(drained())
         assert Counting.added == 0
+
+
+async def test_dropped_capabilities_are_released_without_the_cyclic_collector(certs: DevCerts) -> None:
+    """Forwarders (a stub passed on) and origin dispatchers end when the last stub is dropped, by reference
+    counting alone: counted with the cyclic collector off."""
+    async with served(certs) as (_, conn, _server):
+        assert await guard(conn.service.add(0, 0)) == 0
+        gc.collect()
+        before = dispatchers()
+        gc.disable()
+        try:
+            for _ in range(200):
+                back = await guard(conn.service.echo_listener(Collect()))  # (a forwarder on the server)
+                del back
+                await guard(conn.service.drop(Collect()))
+
+            async def released() -> None:
+                while dispatchers() != before:
+                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
+
+            await guard(released())
+        finally:
+            gc.enable()
+
+
+@pytest.mark.parametrize("seed", range(1))
+async def test_the_dispatcher_refuses_every_call_whose_numbers_it_cannot_use(seed: int) -> None:
+    """Hypothesis feeds the dispatcher (over a local channel) calls with generated metadata: each is answered,
+    either run or refused with a readable InvalidCall naming a limit, and the loop's timers stay finite."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from aqueduct.services.dispatch import serve_calls
+
+    iface = interface_of(Calculator)
+    tx, rx = aqueduct.channel(iface.call_type)
+    server = asyncio.ensure_future(serve_calls(rx, Calc(), iface))
+    limits = ServiceLimits()
+    seen: list[tuple[bool, str]] = []
+    loop = asyncio.get_running_loop()
+
+    metas = st.builds(
+        CallMeta,
+        timeout=st.none() | st.floats(allow_nan=True, allow_infinity=True) | st.floats(0, 100),
+        metadata=st.dictionaries(st.text(max_size=20), st.text(max_size=5000), max_size=80),
+        depth=st.integers(-5, 2**40) | st.integers(0, 3),
+    )
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(meta=metas)
+    def check(meta: CallMeta) -> None:
+        fut = asyncio.run_coroutine_threadsafe(request(tx, lambda r: ADD.call(reply=r, meta=meta, a=1, b=2)), loop)
+        reply = fut.result(timeout=20)
+        if reply.error is None:
+            assert reply.value == 3
+            assert meta.timeout is None or (math.isfinite(meta.timeout) and 0 <= meta.timeout)
+            assert 0 <= meta.depth <= limits.max_call_depth
+            assert len(meta.metadata) <= limits.max_metadata_entries
+        else:
+            assert reply.error.type in ("InvalidCall", "CallLimitExceeded"), reply.error
+            assert "max_" in reply.error.message
+        seen.append((reply.error is None, ""))
+
+    await asyncio.to_thread(check)
+    assert timers_in_order()
+    assert any(ok for ok, _ in seen) and any(not ok for ok, _ in seen)
+    await tx.finish()
+    await guard(server)
