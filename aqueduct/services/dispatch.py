@@ -46,8 +46,16 @@ from typing import Any
 
 from ..api.halves import Receiver, Sender
 from ..errors import ChannelError
-from .context import (CURRENT, CallInfo, CallLimitExceeded, ServiceLimits, intercepted, metadata_bytes,
-                      refusal, settings_of)
+from .context import (
+    CURRENT,
+    CallInfo,
+    CallLimitExceeded,
+    ServiceLimits,
+    intercepted,
+    metadata_bytes,
+    refusal,
+    settings_of,
+)
 from .interface import Failure, Interface, Method, Service
 from .stub import RemoteError
 
@@ -294,7 +302,7 @@ def _failure(exc: BaseException, iface: Interface, method: Method, limits: Servi
     if isinstance(exc, CallLimitExceeded) or limits.send_error_text or iface.errors.get(name) is type(exc):
         return Failure(name, _cut(str(exc), limits), method.name)
     call_id = f"{_PROCESS}-{next(_CALL_IDS)}"
-    log.error("service call %s (%s.%s) raised %s: %s", call_id, iface.name, method.name, name, exc,
-              exc_info=(type(exc), exc, exc.__traceback__))
+    log.error("service call %s (%s.%s) raised %s; its text is in the traceback", call_id, iface.name, method.name,
+              name, exc_info=(type(exc), exc, exc.__traceback__))
     return Failure(name, f"call {call_id}: the server logged this exception's text under this call id "
                          "(it sends only declared exceptions' text)", method.name)
