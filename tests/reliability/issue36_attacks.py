@@ -1,6 +1,6 @@
 """Issue 36's service attacks, rerun against a real server process while a good client calls on another
-connection (each attack in a process of its own): prints, per attack, the server's resident memory before, at its peak and after, and the good
-client's worst call latency during it. Loopback only, bounded loops; a figures script, not a test.
+connection (each attack in a process of its own): prints, per attack, the server's resident memory before,
+at its peak and after, and the good client's worst call latency during it. Loopback only, bounded loops; a figures script, not a test.
 
     .venv/bin/python tests/reliability/issue36_attacks.py
 
