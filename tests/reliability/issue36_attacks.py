@@ -1,6 +1,7 @@
 """Issue 36's service attacks, rerun against a real server process while a good client calls on another
 connection (each attack in a process of its own): prints, per attack, the server's resident memory before,
-at its peak and after, and the good client's worst call latency during it. Loopback only, bounded loops; a figures script, not a test.
+at its peak and after, and the good client's worst call latency during it. Loopback only, bounded loops;
+a figures script, not a test.
 
     .venv/bin/python tests/reliability/issue36_attacks.py
 
@@ -112,7 +113,7 @@ async def main() -> None:
             url = f"aqueduct://127.0.0.1:{int(proc.stdout.readline())}"
             async with aqueduct.connect(url, ca=certs.ca, service=Calculator) as good:
                 print(f"{'attack':34} {'RSS before':>10} {'peak':>8} {'after':>8} {'good worst':>11}  outcome")
-                for name, attack in ATTACKS:
+                for name, _ in ATTACKS:
                     await good.service.add(0, 0)
                     before = peak = rss(proc.pid)
                     worst = 0.0
