@@ -152,10 +152,11 @@ class _Dispatcher:
                 if link is not None and link.is_closed:  # type: ignore[attr-defined]
                     running.close()  # (its connection closed while it waited: nobody to answer, never started)
                     self._release(held)
+                    del call, meta, running  # (nothing of it stays held while the next is awaited)
                     continue
                 reply: Sender[Any] = call.reply
                 context = contextvars.copy_context()
-                del call  # (`running` alone holds it: a cancelled call lets its reply sender go at once)
+                del call, meta  # (`running` alone holds it: a cancelled call lets its reply sender go at once)
                 try:
                     waiting = context.run(running.send, None)
                 except StopIteration:  # the call ended without waiting (answered, or its caller gone)
@@ -243,7 +244,7 @@ async def _run(impl: Service, iface: Interface, method: Method, call: Any, link:
     loop_time = asyncio.get_running_loop().time()
     info = CallInfo(iface.name, method.name, fields, dict(meta.metadata) if meta is not None else {}, "server",
                     link, None if timeout is None else loop_time + timeout, meta.depth if meta is not None else 0)
-    del call  # (the reply sender is held here alone: a cancelled call lets it go)
+    del call, meta  # (the reply sender is held here alone: a cancelled call lets it go)
     CURRENT.set(info)
     fn = getattr(impl, method.name)
     settings = settings_of(link)

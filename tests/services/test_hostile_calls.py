@@ -86,6 +86,8 @@ async def test_oversized_call_metadata_is_refused_naming_the_limit(
         assert reply.error is not None and reply.error.type == "InvalidCall"
         assert limit in reply.error.message
         assert service_sizes(link_of(server_conn))["call_metadata_bytes"] == 0
+        gc.collect()  # (nothing of the refused call is held: not its metadata either, while the next is awaited)
+        assert not [o for o in gc.get_objects() if type(o) is CallMeta and o.metadata]
         assert await guard(conn.service.add(2, 2)) == 4
 
 
