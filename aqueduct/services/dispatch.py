@@ -181,6 +181,7 @@ class _Dispatcher:
                 here = asyncio.current_task(self.loop)
                 assert here is not None
                 _cancel_when_abandoned(here, reply)
+                del here  # (the task keeps its cancellation, whose traceback holds this frame: no cycle through it)
             del reply
             await _Resumed(running, context, waiting)
         finally:
@@ -215,6 +216,8 @@ class _Resumed:
                 waiting = context.run(step, arg)
             except StopIteration:
                 return
+            finally:  # (a raised `arg` would hold this frame through its traceback: a cycle that kept a cancelled
+                arg = None  # call's arguments, capabilities included, alive until the cyclic collector ran)
 
 
 def _cancel_when_abandoned(task: asyncio.Task[None], reply: Sender[Any]) -> None:

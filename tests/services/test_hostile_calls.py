@@ -250,8 +250,15 @@ async def test_calls_queued_for_a_connection_that_closed_are_never_started(certs
 
 async def test_dropped_capabilities_are_released_without_the_cyclic_collector(certs: DevCerts) -> None:
     """Forwarders (a stub passed on) and origin dispatchers end when the last stub is dropped, by reference
-    counting alone: counted with the cyclic collector off."""
-    async with served(certs) as (_, conn, _server):
+    counting alone: counted with the cyclic collector off. Also when the call that carried the capability was
+    abandoned (its caller's deadline passed while the server waited): a cancelled call's traceback used to hold
+    its frames, the stub among their variables, in a cycle through the dispatcher's task."""
+
+    class Stuck(Listener):
+        async def notify(self, text: str) -> None:
+            await asyncio.Event().wait()
+
+    async with served(certs, Forgetful()) as (_, conn, _server):
         assert await guard(conn.service.add(0, 0)) == 0
         gc.collect()
         before = dispatchers()
@@ -261,6 +268,10 @@ async def test_dropped_capabilities_are_released_without_the_cyclic_collector(ce
                 back = await guard(conn.service.echo_listener(Collect()))  # (a forwarder on the server)
                 del back
                 await guard(conn.service.drop(Collect()))
+            with aqueduct.call_options(timeout=0.2):
+                gave_up = await guard(asyncio.gather(*(conn.service.subscribe(Stuck()) for _ in range(50)),
+                                                     return_exceptions=True))
+            assert all(isinstance(e, aqueduct.Timeout) for e in gave_up)
 
             async def released() -> None:
                 while dispatchers() != before:
