@@ -21,7 +21,7 @@ import aqueduct
 from aqueduct.api.connection import link_of
 from aqueduct.api.request import request
 from aqueduct.quic.certs import DevCerts
-from aqueduct.services.context import ServiceLimits, service_sizes
+from aqueduct.services.context import CURRENT, ServiceLimits, service_sizes
 from aqueduct.services.dispatch import dispatchers
 from aqueduct.services.interface import CallMeta, interface_of
 from tests.api.conftest import guard
@@ -151,6 +151,7 @@ async def test_a_caller_that_gives_up_on_calls_that_call_back_leaves_both_sides_
             await asyncio.Event().wait()
 
     async with served(certs, Forgetful()) as (_, conn, _server):
+        from .test_errors_and_deadlines import sizes
         assert await guard(conn.service.add(0, 0)) == 0
         gc.collect()
         tasks, before = len(asyncio.all_tasks()) + 1, dispatchers()  # (+1: the guard's task polling)
@@ -168,6 +169,10 @@ async def test_a_caller_that_gives_up_on_calls_that_call_back_leaves_both_sides_
         try:
             await guard(idle())
         except TimeoutError:
+            from aqueduct.services.dispatch import _RUNNING
+            live = [(t.get_coro().cr_frame.f_locals.get("impl"), t.get_coro().cr_frame.f_locals.get("rx"))  # type: ignore[union-attr]
+                    for t in _RUNNING]
+            print("LIVE", live, [sizes(c) for c in (conn, *_server.connections)])
             extra = [t for t in asyncio.all_tasks()]
             raise AssertionError(f"{len(extra)} tasks (baseline {tasks}), dispatchers {dispatchers()} / {before}: "
                                  f"{[repr(t.get_coro())[:120] for t in extra][:20]}") from None
@@ -277,7 +282,10 @@ async def test_dropped_capabilities_are_released_without_the_cyclic_collector(ce
                 while dispatchers() != before:
                     await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
 
-            await guard(released())
+            try:
+                await guard(released())
+            except TimeoutError:
+                raise AssertionError(f"dispatchers {dispatchers()}, before {before}") from None
         finally:
             gc.enable()
 
@@ -325,3 +333,65 @@ async def test_the_dispatcher_refuses_every_call_whose_numbers_it_cannot_use(see
     assert any(ok for ok, _ in seen) and any(not ok for ok, _ in seen)
     await tx.finish()
     await guard(server)
+
+
+async def test_a_nested_call_over_max_nested_calls_fails_at_once_naming_the_limit(certs: DevCerts) -> None:
+    """Nested calls never wait for a slot: one past `max_nested_calls` fails at once with CallLimitExceeded
+    (here raised in the server's method, where the callback is made, and reaching the caller by name)."""
+    release = asyncio.Event()
+
+    class Held(Listener):
+        def __init__(self) -> None:
+            self.entered = asyncio.Event()
+
+        async def notify(self, text: str) -> None:
+            self.entered.set()
+            await release.wait()
+
+    limits = ServiceLimits(max_nested_calls=1)
+    async with served(certs, Forgetful(), server_kw={"service_limits": limits}) as (_, conn, _server):
+        first = Held()
+        holding = asyncio.ensure_future(conn.service.subscribe(first))
+        await guard(first.entered.wait())  # (the server's one nested call is in flight)
+        with pytest.raises(aqueduct.RemoteError) as raised:
+            await guard(conn.service.subscribe(Held()))
+        assert raised.value.type_name == "CallLimitExceeded"
+        assert "max_nested_calls (1)" in raised.value.remote_message
+        release.set()
+        await guard(holding)
+        assert await guard(conn.service.subscribe(CallsBack(conn.service))) is None  # (the slot came back)
+
+
+async def test_the_caller_refuses_a_call_nested_deeper_than_max_call_depth() -> None:
+    """Over a local channel: a method that calls itself recursively stops at `max_call_depth`: CallLimitExceeded
+    is raised where the too-deep call is made, and reaches the outer callers by name."""
+    from aqueduct.services.dispatch import serve_calls, spawn
+    from aqueduct.services.stub import make_stub
+
+    class Deep(Listener):
+        def __init__(self) -> None:
+            self.me: Listener | None = None
+            self.depth = 0
+
+        async def notify(self, text: str) -> None:
+            self.depth = max(self.depth, aqueduct.current_call().depth)
+            assert self.me is not None
+            await self.me.notify(text)
+
+    iface = interface_of(Listener)
+    tx, rx = aqueduct.channel(iface.call_type)
+    impl = Deep()
+    spawn(serve_calls(rx, impl, iface))
+    impl.me = make_stub(iface, tx)
+    with pytest.raises(aqueduct.RemoteError) as raised:
+        await guard(impl.me.notify("down"))
+    assert raised.value.type_name == "CallLimitExceeded" and "max_call_depth (64)" in raised.value.remote_message
+    assert impl.depth == ServiceLimits().max_call_depth
+    with pytest.raises(aqueduct.CallLimitExceeded, match="max_call_depth") as local:  # (as the deepest saw it)
+        token = CURRENT.set(aqueduct.CallInfo("Listener", "notify", {}, {}, "server", depth=64))
+        try:
+            await impl.me.notify("one more")
+        finally:
+            CURRENT.reset(token)
+    assert local.value.limit == "max_call_depth"
+    await tx.finish()
