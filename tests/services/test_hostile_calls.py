@@ -290,8 +290,7 @@ async def test_dropped_capabilities_are_released_without_the_cyclic_collector(ce
             gc.enable()
 
 
-@pytest.mark.parametrize("seed", range(1))
-async def test_the_dispatcher_refuses_every_call_whose_numbers_it_cannot_use(seed: int) -> None:
+async def test_the_dispatcher_refuses_every_call_whose_numbers_it_cannot_use() -> None:
     """Hypothesis feeds the dispatcher (over a local channel) calls with generated metadata: each is answered,
     either run or refused with a readable InvalidCall naming a limit, and the loop's timers stay finite."""
     from hypothesis import HealthCheck, given, settings
