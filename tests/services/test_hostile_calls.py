@@ -21,7 +21,7 @@ import aqueduct
 from aqueduct.api.connection import link_of
 from aqueduct.api.request import request
 from aqueduct.quic.certs import DevCerts
-from aqueduct.services.context import CURRENT, ServiceLimits, service_sizes
+from aqueduct.services.context import CURRENT, DEFAULT_MAX_CONCURRENT_CALLS, ServiceLimits, service_sizes
 from aqueduct.services.dispatch import dispatchers
 from aqueduct.services.interface import CallMeta, interface_of
 from tests.api.conftest import guard
@@ -123,7 +123,7 @@ class Forgetful(Calc):
 
 async def test_calls_that_call_back_do_not_deadlock_on_the_call_slots(certs: DevCerts) -> None:
     async with served(certs, Forgetful()) as (_, conn, _server):
-        listeners = [CallsBack(conn.service) for _ in range(2 * aqueduct.services.context.DEFAULT_MAX_CONCURRENT_CALLS)]
+        listeners = [CallsBack(conn.service) for _ in range(2 * DEFAULT_MAX_CONCURRENT_CALLS)]
         await guard(asyncio.gather(*(conn.service.subscribe(li) for li in listeners)))
         assert all(li.sums == 3 for li in listeners)
 
@@ -156,7 +156,8 @@ async def test_a_caller_that_gives_up_on_calls_that_call_back_leaves_both_sides_
         gc.collect()
         tasks, before = len(asyncio.all_tasks()) + 1, dispatchers()  # (+1: the guard's task polling)
         with pytest.raises(aqueduct.Timeout), aqueduct.call_options(timeout=0.5):
-            await asyncio.gather(*(conn.service.subscribe(Stuck(conn.service)) for _ in range(80)))
+            await asyncio.gather(*(conn.service.subscribe(Stuck(conn.service))
+                                   for _ in range(DEFAULT_MAX_CONCURRENT_CALLS)))
 
         async def idle() -> None:
             last = (-1, -1)
