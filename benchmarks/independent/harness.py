@@ -590,13 +590,14 @@ def run(args: argparse.Namespace) -> int:
     me = which_aqueduct()
     print(f"aqueduct {me['version']} from {me['path']}")
     print(f"  {me['install']}; {me['status']}")
-    if not me["wheel"] or not me["compiled"]:
-        banner = "NOT AN INSTALLED WHEEL" if not me["wheel"] else "PURE PYTHON"
-        print(f"  !!! {banner}: these figures are not the installed wheel's !!!")
-        if args.require_wheel:
-            print("--require-wheel: refusing to run (install the wheel into a fresh venv, run this file with its "
-                  "python, from outside the checkout's root)", file=sys.stderr)
-            return 2
+    wrong_build = [*([] if me["wheel"] else ["NOT AN INSTALLED WHEEL: not what a user installs"]),
+                   *([] if me["compiled"] else ["PURE PYTHON: the compiled wire and engine are not in use"])]
+    for banner in wrong_build:
+        print(f"  !!! {banner} !!!")
+    if wrong_build and args.require_wheel:
+        print("--require-wheel: refusing to run (install a compiled wheel into a fresh venv and run this file with "
+              "that venv's python; README.md)", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="independent-", dir=args.workdir) as tmp:
         certs = Path(tmp)
         # (-P: never the current directory first, which in a checkout's root would be the checkout's aqueduct)
