@@ -546,7 +546,16 @@ def report(rounds: list[dict[str, dict[str, Any]]]) -> tuple[list[str], list[dic
         summary.append({"target": t.name, "unit": t.unit, "ours": ours, "theirs": theirs, "ratios": ratios,
                         "goal": t.goal, "met": met})
     lines.append("(aqueduct and peer columns: medians over rounds, in each target's unit: calls/s, us or ms)")
+    cpu_rows = (("aqueduct request", "aqueduct", "request 1"), ("typed service", "aqueduct", "service 1"),
+                ("grpcio aio TLS", "grpc", "request 1"))
+    lines.append("CPU per call at 1 in flight, client + server (us, medians over rounds): " + ", ".join(
+        f"{label} {_median(rounds, system, row, 'cpu_client'):,.0f} + {_median(rounds, system, row, 'cpu_server'):,.0f}"
+        for label, system, row in cpu_rows))
     return lines, summary
+
+
+def _median(rounds: list[dict[str, dict[str, Any]]], system: str, row: str, key: str) -> float:
+    return float(statistics.median(1e6 * r[system][row][key] / r[system][row]["calls"] for r in rounds))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -575,8 +584,14 @@ class Child:
         return self.line()
 
     def stop(self) -> None:
+        """A client ends its rounds at the end of its stdin (it closes its connections); a server is terminated."""
         if self.proc.stdin is not None:
             self.proc.stdin.close()
+        if self.name.startswith("client"):
+            try:
+                self.proc.wait(timeout=CALL_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc.poll() is None:
             self.proc.terminate()
         self.proc.wait(timeout=30)
