@@ -655,6 +655,8 @@ def run(args: argparse.Namespace) -> int:
     for line in wrong:
         print(f"  !!! {line}")
     lines, summary = report(results)
+    if args.quick:
+        print("--quick: a few calls per row, to prove the rows; the figures below are not a measurement")
     print("\n".join(lines))
     if args.json is not None:
         Path(args.json).write_text(json.dumps({"aqueduct": me, "servers": servers, "sizes": sizes.__dict__,
