@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import aqueduct
+from aqueduct.quic.webtransport import WebTransportProtocol
 from aqueduct.quic.webtransport_cert import BrowserCert
 
 from .wt_client import open_session, raw_session
@@ -36,3 +37,151 @@ async def test_a_session_and_a_quic_client_reach_the_same_server(browser_cert: B
         assert sorted(seen) == [("quic", {"from": "quic"}), ("webtransport", {"from": "webtransport"})]
         await browser.close()
         await quic.close()
+
+
+async def test_channels_travel_inside_messages_both_ways_over_a_session(browser_cert: BrowserCert) -> None:
+    """A receiver sent by the client gets a stream back; a sender sent by the client carries the server's reply;
+    a cancel by the client reaches the server as ChannelCancelled (a stream reset, its code mapped both ways)."""
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
+                              webtransport=True) as server:
+        async def handle() -> None:
+            conn = await server.accept()
+            async for msg in conn.entrypoint:
+                if msg["op"] == "stream":
+                    async with msg["to"] as tx:
+                        for i in range(50):
+                            await tx.send(i)
+                elif msg["op"] == "reply":
+                    await msg["to"].send(msg["x"] * 2)
+                    await msg["to"].finish()
+                elif msg["op"] == "cancelled":
+                    with pytest.raises(aqueduct.ChannelCancelled):
+                        await msg["from"].recv()
+                        await msg["from"].recv()
+                    await msg["ack"].send("saw the cancel")
+
+        task = asyncio.create_task(handle())
+        conn = await open_session(server.address, browser_cert.hex)
+        tx, rx = aqueduct.channel()
+        await conn.entrypoint.send({"op": "stream", "to": tx})
+        assert [n async for n in rx] == list(range(50))
+        reply_tx, reply_rx = aqueduct.channel()
+        await conn.entrypoint.send({"op": "reply", "to": reply_tx, "x": 21})
+        assert await reply_rx.recv() == 42
+        data_tx, data_rx = aqueduct.channel()
+        ack_tx, ack_rx = aqueduct.channel()
+        await conn.entrypoint.send({"op": "cancelled", "from": data_rx, "ack": ack_tx})
+        await data_tx.send("one")
+        data_tx.cancel()
+        assert await asyncio.wait_for(ack_rx.recv(), 10) == "saw the cancel"
+        await conn.close()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_unreliable_messages_travel_in_session_datagrams(browser_cert: BrowserCert) -> None:
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
+                              webtransport=True) as server:
+        conn = await open_session(server.address, browser_cert.hex)
+        served = await server.accept()
+        tx, rx = aqueduct.channel(mode=aqueduct.Delivery.UNRELIABLE)
+        await conn.entrypoint.send(rx)
+        got = await served.entrypoint.recv()
+        await tx.send(b"x" * 100)
+        assert await asyncio.wait_for(got.recv(), 10) == b"x" * 100
+        assert served.stats.unreliable_received >= 1 and conn.stats.unreliable_sent == 1
+        await conn.close()
+
+
+@pytest.mark.parametrize(("options", "path", "origin", "status"), [
+    ({"origins": ("https://app.example",)}, "/aqueduct", "https://evil.example", 403),
+    ({"origins": ("https://app.example",)}, "/aqueduct", None, 403),
+    ({}, "/elsewhere", "https://any.example", 404),
+    ({"path": "/ws"}, "/aqueduct", "https://any.example", 404),
+], ids=["wrong-origin", "no-origin", "wrong-path", "other-path"])
+async def test_a_session_outside_the_allow_list_is_refused(
+    browser_cert: BrowserCert, options: dict[str, Any], path: str, origin: str | None, status: int,
+) -> None:
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
+                              webtransport=aqueduct.WebTransportOptions(**options)) as server:
+        session = await raw_session(server.address, browser_cert.hex, path=path, origin=origin)
+        assert session.status.result() == status
+        assert session.engine is None
+        assert server.webtransport is not None
+        assert server.webtransport.refused == 1 and server.webtransport.live == 0
+        session.close_connection(0, "done")
+
+
+async def test_sessions_are_capped_per_server_and_per_connection(browser_cert: BrowserCert) -> None:
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
+                              webtransport=aqueduct.WebTransportOptions(max_sessions=1)) as server:
+        first = await open_session(server.address, browser_cert.hex)
+        second = await raw_session(server.address, browser_cert.hex)
+        assert second.status.result() == 429  # over the server's cap
+        assert server.webtransport is not None and server.webtransport.live == 1
+        # a second CONNECT on the first session's own connection: one session per connection
+        from aqueduct.api.connection import link_of
+
+        protocol = link_of(first).protocol
+        assert isinstance(protocol, type(second))
+        protocol.status = asyncio.get_running_loop().create_future()
+        protocol.send_connect(f"127.0.0.1:{server.address[1]}", "/aqueduct", "https://x.example")
+        assert await asyncio.wait_for(protocol.status, 10) == 429
+        assert server.webtransport.refused == 2
+        await first.close()
+        second.close_connection(0, "done")
+
+
+async def test_bad_bytes_from_a_session_close_it_with_the_code_a_quic_peer_gets(browser_cert: BrowserCert) -> None:
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
+                              webtransport=True) as server:
+        session = await raw_session(server.address, browser_cert.hex, headers=[])
+        session.send_raw(b"\x00garbage", uni=False)  # the first bidi stream: the connection control stream
+        await asyncio.wait_for(session.terminated, 10)
+        assert session.closed_with is not None
+        assert session.closed_with[0] in (aqueduct.CloseCode.PROTOCOL_VIOLATION, aqueduct.CloseCode.FRAME_ENCODING)
+        assert server.webtransport is not None and server.webtransport.live == 0
+
+
+async def test_an_endless_capsule_closes_the_session(browser_cert: BrowserCert) -> None:
+    """The CONNECT stream's capsules are bounded (MAX_CAPSULE): a peer cannot make the server hold an endless one."""
+    from aioquic.buffer import encode_uint_var
+
+    from aqueduct.quic.webtransport_wire import MAX_CAPSULE
+
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
+                              webtransport=True) as server:
+        conn = await open_session(server.address, browser_cert.hex)
+        from aqueduct.api.connection import link_of
+
+        protocol = link_of(conn).protocol
+        assert protocol.h3 is not None and protocol.session_id is not None
+        protocol.h3.send_data(protocol.session_id, encode_uint_var(0x1234) + encode_uint_var(MAX_CAPSULE + 1), False)
+        protocol.transmit()
+        closed = await asyncio.wait_for(conn.wait_closed(), 10)
+        assert closed.error_code == aqueduct.CloseCode.PROTOCOL_VIOLATION
+        assert server.webtransport is not None and server.webtransport.live == 0
+
+
+async def test_the_stream_tables_forget_finished_streams(browser_cert: BrowserCert) -> None:
+    """Each unordered message is a stream of its own; the adapter's tables (and aioquic's H3 table) stay bounded."""
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
+                              webtransport=True) as server:
+        conn = await open_session(server.address, browser_cert.hex)
+        served = await server.accept()
+        tx, rx = aqueduct.channel(mode=aqueduct.Delivery.UNORDERED)
+        await conn.entrypoint.send(rx)
+        got = await served.entrypoint.recv()
+        from aqueduct.api.connection import link_of
+
+        protocol = link_of(served).protocol
+        assert isinstance(protocol, WebTransportProtocol)
+        peak = 0
+        for i in range(600):
+            await tx.send(i)
+            if i % 50 == 49:
+                for _ in range(50):
+                    await got.recv()
+                peak = max(peak, len(protocol.qid), len(protocol.h3._stream) if protocol.h3 else 0)
+        assert served.stats.messages_received >= 600
+        assert peak < 300
+        await conn.close()
