@@ -403,7 +403,7 @@ def serve(
     sessions are accepted on the same UDP port too (at `https://host:port/aqueduct` by default); they reach the
     same `async for conn in server`, with `conn.transport == "webtransport"` (quic/webtransport.py). Browsers
     accept a self-signed certificate through `serverCertificateHashes` only when it is ECDSA and valid for at
-    most 14 days (`aqueduct cert --browser`).
+    most 14 days (`aqueduct.quic.webtransport_cert.make_browser_cert`).
     """
     check_port(port)
     if isinstance(options.get("metrics"), tuple):

@@ -245,12 +245,13 @@ async def open_server(
     def create_protocol(quic: Any, stream_handler: Any = None) -> AqueductProtocol:
         if client_auth is not None:  # before the first packet: its TLS context is built then (paced.py)
             PacedQuicConnection.adopt(quic).client_auth = client_auth
-        protocol = (
-            AqueductProtocol(quic, stream_handler, side=Side.SERVER, headers=header_list, engine_config=engine_config,
-                             settings=settings)
-            if webtransport is None else
-            WebTransportProtocol(quic, stream_handler, side=Side.SERVER, headers=header_list,
-                                 engine_config=engine_config, settings=settings, webtransport=webtransport)
+        if webtransport is not None:  # (it tells on_connection once it is a plain connection or a session)
+            return WebTransportProtocol(quic, stream_handler, side=Side.SERVER, headers=header_list,
+                                        engine_config=engine_config, settings=settings, webtransport=webtransport,
+                                        on_connection=on_connection)
+        protocol = AqueductProtocol(
+            quic, stream_handler, side=Side.SERVER, headers=header_list, engine_config=engine_config,
+            settings=settings,
         )
         on_connection(protocol)
         return protocol

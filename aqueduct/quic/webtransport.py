@@ -7,6 +7,10 @@ nothing below applies), "h3" makes it a WebTransport connection. The engine is t
 does not know the difference: it sees streams and datagrams with QUIC-numbered stream IDs; this layer maps
 them onto the WebTransport session's streams.
 
+The server's `on_connection` (which makes the application's Connection) hears of a plain connection at its
+ALPN and of a WebTransport one when its session is accepted: an h3 connection that never opens a session is
+never an application's connection (the admission limits and the start-up deadline of limits.py still apply).
+
 An h3 connection runs aioquic's `H3Connection` (with WebTransport on, and the settings browsers look for:
 `WebTransportH3`). The first request must be an extended CONNECT with `:protocol webtransport` to the
 configured path from an allowed Origin (`WebTransportOptions`); anything else is answered with an HTTP status
@@ -48,7 +52,7 @@ Spec: none of the Aqueduct protocol (the mapping and its reasons: specs/DECISION
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -226,9 +230,12 @@ class _SessionStreams:
 class WebTransportProtocol(AqueductProtocol):
     """A server connection that is plain Aqueduct (ALPN "aqueduct") or one WebTransport session (ALPN "h3")."""
 
-    def __init__(self, *args: Any, webtransport: WebTransportSessions, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, webtransport: WebTransportSessions,
+                 on_connection: Callable[[AqueductProtocol], None] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sessions = webtransport
+        self._on_connection = on_connection
+        """Told of this connection once it is a plain one (at its ALPN) or a session (at its 200)."""
         self.h3: WebTransportH3 | None = None
         self.session_id: int | None = None
         self.datagram_prefix = b""
@@ -253,6 +260,8 @@ class WebTransportProtocol(AqueductProtocol):
                 return
             if alpn != H3_ALPN:
                 self.__class__ = AqueductProtocol  # type: ignore[assignment]
+                if self._on_connection is not None:
+                    self._on_connection(self)
                 AqueductProtocol._process_events(self)
                 return
             self.h3 = WebTransportH3(self._quic, enable_webtransport=True)
@@ -352,6 +361,8 @@ class WebTransportProtocol(AqueductProtocol):
         self.start_engine()
         if self._handshake_done and self.engine is not None:
             self.engine.handle_event(tp.HandshakeCompleted(False, False), self._loop.time())
+        if self._on_connection is not None:
+            self._on_connection(self)
 
     def start_engine(self) -> Engine:
         """The session's engine: never processes 0-RTT data; datagram payloads leave room for the prefix."""

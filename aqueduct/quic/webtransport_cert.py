@@ -4,8 +4,7 @@ A page may trust a server's certificate without any CA when it names the certifi
 `serverCertificateHashes`; browsers then demand (W3C WebTransport, "custom certificate requirements") an X.509v3
 certificate with an ECDSA P-256 key (Chromium also takes no RSA here) whose validity period is at most two weeks.
 `make_browser_cert(dir)` writes such a self-signed certificate (cert.pem, key.pem) for loopback names and returns
-its paths and hash; `aqueduct cert --browser` and the browser tests use it. The hash goes to the page as bytes
-(`hash_bytes`) or hex (`fingerprint`, certs.py: the same SHA-256 of the DER).
+its paths and hash (`sha256`, or `hex` for a page to decode); the browser example and tests use it.
 """
 
 from __future__ import annotations

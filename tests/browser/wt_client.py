@@ -19,7 +19,7 @@ from typing import Any
 
 from aioquic.h3 import events as h3e
 
-from aqueduct.api.codec import CODEC_HEADER, DEFAULT_CODEC
+from aqueduct.api.codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from aqueduct.api.connection import Connection
 from aqueduct.api.link import ConnectionLink
 from aqueduct.quic.endpoint import _connected_endpoint
@@ -130,12 +130,13 @@ async def raw_session(address: tuple[str, int], cert_hash: str, *, path: str = "
     return protocol
 
 
-async def open_session(address: tuple[str, int], cert_hash: str, **kwargs: Any) -> Connection[Any]:
+async def open_session(address: tuple[str, int], cert_hash: str, codec: Codec = DEFAULT_CODEC,
+                       **kwargs: Any) -> Connection[Any]:
     """An Aqueduct connection over a WebTransport session (raises if the CONNECT was refused)."""
-    protocol = await raw_session(address, cert_hash, **kwargs)
+    protocol = await raw_session(address, cert_hash, headers=[(CODEC_HEADER, codec.name.encode())], **kwargs)
     if protocol.status.result() != 200:
         raise ConnectionRefusedError(f"CONNECT answered {protocol.status.result()}")
-    link: ConnectionLink[Any] = ConnectionLink(protocol, DEFAULT_CODEC)
+    link: ConnectionLink[Any] = ConnectionLink(protocol, codec)
     protocol.flush()
     await asyncio.wait_for(link.ready, 10)
     return Connection(link)
