@@ -236,7 +236,7 @@ async def open_server(
     tickets = tickets if tickets is not None else ServerTicketStore()
     config = server_configuration(settings, cert=cert, key=key)
     if webtransport is not None:
-        config.alpn_protocols = [*config.alpn_protocols, H3_ALPN]
+        config.alpn_protocols = [*(config.alpn_protocols or ()), H3_ALPN]
     # 0-RTT work may run before the handshake only with a single-use ticket store (see tickets.py).
     engine_config = replace(engine_config or EngineConfig(), replay_safe_0rtt=tickets.single_use)
     header_list = tuple(headers)

@@ -65,7 +65,6 @@ from aioquic.quic.connection import QuicConnection
 
 from ..core import transport as tp
 from ..errors import ConfigError
-from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from .protocol import AqueductProtocol
 from .settings import paced_engine_config

@@ -20,7 +20,8 @@ Spec: none of the Aqueduct protocol (the WebTransport mapping is specs/DECISIONS
 
 from __future__ import annotations
 
-from aioquic.buffer import Buffer, BufferReadError, encode_uint_var
+from aioquic._buffer import Buffer, BufferReadError
+from aioquic.buffer import encode_uint_var
 
 from ..wire.errors import AqueductError
 

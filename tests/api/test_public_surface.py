@@ -23,7 +23,7 @@ from .conftest import guard, running
 
 CONNECTION_MEMBERS = {
     "entrypoint", "peer_headers", "header", "peer_address", "codec", "stats", "rtt", "rtt_min", "is_closed",
-    "close", "wait_closed", "peer_identity", "identity", "zero_rtt",
+    "close", "wait_closed", "peer_identity", "identity", "zero_rtt", "transport",
 }
 """What README and the docstrings promise a service author; anything else is the library's business."""
 

@@ -142,7 +142,9 @@ async def test_the_page_calls_a_typed_service(relay: BrowserRelay, browser_cert:
         await conn.close()
 
 
-async def test_a_hostile_page_gets_the_close_code_a_quic_peer_gets(relay: BrowserRelay, browser_cert: BrowserCert) -> None:
+async def test_a_hostile_page_gets_the_close_code_a_quic_peer_gets(
+    relay: BrowserRelay, browser_cert: BrowserCert,
+) -> None:
     async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key,
                               webtransport=True) as server:
         code, reason = await relay._page.evaluate("([u, h, b]) => hostile(u, h, b)",
