@@ -38,20 +38,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import aqueduct  # noqa: E402
-from aqueduct.api.codec import RawCodec, RawMessage  # noqa: E402
-from aqueduct.core.config import EngineConfig  # noqa: E402
-from aqueduct.core.engine import Engine  # noqa: E402
-from aqueduct.core.transport import SendStreamData  # noqa: E402
-from aqueduct.quic.webtransport_cert import make_browser_cert  # noqa: E402
-from aqueduct.wire.channel_id import Side  # noqa: E402
+import aqueduct
+from aqueduct.api.codec import RawCodec, RawMessage
+from aqueduct.core.config import EngineConfig
+from aqueduct.core.engine import Engine
+from aqueduct.core.transport import SendStreamData
+from aqueduct.quic.webtransport_cert import make_browser_cert
+from aqueduct.wire.channel_id import Side
 
 PAYLOAD = bytes(range(64))
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server"]
 PAGE = """<!doctype html><meta charset="utf-8"><title>bench</title><script>
 async function blast(url, hashHex) {
   const hash = new Uint8Array(hashHex.match(/../g).map((x) => parseInt(x, 16)));
-  const [ctl, msgs] = await Promise.all(['/ctl', '/msgs'].map(async (p) => new Uint8Array(await (await fetch(p)).arrayBuffer())));
+  const get = async (p) => new Uint8Array(await (await fetch(p)).arrayBuffer());
+  const [ctl, msgs] = [await get('/ctl'), await get('/msgs')];
   const wt = new WebTransport(url, { serverCertificateHashes: [{ algorithm: 'sha-256', value: hash }] });
   await wt.ready;
   const control = await wt.createBidirectionalStream();
