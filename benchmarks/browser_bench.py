@@ -1,20 +1,22 @@
-"""Browser rows: 64 B messages a second from headless Chromium over WebTransport, beside the Python client over QUIC,
-into the same server; and request/reply calls a second from the Python client (the browser's calls row needs the
-TypeScript client's engine in the page: clients/typescript, issue 37 item 2).
+"""Browser rows: 64 B messages a second and calls a second from headless Chromium over WebTransport, beside the
+Python client over QUIC, into the same server.
 
     .venv/bin/python benchmarks/browser_bench.py [--messages 100000] [--calls 2000] [--rounds 3]
 
-One `aqueduct.serve(webtransport=True)` server (raw codec, a certificate trusted by hash) runs in this process and
-counts what reaches its entrypoint: each row's figure is the server's own count divided by the time between the
-first and the last message it took (far-side counting: a row whose count is not exactly what was sent fails).
-- `python-quic`: a Python client process (`aqueduct.connect`, raw codec) sends the messages on its entrypoint in
-  batches of 256 (`Sender.send` without waiting on each);
-- `chromium-webtransport`: a page (headless Chromium, only `serverCertificateHashes`) opens a session and writes
-  the same messages, pre-encoded by a client engine here (the exact bytes a client sends: the control stream's
-  Version + ConnectionControl, then the entrypoint's message stream), fetched by the page over HTTP and written
-  to its streams in 64 KiB writes. This is the transport's rate (Chromium's QUIC and WebTransport, the server's
-  adapter and engine), without a client engine's encoding cost in the page;
-- `python-quic calls`: sequential request/reply round trips (`aqueduct.request`, a oneshot reply per call).
+One `aqueduct.serve(webtransport=True)` server (the default CBOR codec, a certificate trusted by hash) runs in this
+process and counts what reaches its entrypoint: each row's figure is the server's own count divided by the time
+between the first and the last message it took (far-side counting: a row whose count is not exactly what was sent
+fails). Every message is a 64-byte `bytes` value; a call is a message carrying it and a oneshot reply sender, which
+the server answers with the same bytes.
+- `python-quic`: a Python client process (`aqueduct.connect`) sends the messages on its entrypoint
+  (`Sender.send`, which waits only on backpressure);
+- `chromium-raw`: a page (headless Chromium, only `serverCertificateHashes`) opens a session and writes the same
+  messages pre-encoded by a client engine here (the exact bytes a client sends: the control stream's Version +
+  ConnectionControl, then the entrypoint's message stream), fetched over HTTP and written in 64 KiB writes: the
+  transport's rate (Chromium's QUIC and WebTransport, the server's adapter and engine) without a client engine;
+- `chromium-typescript`: the TypeScript client (clients/typescript's bundle; built with `npm run bundle`) in the
+  page sends them (`await tx.send(bytes)` each);
+- `... calls`: sequential request/reply round trips (Python `aqueduct.request`, TypeScript `request`).
 
 Wall-clock figures on a shared machine are noise: compare rows of one run, and read `server CPU us/msg` (the
 server process's CPU time per message over the row, time.process_time of this process, which runs only the server
@@ -27,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -39,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aqueduct
-from aqueduct.api.codec import RawCodec, RawMessage
+from aqueduct.api.codec import DEFAULT_CODEC
 from aqueduct.core.config import EngineConfig
 from aqueduct.core.engine import Engine
 from aqueduct.core.transport import SendStreamData
@@ -49,7 +52,7 @@ from aqueduct.wire.channel_id import Side
 PAYLOAD = bytes(range(64))
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server"]
 PAGE = """<!doctype html><meta charset="utf-8"><title>bench</title><script>
-async function blast(url, hashHex) {
+window.blast = async function (url, hashHex) {
   const hash = new Uint8Array(hashHex.match(/../g).map((x) => parseInt(x, 16)));
   const get = async (p) => new Uint8Array(await (await fetch(p)).arrayBuffer());
   const [ctl, msgs] = [await get('/ctl'), await get('/msgs')];
@@ -65,6 +68,23 @@ async function blast(url, hashHex) {
   for (let i = 0; i < msgs.length; i += 65536) await w.write(msgs.subarray(i, i + 65536));
   return msgs.length;
 }
+</script><script type="module">
+import { connect, request } from "/aqueduct.js";
+const open = (url, hashHex) => connect(url, { serverCertificateHashes: [{ algorithm: 'sha-256',
+  value: new Uint8Array(hashHex.match(/../g).map((x) => parseInt(x, 16))) }] });
+window.tsStream = async (url, hashHex, n) => {
+  const conn = await open(url, hashHex);
+  const payload = new Uint8Array(64).map((_, i) => i);
+  for (let i = 0; i < n; i++) await conn.entrypoint.send(payload);
+  return n;
+};
+window.tsCalls = async (url, hashHex, n) => {
+  const conn = await open(url, hashHex);
+  const payload = new Uint8Array(64);
+  for (let i = 0; i < n; i++) await request(conn.entrypoint, (reply) => ({ reply, x: payload }));
+  conn.close();
+  return n;
+};
 </script>"""
 
 
@@ -118,19 +138,18 @@ async def _handle(conn: aqueduct.Connection[Any], counter: Counter) -> None:
     with contextlib.suppress(aqueduct.AqueductError):  # (the connection ends as the row's client leaves)
         async for msg in conn.entrypoint:
             counter.took()
-            if isinstance(msg, RawMessage):
-                for half in msg.attachments:
-                    if isinstance(half, aqueduct.Sender):
-                        await half.send(msg.data)
+            if isinstance(msg, dict):  # a call: {"reply": a oneshot sender, "x": the bytes}
+                await msg["reply"].send(msg["x"])
 
 
 def client_stream_bytes(n: int) -> tuple[bytes, bytes]:
-    """The control stream's and the entrypoint message stream's bytes of a raw-codec client sending n messages."""
-    engine = Engine(Side.CLIENT, headers=[("codec", b"raw")], config=EngineConfig(), now=0.0)
+    """The control stream's and the entrypoint message stream's bytes of a client sending n 64-byte messages."""
+    engine = Engine(Side.CLIENT, headers=[("codec", DEFAULT_CODEC.name.encode())], config=EngineConfig(), now=0.0)
     ep = engine.entrypoint
     assert ep is not None
+    payload, _ = DEFAULT_CODEC.encode(PAYLOAD)
     for start in range(0, n, 1024):
-        engine.send_many(ep, [PAYLOAD] * min(1024, n - start))  # type: ignore[arg-type]
+        engine.send_many(ep, [payload] * min(1024, n - start))  # type: ignore[arg-type]
     streams: dict[int, list[bytes]] = {}
     for cmd in engine.commands():
         if isinstance(cmd, SendStreamData):
@@ -141,19 +160,15 @@ def client_stream_bytes(n: int) -> tuple[bytes, bytes]:
 
 PY_CLIENT = """
 import asyncio, sys, aqueduct
-from aqueduct.api.codec import RawCodec
 async def main(port, fp, n, calls):
-    async with aqueduct.connect(f"aqueduct://127.0.0.1:{port}", fingerprint=fp, codec=RawCodec()) as conn:
+    async with aqueduct.connect(f"aqueduct://127.0.0.1:{port}", fingerprint=fp) as conn:
+        payload = bytes(range(64))
         if calls:
             for _ in range(n):
-                tx, rx = aqueduct.oneshot()
-                await conn.entrypoint.send(aqueduct.RawMessage(b"x" * 64, [tx]))
-                await rx.recv()
+                await aqueduct.request(conn.entrypoint, lambda reply: {"reply": reply, "x": payload})
         else:
-            payload = bytes(range(64))
-            for start in range(0, n, 256):
-                for _ in range(min(256, n - start)):
-                    await conn.entrypoint.send(payload)
+            for _ in range(n):
+                await conn.entrypoint.send(payload)
         await conn.entrypoint.finish()
         await asyncio.sleep(float(sys.argv[5]))
 asyncio.run(main(int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4] == "calls"))
@@ -179,7 +194,8 @@ def _blob_server(blobs: dict[str, bytes]) -> ThreadingHTTPServer:
                 self.send_error(404)
                 return
             self.send_response(200)
-            self.send_header("Content-Type", "text/html" if self.path == "/" else "application/octet-stream")
+            kind = {"/": "text/html", "/aqueduct.js": "text/javascript"}.get(self.path, "application/octet-stream")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -192,12 +208,22 @@ def _blob_server(blobs: dict[str, bytes]) -> ThreadingHTTPServer:
     return httpd
 
 
-async def _browser_row(page: Any, url: str, cert_hex: str, counter: Counter, n: int) -> Row:
+async def _browser_row(name: str, page: Any, call: str, url: str, cert_hex: str, counter: Counter, n: int) -> Row:
     counter.reset(n)
     await page.reload()
-    await page.evaluate("([u, h]) => blast(u, h)", [url, cert_hex])
+    await page.wait_for_function("typeof window.tsCalls === 'function'")
+    await page.evaluate(f"([u, h, n]) => {call}(u, h, n)", [url, cert_hex, n])
     await asyncio.wait_for(counter.done.wait(), 600)
-    return Row("chromium-webtransport", n, counter.count, counter.last - counter.first, counter.cpu1 - counter.cpu0)
+    return Row(name, n, counter.count, counter.last - counter.first, counter.cpu1 - counter.cpu0)
+
+
+def bundle() -> bytes:
+    """The TypeScript client's browser bundle (built by `npm run bundle` in clients/typescript when missing)."""
+    package = Path(__file__).resolve().parent.parent / "clients" / "typescript"
+    built = package / "bundle" / "aqueduct.js"
+    if not built.exists():
+        subprocess.run(["npm", "run", "--silent", "bundle"], cwd=package, check=True, capture_output=True)
+    return built.read_bytes()
 
 
 async def measure(messages: int, calls: int, rounds: int, chromium: str = "/usr/bin/chromium") -> list[Row]:
@@ -209,10 +235,9 @@ async def measure(messages: int, calls: int, rounds: int, chromium: str = "/usr/
     with tempfile.TemporaryDirectory() as tmp:
         cert = make_browser_cert(Path(tmp))
         ctl, msgs = client_stream_bytes(messages)
-        httpd = _blob_server({"/ctl": ctl, "/msgs": msgs})
+        httpd = _blob_server({"/ctl": ctl, "/msgs": msgs, "/aqueduct.js": bundle()})
         try:
-            async with aqueduct.serve("127.0.0.1", 0, cert=cert.cert, key=cert.key, codec=RawCodec(),
-                                      webtransport=True) as server:
+            async with aqueduct.serve("127.0.0.1", 0, cert=cert.cert, key=cert.key, webtransport=True) as server:
                 tasks: set[asyncio.Task[None]] = set()
 
                 async def accept() -> None:
@@ -229,10 +254,15 @@ async def measure(messages: int, calls: int, rounds: int, chromium: str = "/usr/
                     await page.goto(f"http://127.0.0.1:{httpd.server_address[1]}/")
                     for _ in range(rounds):
                         rows.append(await _python_row("python-quic", server, cert.hex, counter, messages, False))
-                        rows.append(await _browser_row(page, url, cert.hex, counter, messages))
+                        rows.append(await _browser_row("chromium-raw", page, "blast", url, cert.hex, counter,
+                                                       messages))
+                        rows.append(await _browser_row("chromium-typescript", page, "tsStream", url, cert.hex,
+                                                       counter, messages))
                         if calls:
                             rows.append(await _python_row("python-quic calls", server, cert.hex, counter, calls,
                                                           True))
+                            rows.append(await _browser_row("chromium-typescript calls", page, "tsCalls", url,
+                                                           cert.hex, counter, calls))
                     await browser.close()
                 acceptor.cancel()
         finally:
