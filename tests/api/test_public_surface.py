@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_MODULES = {
     "aqueduct", "aqueduct.errors", "aqueduct.testing", "aqueduct.recording", "aqueduct.metrics",
     "aqueduct.metrics_otel", "aqueduct.spark", "aqueduct.services.otel", "aqueduct.quic.certs",
+    "aqueduct.quic.webtransport_cert",
 }
 """Where a user may reach besides `aqueduct` itself (specs/DECISIONS.md, "The public surface"): the tools'
 packages, the ENDINGS table's module and the dev certificates; every other module is the library's own."""
