@@ -15,7 +15,7 @@ from playwright.async_api import async_playwright
 
 from .test_typescript_client import CHROMIUM_ARGS, _bundle
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.requires_system("chromium")]
+pytestmark = [pytest.mark.asyncio, pytest.mark.requires_system("chromium"), pytest.mark.requires_system("node")]
 SERVER = Path(__file__).resolve().parents[2] / "examples" / "browser" / "server.py"
 
 

@@ -5,14 +5,14 @@ sends a sender the server replies on, gets a channel the server made inside a me
 (a result, a streaming result, a declared error, a cancelled call that cancels the server's task).
 
 The bundle is built here when it is missing or older than the client's sources (`npm run bundle`: esbuild from the
-package's node_modules, which scripts/setup-node.sh installs offline from its cache).
+package's node_modules, installed offline from the cache scripts/setup-node.sh fills: tests/typescript/npm.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
+import fcntl
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,8 +25,9 @@ from playwright.async_api import Page, async_playwright
 import aqueduct
 from aqueduct.quic.webtransport_cert import BrowserCert
 from tests.services.calc import Calc
+from tests.typescript.npm import installed, npm
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.requires_system("chromium")]
+pytestmark = [pytest.mark.asyncio, pytest.mark.requires_system("chromium"), pytest.mark.requires_system("node")]
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
 BUNDLE = PACKAGE / "bundle" / "aqueduct.js"
@@ -35,13 +36,16 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-
 
 
 def _bundle() -> bytes:
-    sources = [p.stat().st_mtime for p in (PACKAGE / "src").rglob("*.ts")]
-    if not BUNDLE.exists() or BUNDLE.stat().st_mtime < max(sources):
-        if not (PACKAGE / "node_modules" / ".bin" / "esbuild").exists():
-            pytest.fail("clients/typescript has no node_modules: run scripts/setup-node.sh", pytrace=False)
-        subprocess.run(["npm", "run", "--silent", "bundle"], cwd=PACKAGE, check=True, capture_output=True,
-                       timeout=300)
-    return BUNDLE.read_bytes()
+    """The client's one-file bundle, built (under a lock: test workers share the folder) when missing or older than
+    the client's sources."""
+    package = installed()
+    with open(package / ".bundle.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        newest = max(p.stat().st_mtime for p in (package / "src").rglob("*.ts"))
+        if not BUNDLE.exists() or BUNDLE.stat().st_mtime < newest:
+            out = npm("run", "--silent", "bundle")
+            assert out.returncode == 0, f"npm run bundle failed:\n{out.stdout}\n{out.stderr}"
+        return BUNDLE.read_bytes()
 
 
 @pytest.fixture(scope="module")
