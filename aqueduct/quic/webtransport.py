@@ -249,6 +249,12 @@ class WebTransportProtocol(AqueductProtocol):
         self._session_ended = False
         self._engine_told_end = False
 
+    def state_sizes(self) -> dict[str, int]:
+        """What the WebTransport layer holds for this connection (the engine's own tables are Engine.state_sizes):
+        stream-ID mappings, aioquic's H3 stream records, bytes of a partial capsule."""
+        return {"webtransport_streams": len(self.qid), "h3_streams": len(self.h3._stream) if self.h3 else 0,
+                "capsule_bytes": self._capsules.held}
+
     # ---- which kind of connection ----
     def _process_events(self) -> None:
         if self.h3 is None:

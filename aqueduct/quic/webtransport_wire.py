@@ -120,3 +120,8 @@ class CapsuleReader:
     def pending(self) -> bool:
         """Whether part of a capsule is held (a stream that ends now ends mid-capsule)."""
         return bool(self._held)
+
+    @property
+    def held(self) -> int:
+        """Bytes of a partial capsule held (at most MAX_CAPSULE plus a header)."""
+        return len(self._held)

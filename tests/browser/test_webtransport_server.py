@@ -181,7 +181,32 @@ async def test_the_stream_tables_forget_finished_streams(browser_cert: BrowserCe
             if i % 50 == 49:
                 for _ in range(50):
                     await got.recv()
-                peak = max(peak, len(protocol.qid), len(protocol.h3._stream) if protocol.h3 else 0)
+                sizes = protocol.state_sizes()
+                peak = max(peak, sizes["webtransport_streams"], sizes["h3_streams"])
         assert served.stats.messages_received >= 600
         assert peak < 300
         await conn.close()
+
+
+async def test_the_engine_limits_hold_for_a_session(browser_cert: BrowserCert) -> None:
+    """The same EngineConfig bounds a browser session: too many connection headers close it with LIMIT_EXCEEDED."""
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key, webtransport=True,
+                              engine_config=aqueduct.EngineConfig(max_headers=4)) as server:
+        session = await raw_session(server.address, browser_cert.hex,
+                                    headers=[(f"h{i}", b"x") for i in range(10)] + [("codec", b"cbor")])
+        session.flush()  # the client engine's Version + ConnectionControl
+        await asyncio.wait_for(session.terminated, 10)
+        assert session.closed_with is not None and session.closed_with[0] == aqueduct.CloseCode.LIMIT_EXCEEDED
+
+
+async def test_an_h3_connection_without_a_session_is_closed_at_the_start_up_deadline(
+    browser_cert: BrowserCert,
+) -> None:
+    settings = aqueduct.TransportSettings(handshake_timeout=0.5)
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key, webtransport=True,
+                              settings=settings) as server:
+        session = await raw_session(server.address, browser_cert.hex, path="/nowhere")  # refused: no engine
+        assert session.status.result() == 404
+        ended = await asyncio.wait_for(session.terminated, 10)
+        assert ended.error_code == aqueduct.CloseCode.LIMIT_EXCEEDED
+        assert server.admission.start_timeouts == 1 and server.connections == set()
