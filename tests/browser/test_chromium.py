@@ -8,12 +8,14 @@ engine runs in the test and its bytes cross the page's session (relay.py), so ev
 QUIC, HTTP/3 and WebTransport stack to the server's adapter. Through it: a message carrying a new receiver gets a
 stream back on it, a sender the server replies on, a typed service called (a result, a streaming result, a declared
 error, a cancelled call that cancels the server task), and a channel the server creates reaches the page inside a
-message. A hostile page gets a close code; a refused page gets no session.
+message, and unreliable channels both ways ride the session's datagrams. A hostile page gets a close code; a refused
+page gets no session.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -102,6 +104,17 @@ async def test_channels_travel_both_ways_between_the_page_and_the_server(
                     async with tx:
                         for word in ("server", "made", "this"):
                             await tx.send(word)
+                elif msg["op"] == "datagrams":  # unreliable channels both ways: session datagrams
+                    assert await msg["from"].recv() == b"up"
+                    await msg["ack"].send("up arrived")
+                    down_tx, down_rx = aqueduct.channel(mode=aqueduct.Delivery.UNRELIABLE)
+                    back_tx, back_rx = aqueduct.oneshot()
+                    await msg["ack"].send({"down": down_rx, "ack": back_tx})
+                    for _ in range(40):  # (a datagram may be lost: send until the page says one arrived)
+                        await down_tx.send(b"down")
+                        with contextlib.suppress(TimeoutError):
+                            assert await back_rx.recv(timeout=0.5) == "down arrived"
+                            break
             return conn.transport
 
         task = asyncio.create_task(handle())
@@ -117,6 +130,20 @@ async def test_channels_travel_both_ways_between_the_page_and_the_server(
         await conn.entrypoint.send({"op": "subscribe", "to": inbox_tx})
         made = await asyncio.wait_for(inbox_rx.recv(), 10)
         assert [w async for w in made] == ["server", "made", "this"]
+        up_tx, up_rx = aqueduct.channel(mode=aqueduct.Delivery.UNRELIABLE)
+        ack_tx, ack_rx = aqueduct.channel()
+        await conn.entrypoint.send({"op": "datagrams", "from": up_rx, "ack": ack_tx})
+        for _ in range(40):  # (a datagram may be lost: send until the server says one arrived)
+            await up_tx.send(b"up")
+            with contextlib.suppress(TimeoutError):
+                if await ack_rx.recv(timeout=0.5) == "up arrived":
+                    break
+        else:
+            pytest.fail("no datagram from the page reached the server")
+        down = await asyncio.wait_for(ack_rx.recv(), 10)
+        assert await asyncio.wait_for(down["down"].recv(), 10) == b"down"
+        await down["ack"].send("down arrived")
+        assert conn.stats.unreliable_sent >= 1 and conn.stats.unreliable_received >= 1
         await conn.close()
         assert await asyncio.wait_for(task, 10) == "webtransport"
         assert server.webtransport is not None and server.webtransport.refused == 0
