@@ -479,10 +479,9 @@ class WebTransportProtocol(AqueductProtocol):
         self.writes.write_held()
         quic = self.quic
         try:
-            if kind is tp.GrantCredit:
-                qid = self.qid.get(cmd.stream_id)  # type: ignore[union-attr]
-                if qid is not None:
-                    quic.grant(qid, cmd.nbytes)  # type: ignore[union-attr]
+            if kind is tp.GrantCredit:  # (a stream already forgotten still returns its connection credit)
+                qid = self.qid.get(cmd.stream_id, -1)  # type: ignore[union-attr]
+                quic.grant(qid, cmd.nbytes)  # type: ignore[union-attr]
             elif kind is tp.ResetStream or kind is tp.StopSending:
                 qid = self.qid.get(cmd.stream_id)  # type: ignore[union-attr]
                 if qid is not None:
