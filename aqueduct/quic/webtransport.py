@@ -46,7 +46,7 @@ Streams of no session (a stream naming another session, or arriving before the C
 refused with WT_BUFFERED_STREAM_REJECTED and their bytes credited back; datagrams of no session are dropped.
 aioquic internals are touched here and only here for WebTransport (its H3 stream table, the stream table).
 
-Spec: none of the Aqueduct protocol (the mapping and its reasons: specs/DECISIONS.md, "Issue 37").
+Spec: none of the Aqueduct protocol (the mapping and its reasons: specs/decisions/quic.md, QUIC-20 to QUIC-28).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ that browsers need or send:
 A malformed capsule or an oversized one raises `WebTransportError`, which the adapter answers by closing the
 session with PROTOCOL_VIOLATION (a QUIC peer's malformed frame gets the same code).
 
-Spec: none of the Aqueduct protocol (the WebTransport mapping is specs/DECISIONS.md, "Issue 37").
+Spec: none of the Aqueduct protocol (the WebTransport mapping is specs/decisions/quic.md, QUIC-20 to QUIC-28).
 """
 
 from __future__ import annotations
