@@ -479,16 +479,15 @@ class WebTransportProtocol(AqueductProtocol):
         self.writes.write_held()
         quic = self.quic
         try:
-            if kind is tp.GrantCredit:  # (a stream already forgotten still returns its connection credit)
-                qid = self.qid.get(cmd.stream_id, -1)  # type: ignore[union-attr]
-                quic.grant(qid, cmd.nbytes)  # type: ignore[union-attr]
-            elif kind is tp.ResetStream or kind is tp.StopSending:
-                qid = self.qid.get(cmd.stream_id)  # type: ignore[union-attr]
-                if qid is not None:
-                    code = http_code(cmd.error_code)  # type: ignore[union-attr]
-                    (quic.reset_stream if kind is tp.ResetStream else quic.stop_stream)(qid, code)
-            elif kind is tp.CloseConnection:
-                self.close_connection(cmd.error_code, cmd.reason)  # type: ignore[union-attr]
+            if isinstance(cmd, tp.GrantCredit):  # (a stream already forgotten still returns its connection credit)
+                quic.grant(self.qid.get(cmd.stream_id, -1), cmd.nbytes)
+            elif isinstance(cmd, tp.ResetStream | tp.StopSending):
+                target = self.qid.get(cmd.stream_id)
+                if target is not None:
+                    stop = isinstance(cmd, tp.StopSending)
+                    (quic.stop_stream if stop else quic.reset_stream)(target, http_code(cmd.error_code))
+            elif isinstance(cmd, tp.CloseConnection):
+                self.close_connection(cmd.error_code, cmd.reason)
         except (ValueError, AssertionError) as exc:
             log.debug("dropped %s: %s", kind.__name__, exc)
 
