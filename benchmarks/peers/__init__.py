@@ -1,5 +1,5 @@
-"""Peers in the benchmark (`aqueduct bench --peers`): what a Python service author picks instead of Aqueduct,
-measured beside it in the same run, on the same workloads.
+"""Peers in the benchmark (`aqueduct bench --peers`, from a checkout: aqueduct/bench/lab.py): what a Python
+service author picks instead of Aqueduct, measured beside it in the same run, on the same workloads.
 
 One module per peer, each with the same function API, depending only on aqueduct and its peer library:
 
@@ -18,7 +18,7 @@ and aqueduct.py (Aqueduct's own rows in the same harness: a request with a fresh
 request on a pre-opened channel pair, raw and typed streaming, connect 0-RTT and 1-RTT). measure.py
 measures one row in a process of its own, run.py drives rows and servers for the runner. A peer whose
 library or server program is missing is reported so (`unavailable`), never a crash. The libraries are
-the `bench` extra: `pip install 'aqueduct-py[bench]'`; nats-server: `scripts/setup-system.sh nats`.
+the `bench` extra: `pip install 'aqueduct-quic[bench]'`; nats-server: `scripts/setup-system.sh nats`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import importlib.util
 import os
 import shutil
 from dataclasses import dataclass
+
+from aqueduct.bench import lab
 
 RR = ("rr1", "rr1_p50", "rr1_p99", "rr1_cpu_server", "rr1_cpu_client",
       "rr32", "rr32_p50", "rr32_p99", "rr32_cpu_server", "rr32_cpu_client")
@@ -41,13 +43,13 @@ class Kind:
     """One kind of peer server process and what it needs."""
 
     module: str
-    """The module under aqueduct.bench.peers implementing the API above."""
+    """The module under benchmarks.peers implementing the API above."""
     variant: str
     library: str
     """The import name of its Python library (checked with find_spec)."""
     program: str | None = None
     """A server program it runs (checked on PATH)."""
-    install: str = "pip install 'aqueduct-py[bench]'"
+    install: str = "pip install 'aqueduct-quic[bench]'"
 
 
 KINDS = {
@@ -71,6 +73,7 @@ class PeerRow:
 
 ROWS = [
     PeerRow("aqueduct request", "aqueduct", ("rr1", "rr32"), "request"),
+    PeerRow("aqueduct typed request", "aqueduct", ("rr1", "rr32"), "typed request"),
     PeerRow("aqueduct pair", "aqueduct", ("rr1", "rr32"), "pair"),
     PeerRow("aqueduct raw", "aqueduct", ("msg64", "setup_1rtt", "setup_0rtt", "conn_mem"), "raw"),
     PeerRow("aqueduct typed", "aqueduct", ("msg64",), "typed"),
@@ -79,10 +82,12 @@ ROWS = [
     PeerRow("zeromq", "zmq", FULL),
     PeerRow("nats", "nats", FULL),
 ]
-"""'aqueduct request': `aqueduct.request` (a fresh oneshot per call); 'aqueduct pair': requests on one
-pre-opened channel pair; 'aqueduct raw' / 'typed': 64 B streaming raw and as a typed message (bench/typed.py)."""
+"""'aqueduct request': `aqueduct.request` (a fresh oneshot per call); 'aqueduct typed request': the same on a
+typed entrypoint (peers/aqueduct.py's `Call`); 'aqueduct pair': requests on one
+pre-opened channel pair; 'aqueduct raw' / 'typed': 64 B streaming raw and as a typed message
+(aqueduct/bench/typed.py)."""
 BY_NAME = {r.name: r for r in ROWS}
-GRPC_TLS = "grpcio TLS"
+GRPC_TLS = lab.GRPC_TLS
 """The request/reply rows' reference (the issue's targets compare with it)."""
 
 
