@@ -35,9 +35,9 @@ const keyOf = (ref) => ref.split("/").pop();
 // Definitions the package already types: a Failure and a CallMeta (msgspec repeats them per method).
 const shared = new Map();
 for (const [key, def] of Object.entries(defs)) {
-  const props = Object.keys(def.properties ?? {}).sort().join(",");
-  if (props === "message,method,type") shared.set(key, "Failure");
-  if (props === "metadata,timeout") shared.set(key, "CallMeta");
+  const props = Object.keys(def.properties ?? {});
+  if (props.sort().join(",") === "message,method,type") shared.set(key, "Failure");
+  if (props.includes("metadata") && props.includes("timeout") && !props.includes("method")) shared.set(key, "CallMeta");
 }
 // Names: each method's call struct and its reply struct.
 const names = new Map();

@@ -34,6 +34,8 @@ export interface CallMeta {
   /** Seconds the server may take (the server runs the method under it). */
   timeout?: number | null;
   metadata?: Record<string, string>;
+  /** How deep the call is nested (the server sets it for calls its methods make; a page's calls are 0). */
+  depth?: number;
 }
 
 /** An exception raised by a service method, as it travels back. */
