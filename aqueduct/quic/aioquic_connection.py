@@ -1,4 +1,10 @@
-"""Receiver-paced flow control for aioquic.
+"""The adapter's aioquic QuicConnection: receiver-paced flow control, its hot spots mended, its privates named.
+
+This module is one of the doors to aioquic's private state (ARCHITECTURE.md lists them, and
+tests/architecture/test_aioquic_stays_in_quic.py fails on a private name outside them): `PacedQuicConnection`
+overrides aioquic's private writers and reads its private attributes, and gives the adapter what it needs of
+them under names of ours (`is_client`, `peer_max_datagram_frame_size`, `ack_now`, `receive_window`). What
+follows is what it changes.
 
 aioquic doubles MAX_DATA and MAX_STREAM_DATA as soon as half the window has
 *arrived*, whether or not anyone read it, so a stalled reader lets a fast
@@ -51,7 +57,7 @@ implement (aioquic has no HelloRetryRequest: a group the server lacks would fail
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioquic import tls
 from aioquic._buffer import Buffer
@@ -59,7 +65,10 @@ from aioquic.quic.connection import QuicConnection, QuicConnectionId
 from aioquic.quic.packet_builder import QuicDeliveryState
 from aioquic.tls import Group
 
-from .mtls import ClientAuth, require_client_certificates
+from .aioquic_tls import require_client_certificates
+
+if TYPE_CHECKING:
+    from .mtls import ClientAuth
 
 UPDATE_FRACTION = 4
 """A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
@@ -155,6 +164,23 @@ class PacedQuicConnection(QuicConnection):
         first = self._host_cids[0]
         first.cid = tag_cid(worker, len(first.cid))
         self.host_cid = self._local_initial_source_connection_id = first.cid
+
+    @property
+    def is_client(self) -> bool:
+        """Whether this end is the client."""
+        return bool(self._is_client)
+
+    @property
+    def peer_max_datagram_frame_size(self) -> int | None:
+        """The peer's max_datagram_frame_size transport parameter (None: it takes no datagrams, or not known yet)."""
+        size = self._remote_max_datagram_frame_size
+        return int(size) if size is not None else None
+
+    def ack_now(self, now: float) -> None:
+        """Send any ACK held back for its delay with the next 1-RTT packet, rather than after the delay."""
+        space = self._spaces.get(tls.Epoch.ONE_RTT)
+        if space is not None and space.ack_at is not None:
+            space.ack_at = now
 
     def receive_window(self) -> tuple[int, int]:
         """(bytes received, bytes the peer may send in total) at connection level, for tests and stats."""
