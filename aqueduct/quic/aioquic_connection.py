@@ -377,11 +377,11 @@ class PacedQuicConnection(QuicConnection):
                     # if the stream is finished, discard it
                     if stream.is_finished:
                         self._logger.debug("Stream %d discarded", stream.stream_id)
-                        self._streams.pop(stream.stream_id)
-                        if stream_is_client_initiated(stream.stream_id) != self._is_client:
+                        self._streams.pop(stream.stream_id)  # type: ignore[arg-type]
+                        if stream_is_client_initiated(stream.stream_id) != self._is_client:  # type: ignore[arg-type]
                             # Let the peer open a new stream for each one that
                             # closes (RFC 9000 section 4.6).
-                            self._stream_limit(stream.stream_id).value += 1
+                            self._stream_limit(stream.stream_id).value += 1  # type: ignore[arg-type]
                         discarded.add(stream)
                         continue
 

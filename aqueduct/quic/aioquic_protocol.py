@@ -11,14 +11,15 @@ door modules and fails on a private name anywhere else).
 - `quic`, `loop`: the paced connection (aioquic's server builds plain QuicConnections: re-classed, see
   aioquic_connection.py) and the loop, as plain attributes (read on every packet).
 - `transport` / `use_transport`: the datagram transport aioquic sends on (a client's is wrapped, endpoint.py).
-- `transmit_soon`, `cancel_transmit_soon`, `transmit_scheduled`: aioquic's one end-of-turn transmit.
+- `transmit_soon`, `cancel_transmit_soon`: aioquic's one end-of-turn transmit.
 - `send_packets`: aioquic's transmit without its timer churn: its deadline moves on nearly every packet
   (loss detection, ACK delay), mostly later, and aioquic cancels and makes a loop timer each time. A timer
   already armed no later than the new deadline is kept; when it fires early, `_handle_timer` arms the
   current deadline instead.
 - `process_events` (aioquic calls it after each datagram and timer; the adapter overrides it) and
   `dispatch_events` (aioquic's own dispatch of what is queued: connection IDs, waiters, then
-  `quic_event_received`); `pending_events` is the connection's queue of them (a live view).
+  `quic_event_received`); `pending_events` is the connection's queue of them (a live view). Both are bound
+  without a call in between (a per-packet path).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class AioquicProtocol(QuicConnectionProtocol):
         """The connection's queue of events not yet dispatched (a live view)."""
         self._timer_armed = 0.0
         """The deadline aioquic's loop timer was armed for (`send_packets`)."""
+        self._process_events = self.process_events  # type: ignore[method-assign]
+        """aioquic calls `_process_events` after each datagram and timer: the subclass's `process_events`, bound
+        here (an instance attribute: no call in between)."""
 
     # ---- the transport ----
     @property
@@ -62,11 +66,6 @@ class AioquicProtocol(QuicConnectionProtocol):
         self._transport = transport
 
     # ---- the end-of-turn transmit ----
-    @property
-    def transmit_scheduled(self) -> bool:
-        """Whether a transmit is already due at the end of this loop turn."""
-        return self._transmit_task is not None
-
     def transmit_soon(self) -> None:
         """Transmit at the end of this loop turn (once, however often asked)."""
         if self._transmit_task is None:
@@ -109,13 +108,9 @@ class AioquicProtocol(QuicConnectionProtocol):
         super()._handle_timer()
 
     # ---- events ----
-    def _process_events(self) -> None:
-        self.process_events()
-
     def process_events(self) -> None:
         """Handle the connection's queued events (aioquic calls this after each datagram and timer)."""
         self.dispatch_events()
 
-    def dispatch_events(self) -> None:
-        """aioquic's own dispatch of the queued events (connection IDs, waiters, then `quic_event_received`)."""
-        super()._process_events()
+    dispatch_events = QuicConnectionProtocol._process_events
+    """aioquic's own dispatch of the queued events (connection IDs, waiters, then `quic_event_received`)."""

@@ -1,10 +1,10 @@
 """The aioquic adapter: one `AqueductProtocol` drives one Engine from one QUIC connection.
 
 Events flow up: aioquic events are translated 1:1 into transport events and
-fed to the engine in order; after every batch the adapter executes the
-engine's commands (stream writes, resets, datagrams, credit grants, close),
-hands the engine's application events to a listener, re-arms a loop timer at
-`engine.next_deadline()`, reports aioquic's smoothed RTT, and transmits.
+fed to the engine in order; after every batch the adapter reports aioquic's
+smoothed RTT, executes the engine's commands (stream writes, resets,
+datagrams, credit grants, close), hands the engine's application events to a
+listener, re-arms a loop timer at `engine.next_deadline()`, and transmits.
 
 The adapter takes no protocol decisions. The transport checks it does make
 at HandshakeCompleted are transport matters: the peer must support RFC 9221
@@ -173,9 +173,21 @@ class AqueductProtocol(Endings, AioquicProtocol):
                     queue.popleft()
                     engine.handle_event(translated, now)
             self.dispatch_events()
+            self._report_rtt()
         except Exception as exc:
             self._internal_error(exc)
         self.pump()
+
+    def _report_rtt(self) -> None:
+        """Give the engine aioquic's smoothed RTT if it moved: after the events of received datagrams (an ACK is
+        the only thing that moves it), before the pump that follows them."""
+        engine, quic = self.engine, self.quic
+        if engine is None:
+            return
+        rtt = introspect.smoothed_rtt(quic)
+        if rtt != self._rtt_told and introspect.rtt_initialized(quic):
+            self._rtt_told = rtt
+            engine.update_rtt(rtt)
 
     def quic_event_received(self, event: qe.QuicEvent) -> None:
         engine = self.engine
@@ -233,11 +245,6 @@ class AqueductProtocol(Endings, AioquicProtocol):
         engine = self.engine
         if engine is None:
             return
-        quic = self.quic
-        rtt = introspect.smoothed_rtt(quic)
-        if rtt != self._rtt_told and introspect.rtt_initialized(quic):
-            self._rtt_told = rtt
-            engine.update_rtt(rtt)
         for cmd in engine.commands():
             self._execute(cmd)
         events = engine.events()
@@ -269,8 +276,8 @@ class AqueductProtocol(Endings, AioquicProtocol):
         self._wrote = True  # (`wrote`, inline)
         if writes.unsent >= TRANSMIT_EARLY:
             self._transmit_now()
-        elif not self.transmit_scheduled:
-            self.transmit_soon()
+        else:
+            self.transmit_soon()  # (once per turn however often asked)
 
     def flush_if_any(self) -> None:
         """After an application call that usually writes nothing (a drop, closing an ended receiver): as `flush`
