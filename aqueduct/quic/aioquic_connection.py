@@ -54,6 +54,9 @@ full or not; with hundreds of one-message streams queued (unordered sends)
 most offers find a full packet. Once no stream frame header fits, the rest of
 that packet's offers return at once (`_write_stream_frame`).
 
+aioquic logs each stream's creation and discarding at DEBUG through a LoggerAdapter, whose `debug` takes four
+Python calls to find DEBUG off; `DebugCheckedAdapter` asks the logger first (two calls, the same records).
+
 aioquic also builds, per connection, a table of ~35 frame handlers, each with a new frozenset of the packet
 types that may carry it: ~7 KiB per connection at each end for ~10 distinct sets. The sets are replaced by
 shared ones (`_share_frame_epochs`), so they cost nothing per connection.
@@ -66,12 +69,13 @@ implement (aioquic has no HelloRetryRequest: a group the server lacks would fail
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
 from aioquic import tls
 from aioquic._buffer import Buffer
-from aioquic.quic.connection import QuicConnection, QuicConnectionId, stream_is_client_initiated
+from aioquic.quic.connection import QuicConnection, QuicConnectionAdapter, QuicConnectionId, stream_is_client_initiated
 from aioquic.quic.packet import QuicFrameType, QuicPacketType
 from aioquic.quic.packet_builder import QuicDeliveryState, QuicPacketBuilder, QuicPacketBuilderStop
 from aioquic.quic.stream import QuicStream
@@ -110,6 +114,16 @@ def _share_frame_epochs(quic: QuicConnection) -> None:
         handlers[frame_type] = (handler, _EPOCH_SETS.setdefault(epochs, epochs))
 
 
+class DebugCheckedAdapter(QuicConnectionAdapter):
+    """aioquic's per-connection logger adapter, whose `debug` asks the logger first: aioquic logs each stream's
+    creation and discarding at DEBUG, and the adapter's own `debug` takes four Python calls to find it off."""
+
+    def debug(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        """As LoggerAdapter.debug (the same records when DEBUG is on), two calls when it is off."""
+        if self.logger.isEnabledFor(logging.DEBUG):
+            self.log(logging.DEBUG, msg, *args, **kwargs)
+
+
 CLIENT_KEY_SHARE_GROUPS = (Group.SECP256R1,)
 """The TLS groups a client offers key shares for (see the module comment)."""
 
@@ -138,6 +152,7 @@ class PacedQuicConnection(QuicConnection):
         super().__init__(*args, **kwargs)
         self._limits_due = set()
         _share_frame_epochs(self)
+        self._logger = DebugCheckedAdapter(self._logger.logger, self._logger.extra)
 
     @classmethod
     def adopt(cls, quic: QuicConnection) -> PacedQuicConnection:
@@ -146,6 +161,7 @@ class PacedQuicConnection(QuicConnection):
         assert isinstance(quic, cls)
         quic._limits_due = set()
         _share_frame_epochs(quic)
+        quic._logger = DebugCheckedAdapter(quic._logger.logger, quic._logger.extra)
         return quic
 
     def _initialize(self, peer_cid: bytes) -> None:

@@ -14,6 +14,7 @@ the same in both, and still aioquic's rule). A count shows the change pays: ours
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any
 
@@ -199,3 +200,16 @@ def test_ours_begins_fewer_packets(certs: DevCerts, schedule: Any, at_most: floa
             QuicPacketBuilder.start_packet = start  # type: ignore[method-assign]
         begun[cls] = count
     assert begun[PacedQuicConnection] < at_most * begun[StockWrites]
+
+
+def test_aioquics_debug_records_still_come(certs: DevCerts, caplog: pytest.LogCaptureFixture) -> None:
+    """aioquic's DEBUG records (streams created and discarded) come as they did once DEBUG is on for its logger
+    (aioquic_connection.DebugCheckedAdapter only skips the work when it is off), with the connection's prefix."""
+    with caplog.at_level(logging.DEBUG, logger="quic"):
+        pair = _ping_pong(PacedQuicConnection, certs, 0)
+    prefix = f"[{pair.client.original_destination_connection_id.hex()}]"
+    discarded = [r.getMessage() for r in caplog.records if r.getMessage().endswith("discarded")]
+    assert len(discarded) >= 100 and all(m.startswith(prefix) for m in discarded)
+    caplog.clear()
+    _ping_pong(PacedQuicConnection, certs, 1)
+    assert not [r for r in caplog.records if r.levelno == logging.DEBUG]
