@@ -9,12 +9,13 @@ flight. Run it under callgrind twice with different `--calls` (the `instructions
 the difference of the total instruction counts by the difference of the calls: the start-up, the warm-up and
 the ending cancel out, what is left is what one call costs both ends (client + server), in instructions.
 
-The loop runs on a virtual clock (`VirtualClockLoop`): each loop turn takes a microsecond, and a loop with
-nothing ready jumps to its next timer. Under callgrind a program runs ~50 times slower, on a loaded machine
-unevenly, and what the adapter does depends on time (delayed ACKs, loss and idle timers): with the wall clock two
-runs of the same code differed by 5%. On the virtual clock the same code counts the same instructions, and what
-it measures is the regime of a fast machine: calls back to back, ACKs as the ACK-eliciting rule and the ACK delay
-bring them. `--wall-clock` runs on the real clock.
+The loop runs on a virtual clock (`VirtualClockLoop`): each loop turn takes `--step` seconds (100 us: about what
+a turn of this exchange costs in CPU, ~8 turns and ~0.7 ms per call on this machine), and a loop with nothing
+ready jumps to its next timer. Under callgrind a program runs ~50 times slower, on a loaded machine unevenly, and
+what the adapter and aioquic do depends on time (the pacer, delayed ACKs, loss timers): on the wall clock two runs
+of the same code differed by 5%. On the virtual clock the same code counts the same instructions (to a few
+hundred per call). The step matters: with 1 us turns aioquic's pacer holds back nearly every second packet,
+which no real run sees. `--wall-clock` runs on the real clock.
 
     .venv/bin/python benchmarks/channel_instructions.py --instructions [--flight 1] [--calls 100 300]
 
@@ -45,12 +46,13 @@ SCRATCH = Path(__file__).resolve().parents[1] / ".cache"
 
 
 class VirtualClockLoop(asyncio.SelectorEventLoop):
-    """An event loop whose clock moves a microsecond per turn and jumps to the next timer when nothing is ready
+    """An event loop whose clock moves `step` seconds per turn and jumps to the next timer when nothing is ready
     (its selector never blocks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, step: float = 1e-4) -> None:
         super().__init__()
         self.now = 0.0
+        self.step = step
         selector: Any = self._selector  # type: ignore[attr-defined]
         poll = selector.select
 
@@ -68,7 +70,7 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
         return self.now
 
     def _run_once(self) -> None:
-        self.now += 1e-6
+        self.now += self.step
         super()._run_once()  # type: ignore[misc]
 
 
@@ -101,7 +103,7 @@ async def run(certs: Path, warmup: int, calls: int, flight: int) -> None:
             task.cancel()
 
 
-def instructions(flight: int, counts: tuple[int, int], warmup: int, wall_clock: bool = False) -> float:
+def instructions(flight: int, counts: tuple[int, int], warmup: int, step: float, wall_clock: bool = False) -> float:
     """Instructions per call: two callgrind runs, `counts` calls each after the warm-up."""
     totals = []
     SCRATCH.mkdir(exist_ok=True)
@@ -111,7 +113,7 @@ def instructions(flight: int, counts: tuple[int, int], warmup: int, wall_clock: 
             env = {**os.environ, "PYTHONHASHSEED": "0"}
             done = subprocess.run(
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
-                 "--calls", str(n), "--flight", str(flight), "--warmup", str(warmup),
+                 "--calls", str(n), "--flight", str(flight), "--warmup", str(warmup), "--step", str(step),
                  *(["--wall-clock"] if wall_clock else [])],
                 env=env, capture_output=True, text=True, check=True)
             found = re.search(r"Collected : (\d+)", done.stderr)
@@ -128,15 +130,16 @@ def main() -> None:
     ap.add_argument("--flight", type=int, default=1)
     ap.add_argument("--instructions", action="store_true", help="run under callgrind twice and print per call")
     ap.add_argument("--wall-clock", action="store_true", help="the loop on the real clock (see the module comment)")
+    ap.add_argument("--step", type=float, default=1e-4, help="seconds of the virtual clock per loop turn")
     args = ap.parse_args()
     if args.instructions:
-        per_call = instructions(args.flight, (args.calls[0], args.calls[-1]), args.warmup, args.wall_clock)
+        per_call = instructions(args.flight, (args.calls[0], args.calls[-1]), args.warmup, args.step, args.wall_clock)
         print(f"{per_call:,.0f} instructions per call (client + server), {args.flight} in flight")
         return
     SCRATCH.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=SCRATCH) as tmp:
         make_dev_certs(tmp)
-        loop = asyncio.new_event_loop() if args.wall_clock else VirtualClockLoop()
+        loop = asyncio.new_event_loop() if args.wall_clock else VirtualClockLoop(args.step)
         try:
             loop.run_until_complete(run(Path(tmp), args.warmup, args.calls[0], args.flight))
         finally:
