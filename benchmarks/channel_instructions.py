@@ -35,9 +35,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aqueduct import serve
+import msgspec
+
+from aqueduct import OneshotSender, serve
 from aqueduct.api.request import request
-from aqueduct.bench.services import Add
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.services import connect
 
@@ -72,6 +73,14 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
     def _run_once(self) -> None:
         self.now += self.step
         super()._run_once()  # type: ignore[misc]
+
+
+class Add(msgspec.Struct):
+    """A typed request answered on its reply oneshot (as benchmarks/services.py's service rows make them)."""
+
+    a: int
+    b: int
+    reply: OneshotSender[int]
 
 
 async def run(certs: Path, warmup: int, calls: int, flight: int) -> None:

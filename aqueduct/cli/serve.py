@@ -1,7 +1,7 @@
 """`aqueduct serve`: run the echo service (raw codec) until killed.
 
 The echo service is the only one so far, so it is the default; `--echo`
-names it explicitly (specs/DECISIONS.md, "serve's default service"). Ports
+names it explicitly (decision PROJ-6). Ports
 beyond 0-65535 are refused (ConfigError) before anything starts.
 
 Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0

@@ -8,7 +8,7 @@ interfaces defined later resolve) into an `Interface`: per method a msgspec Stru
 (tagged with the method's name in the field `method`; one field per parameter, the `reply` oneshot, and an
 optional `meta`) and one for its reply (`value`, or `error`: a `Failure`). The interface's call type is the
 tagged union of its methods' call structs: a service's channel is a channel of that type, so validation,
-conversion and the schema agreed at connect are the typed channels' own (specs/DECISIONS.md, "Services").
+conversion and the schema agreed at connect are the typed channels' own (decisions SVC-2, SVC-8).
 """
 
 from __future__ import annotations
