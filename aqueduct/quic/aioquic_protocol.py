@@ -18,8 +18,8 @@ door modules and fails on a private name anywhere else).
   current deadline instead.
 - `process_events` (aioquic calls it after each datagram and timer; the adapter overrides it) and
   `dispatch_events` (aioquic's own dispatch of what is queued: connection IDs, waiters, then
-  `quic_event_received`); `pending_events` is the connection's queue of them (a live view). Both are bound
-  without a call in between (a per-packet path).
+  `quic_event_received`, bound to aioquic's method without a call between); `pending_events` is the
+  connection's queue of them (a live view).
 """
 
 from __future__ import annotations
@@ -51,9 +51,6 @@ class AioquicProtocol(QuicConnectionProtocol):
         """The connection's queue of events not yet dispatched (a live view)."""
         self._timer_armed = 0.0
         """The deadline aioquic's loop timer was armed for (`send_packets`)."""
-        self._process_events = self.process_events  # type: ignore[method-assign]
-        """aioquic calls `_process_events` after each datagram and timer: the subclass's `process_events`, bound
-        here (an instance attribute: no call in between)."""
 
     # ---- the transport ----
     @property
@@ -108,6 +105,11 @@ class AioquicProtocol(QuicConnectionProtocol):
         super()._handle_timer()
 
     # ---- events ----
+    def _process_events(self) -> None:
+        """aioquic's hook after each datagram and timer (a subclass that must see it first, WebTransport's,
+        overrides this and calls it, or `dispatch_events`)."""
+        self.process_events()
+
     def process_events(self) -> None:
         """Handle the connection's queued events (aioquic calls this after each datagram and timer)."""
         self.dispatch_events()
