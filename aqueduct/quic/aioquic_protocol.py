@@ -106,8 +106,8 @@ class AioquicProtocol(QuicConnectionProtocol):
 
     # ---- events ----
     def _process_events(self) -> None:
-        """aioquic's hook after each datagram and timer (a subclass that must see it first, WebTransport's,
-        overrides this and calls it, or `dispatch_events`)."""
+        """aioquic's hook after each datagram and timer: the adapter's `process_events` (which subclasses, the
+        adapter's and WebTransport's, override; the adapter's own datagram path calls it directly)."""
         self.process_events()
 
     def process_events(self) -> None:

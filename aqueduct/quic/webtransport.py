@@ -12,7 +12,7 @@ ALPN and of a WebTransport one when its session is accepted: an h3 connection th
 never an application's connection (the admission limits and the start-up deadline of limits.py still apply).
 
 An h3 connection runs aioquic's `H3Connection` (with WebTransport on, and the settings browsers look for:
-`WebTransportH3`). The first request must be an extended CONNECT with `:protocol webtransport` to the
+`WebTransportH3`, aioquic_h3.py). The first request must be an extended CONNECT with `:protocol webtransport` to the
 configured path from an allowed Origin (`WebTransportOptions`); anything else is answered with an HTTP status
 and no session (404 wrong path or not a WebTransport CONNECT, 403 origin, 429 over the server's session cap or
 a second session on the connection: one session per connection, WT_MAX_SESSIONS = 1). An accepted CONNECT
@@ -26,11 +26,11 @@ gets 200 and creates the engine; from then on:
   (`create_webtransport_stream` writes its header); the two tables map both ways and are swept of streams
   aioquic has discarded (and so is aioquic's H3 stream table, which keeps WebTransport streams forever);
 - stream headers and datagram prefixes: aioquic strips a WebTransport stream's header and a datagram's quarter
-  stream ID on the way in, `create_webtransport_stream` and `_SessionStreams` add them on the way out; the
-  engine's datagram payload limit is one quarter-stream-ID smaller;
+  stream ID on the way in, `create_webtransport_stream` and `session_connection` (aioquic_h3.py) add them on
+  the way out; the engine's datagram payload limit is one quarter-stream-ID smaller;
 - flow credit: the engine grants credit for the bytes it consumed; every byte of a stream this layer consumes
   itself (stream headers, the CONNECT request, HTTP/3 control and QPACK streams) is granted back at once, so
-  the paced windows (paced.py) stay whole;
+  the paced windows (aioquic_connection.py) stay whole;
 - resets and STOP_SENDING carry the engine's codes as WebTransport application codes (webtransport_wire.py
   maps them into the HTTP/3 space and back); a code that is none of them reaches the engine as the raw
   HTTP/3 code, which it rejects as it rejects a bad code from a QUIC peer (a protocol error), except
@@ -44,7 +44,9 @@ gets 200 and creates the engine; from then on:
 
 Streams of no session (a stream naming another session, or arriving before the CONNECT was accepted) are
 refused with WT_BUFFERED_STREAM_REJECTED and their bytes credited back; datagrams of no session are dropped.
-aioquic internals are touched here and only here for WebTransport (its H3 stream table, the stream table).
+The aioquic internals WebTransport needs (its H3 settings and stream records, the connection's stream table
+seen in engine stream IDs) are reached through named members of the door modules only: aioquic_h3.py for the
+H3 layer, aioquic_protocol.py and introspect.py for the rest (ARCHITECTURE.md, "The aioquic door").
 
 Spec: none of the Aqueduct protocol (the mapping and its reasons: specs/decisions/quic.md, QUIC-20 to QUIC-28).
 """
@@ -52,29 +54,26 @@ Spec: none of the Aqueduct protocol (the mapping and its reasons: specs/decision
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
-from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.buffer import encode_uint_var
 from aioquic.h3 import events as h3e
-from aioquic.h3.connection import FrameType, H3Connection, H3Stream
 from aioquic.quic import events as qe
-from aioquic.quic.connection import QuicConnection
 
 from ..core import transport as tp
 from ..errors import ConfigError
 from ..wire.errors import CloseCode
+from . import introspect
+from .aioquic_h3 import WebTransportH3, session_connection
 from .protocol import AqueductProtocol
 from .settings import paced_engine_config
 from .webtransport_wire import (
     BUFFERED_STREAM_REJECTED,
     CLOSE_WEBTRANSPORT_SESSION,
-    H3_DATAGRAM_DRAFT04,
     H3_NO_ERROR,
     SESSION_GONE,
-    WT_MAX_SESSIONS,
     CapsuleReader,
     WebTransportError,
     app_code,
@@ -153,79 +152,6 @@ class WebTransportSessions:
         return 200, ""
 
 
-class WebTransportH3(H3Connection):
-    """aioquic's H3Connection with WebTransport on, also announcing WT_MAX_SESSIONS and the draft H3_DATAGRAM, and
-    reading what the peer writes back on a bidi stream we opened (aioquic 1.x parses that as HTTP/3 frames: the
-    stream is marked as the session's WebTransport stream, as one the peer opened is once its header is read)."""
-
-    def create_webtransport_stream(self, session_id: int, is_unidirectional: bool = False) -> int:
-        """Open a WebTransport stream of `session_id` (its header written) and return its QUIC stream ID."""
-        stream_id = super().create_webtransport_stream(session_id, is_unidirectional)
-        if not is_unidirectional:
-            stream = H3Stream(stream_id)
-            stream.frame_type = FrameType.WEBTRANSPORT_STREAM
-            stream.session_id = session_id
-            stream.sending_ended = True  # (our writes bypass H3: the entry goes once the peer's side ends)
-            self._stream[stream_id] = stream
-        return stream_id
-
-    def _get_local_settings(self) -> dict[int, int]:
-        settings = super()._get_local_settings()
-        settings[WT_MAX_SESSIONS] = SESSIONS_PER_CONNECTION
-        settings[H3_DATAGRAM_DRAFT04] = 1
-        return settings
-
-
-class _Streams(Mapping[int, Any]):
-    """aioquic's stream table seen through engine stream IDs (what StreamWrites reads for backpressure)."""
-
-    __slots__ = ("_wt",)
-
-    def __init__(self, wt: WebTransportProtocol) -> None:
-        self._wt = wt
-
-    def __getitem__(self, vid: int) -> Any:
-        qid = self._wt.qid.get(vid)
-        if qid is None:
-            raise KeyError(vid)
-        return self._wt.quic._streams[qid]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._wt.qid)
-
-    def __len__(self) -> int:
-        return len(self._wt.qid)
-
-    def values(self) -> Any:  # every stream's buffer counts towards the connection's unacked bytes
-        return self._wt.quic._streams.values()
-
-
-class _SessionStreams:
-    """The slice of a QuicConnection StreamWrites uses, in engine stream IDs: writes go to the session's streams
-    (opening a WebTransport stream on the engine's first write to a new ID of ours), datagrams get the session's
-    quarter stream ID."""
-
-    __slots__ = ("_datagrams_pending", "_streams", "_wt")
-
-    def __init__(self, wt: WebTransportProtocol) -> None:
-        self._wt = wt
-        self._streams = _Streams(wt)
-        self._datagrams_pending = wt.quic._datagrams_pending
-
-    @property
-    def _streams_blocked_uni(self) -> Any:
-        return self._wt.quic._streams_blocked_uni
-
-    def send_stream_data(self, vid: int, data: bytes, end_stream: bool = False) -> None:
-        qid = self._wt.stream_for_write(vid)
-        if qid is None:
-            raise ValueError(f"engine stream {vid} has no WebTransport stream")
-        self._wt.quic.send_stream_data(qid, data, end_stream)
-
-    def send_datagram_frame(self, data: bytes) -> None:
-        self._wt.quic.send_datagram_frame(self._wt.datagram_prefix + data)
-
-
 class WebTransportProtocol(AqueductProtocol):
     """A server connection that is plain Aqueduct (ALPN "aqueduct") or one WebTransport session (ALPN "h3")."""
 
@@ -252,33 +178,35 @@ class WebTransportProtocol(AqueductProtocol):
     def state_sizes(self) -> dict[str, int]:
         """What the WebTransport layer holds for this connection (the engine's own tables are Engine.state_sizes):
         stream-ID mappings, aioquic's H3 stream records, bytes of a partial capsule."""
-        return {"webtransport_streams": len(self.qid), "h3_streams": len(self.h3._stream) if self.h3 else 0,
+        return {"webtransport_streams": len(self.qid), "h3_streams": self.h3.stream_records if self.h3 else 0,
                 "capsule_bytes": self._capsules.held}
 
     # ---- which kind of connection ----
-    def _process_events(self) -> None:
+    def process_events(self) -> None:
+        """Handle aioquic's queued events: at the first ones with an ALPN, become a plain connection or a
+        WebTransport one; a WebTransport connection's events go through `quic_event_received` (its H3 layer)."""
         if self.h3 is None:
-            tls = getattr(self._quic, "tls", None)
+            tls = getattr(self.quic, "tls", None)
             alpn = tls.alpn_negotiated if tls is not None else None
             if alpn is None:  # (the ClientHello is not in yet: nothing to do but aioquic's bookkeeping)
-                QuicConnectionProtocol._process_events(self)
+                self.dispatch_events()
                 return
             if alpn != H3_ALPN:
                 self.__class__ = AqueductProtocol  # type: ignore[assignment]
                 if self._on_connection is not None:
                     self._on_connection(self)
-                AqueductProtocol._process_events(self)
+                AqueductProtocol.process_events(self)
                 return
-            self.h3 = WebTransportH3(self._quic, enable_webtransport=True)
+            self.h3 = WebTransportH3(self.quic, max_sessions=SESSIONS_PER_CONNECTION)
             self._use_session_writes()
         try:
-            QuicConnectionProtocol._process_events(self)  # each event to quic_event_received
+            self.dispatch_events()  # each event to quic_event_received
         except Exception as exc:
             self._internal_error(exc)
         self.pump()
 
     def _use_session_writes(self) -> None:
-        writes = StreamWrites(cast(QuicConnection, _SessionStreams(self)), self.settings)
+        writes = StreamWrites(session_connection(self), self.settings)
         self.writes = writes
         self.datagrams_queued = writes.datagrams_queued
         self.send_blocked = writes.send_blocked
@@ -294,7 +222,7 @@ class WebTransportProtocol(AqueductProtocol):
             if isinstance(event, qe.ConnectionTerminated):
                 self._on_terminated(tp.ConnectionTerminated(event.error_code, event.reason_phrase, True))
             return
-        now = self._loop.time()
+        now = self.loop.time()
         engine = self.engine
         if isinstance(event, qe.StreamDataReceived):
             given = 0
@@ -365,7 +293,7 @@ class WebTransportProtocol(AqueductProtocol):
         self.datagram_prefix = encode_uint_var(ev.stream_id // 4)
         self.start_engine()
         if self._handshake_done and self.engine is not None:
-            self.engine.handle_event(tp.HandshakeCompleted(False, False), self._loop.time())
+            self.engine.handle_event(tp.HandshakeCompleted(False, False), self.loop.time())
         if self._on_connection is not None:
             self._on_connection(self)
 
@@ -374,12 +302,12 @@ class WebTransportProtocol(AqueductProtocol):
         if self.engine is None:
             from ..core.engine import Engine
 
-            peer = self._quic._remote_max_datagram_frame_size
+            peer = self.quic.peer_max_datagram_frame_size
             limit = self.settings.datagram_payload_limit(peer) if peer is not None else 0
             self.datagram_payload_limit = max(0, limit - len(self.datagram_prefix))
             config = paced_engine_config(replace(self._engine_config, replay_safe_0rtt=False), self.settings,
                                          self.datagram_payload_limit)
-            self.engine = Engine(self.side, headers=self._headers, config=config, now=self._loop.time())
+            self.engine = Engine(self.side, headers=self._headers, config=config, now=self.loop.time())
         return self.engine
 
     def _session_data(self, data: bytes, ended: bool, now: float) -> None:
@@ -431,7 +359,7 @@ class WebTransportProtocol(AqueductProtocol):
         else:
             vid = qid - self.session_id - 4
             if vid < 0:
-                self._protocol_violation(f"WebTransport stream {qid} opened before its session", self._loop.time())
+                self._protocol_violation(f"WebTransport stream {qid} opened before its session", self.loop.time())
                 return None
         self._map(vid, qid)
         return vid
@@ -452,13 +380,11 @@ class WebTransportProtocol(AqueductProtocol):
 
     def _sweep(self) -> None:
         """Forget streams aioquic has discarded (in our tables and in its H3 table): amortised O(1) per stream."""
-        live = self.quic._streams
+        live = introspect.live_streams(self.quic)
         for qid in [q for q in self.vid if q not in live]:
             del self.qid[self.vid.pop(qid)]
         assert self.h3 is not None
-        table = self.h3._stream
-        for qid in [q for q in table if q not in live and q != self.session_id]:
-            del table[qid]
+        self.h3.forget_streams(live, keep=self.session_id)
         self._sweep_at = max(SWEEP_MIN, 2 * len(self.qid))
 
     def _refuse_stream(self, qid: int) -> None:
@@ -505,9 +431,9 @@ class WebTransportProtocol(AqueductProtocol):
             h3.send_data(sid, close_capsule(error_code, reason), end_stream=True)
         except Exception:  # (the CONNECT stream is gone: the QUIC close says it all)
             log.debug("no CLOSE_WEBTRANSPORT_SESSION sent", exc_info=True)
-        self._transmit_soon()
+        self.transmit_soon()
         grace = max(CLOSE_GRACE_MIN, CLOSE_GRACE_RTTS * self.rtt_smoothed)
-        self._loop.call_later(grace, self._close_quic, reason)
+        self.loop.call_later(grace, self._close_quic, reason)
 
     def _close_quic(self, reason: str) -> None:
         if not self.terminated.done():

@@ -20,8 +20,9 @@ Spec: none of the Aqueduct protocol (the WebTransport mapping is specs/decisions
 
 from __future__ import annotations
 
-from aioquic._buffer import Buffer, BufferReadError
-from aioquic.buffer import encode_uint_var
+# (aioquic.buffer is aioquic's public buffer module; it re-exports its C Buffer without `as`, so mypy's strict
+# re-export rule asks for the ignore)
+from aioquic.buffer import Buffer, BufferReadError, encode_uint_var  # type: ignore[attr-defined]
 
 from ..wire.errors import AqueductError
 

@@ -22,10 +22,16 @@ from aioquic.h3 import events as h3e
 from aqueduct.api.codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from aqueduct.api.connection import Connection
 from aqueduct.api.link import ConnectionLink
+from aqueduct.quic.aioquic_connection import PacedQuicConnection
+from aqueduct.quic.aioquic_h3 import WebTransportH3
 from aqueduct.quic.endpoint import _connected_endpoint
-from aqueduct.quic.paced import PacedQuicConnection
 from aqueduct.quic.settings import TransportSettings, client_configuration
-from aqueduct.quic.webtransport import WebTransportOptions, WebTransportProtocol, WebTransportSessions
+from aqueduct.quic.webtransport import (
+    SESSIONS_PER_CONNECTION,
+    WebTransportOptions,
+    WebTransportProtocol,
+    WebTransportSessions,
+)
 from aqueduct.wire.channel_id import Side
 
 
@@ -35,20 +41,18 @@ class ClientSession(WebTransportProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, webtransport=WebTransportSessions(WebTransportOptions()), **kwargs)
         self._next_bidi = 1
-        self.status: asyncio.Future[int] = self._loop.create_future()
+        self.status: asyncio.Future[int] = self.loop.create_future()
         self.closed_with: tuple[int, str] | None = None
 
-    def _process_events(self) -> None:
+    def process_events(self) -> None:
         if self.h3 is None:
-            from aqueduct.quic.webtransport import WebTransportH3
-
-            self.h3 = WebTransportH3(self._quic, enable_webtransport=True)
+            self.h3 = WebTransportH3(self.quic, max_sessions=SESSIONS_PER_CONNECTION)
             self._use_session_writes()
-        super()._process_events()
+        super().process_events()
 
     def send_connect(self, authority: str, path: str, origin: str | None) -> None:
         assert self.h3 is not None
-        sid = self._quic.get_next_available_stream_id()
+        sid = self.quic.get_next_available_stream_id()
         headers = [(b":method", b"CONNECT"), (b":protocol", b"webtransport"), (b":scheme", b"https"),
                    (b":authority", authority.encode()), (b":path", path.encode())]
         if origin is not None:
@@ -66,7 +70,7 @@ class ClientSession(WebTransportProtocol):
             if self.engine is not None:
                 from aqueduct.core import transport as tp
 
-                self.engine.handle_event(tp.HandshakeCompleted(False, False), self._loop.time())
+                self.engine.handle_event(tp.HandshakeCompleted(False, False), self.loop.time())
         if not self.status.done():
             self.status.set_result(status)
 
@@ -96,12 +100,12 @@ class ClientSession(WebTransportProtocol):
         """Open a WebTransport stream of the session and write `data` on it (bypassing the engine)."""
         assert self.h3 is not None and self.session_id is not None
         qid = self.h3.create_webtransport_stream(self.session_id, is_unidirectional=uni)
-        self._quic.send_stream_data(qid, data, end)
+        self.quic.send_stream_data(qid, data, end)
         self.transmit()
         return qid
 
     def datagram_raw(self, data: bytes) -> None:
-        self._quic.send_datagram_frame(self.datagram_prefix + data)
+        self.quic.send_datagram_frame(self.datagram_prefix + data)
         self.transmit()
 
 
