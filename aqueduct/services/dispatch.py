@@ -194,12 +194,12 @@ async def _run(impl: Service, iface: Interface, method: Method, call: Any, link:
             value = await (intercepted(interceptors, info, last) if interceptors else last())
         out = method.reply(value=value)
     except Exception as exc:
-        out = method.reply(error=_failure(exc, method))
+        out = method.failed(_failure(exc, method), exc)
     try:
         try:
             await reply.send(out)
         except ValidationError as exc:  # the method's value does not fit its declared result
-            await reply.send(method.reply(error=_failure(exc, method)))
+            await reply.send(method.failed(_failure(exc, method), exc))
     except ChannelError:
         pass  # the caller is gone: nobody to tell
 

@@ -18,7 +18,7 @@ from ..api.halves import Sender
 from ..api.request import request
 from ..errors import AqueductError
 from .context import OPTIONS, CallInfo, intercepted, settings_of
-from .interface import CallMeta, Failure, Interface, Method, Service
+from .interface import CallMeta, Failure, Interface, Method, Service, declared_error
 
 
 class RemoteError(AqueductError):
@@ -31,13 +31,14 @@ class RemoteError(AqueductError):
         self.type_name, self.remote_message, self.method = type_name, message, method
 
 
-def raised(iface: Interface, failure: Failure) -> BaseException:
-    """The exception a caller sees for a Failure: the declared type (made from the message) or RemoteError."""
+def raised(iface: Interface, failure: Failure, fields: Any = None) -> BaseException:
+    """The exception a caller sees for a Failure: the declared type (remade from its fields, or from its message)
+    or RemoteError."""
     declared = iface.errors.get(failure.type)
     if declared is not None:
         try:
-            return declared(failure.message)
-        except Exception:  # (a declared type that cannot be made from a message: say what happened anyway)
+            return declared_error(declared).decode(failure.message, fields)
+        except Exception:  # (no fields arrived, or its constructor refused them: say what happened anyway)
             pass
     return RemoteError(failure.type, failure.message, failure.method)
 
@@ -113,5 +114,5 @@ async def _exchange(iface: Interface, sender: Sender[Any], method: Method, field
     else:
         reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
     if reply.error is not None:
-        raise raised(iface, reply.error)
+        raise raised(iface, reply.error, getattr(reply, "fields", None))
     return reply.value
