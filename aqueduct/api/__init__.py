@@ -22,6 +22,7 @@ from .halves import Message, OneshotReceiver, OneshotSender, Receiver, Sender, c
 from .oneof import OneOf
 from .reconnect import Attempt, Backoff, reconnecting
 from .request import request
+from .runner import run
 from .schema import SchemaMismatch
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "oneshot",
     "reconnecting",
     "request",
+    "run",
 ]

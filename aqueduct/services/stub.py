@@ -16,7 +16,7 @@ from typing import Any
 
 from ..api.halves import Sender
 from ..api.request import request
-from ..errors import AqueductError
+from ..errors import AqueductError, Timeout
 from .context import OPTIONS, CallInfo, intercepted, settings_of
 from .interface import CallMeta, Failure, Interface, Method, Service, declared_error
 
@@ -105,14 +105,17 @@ async def _exchange(iface: Interface, sender: Sender[Any], method: Method, field
     meta = CallMeta(timeout, metadata or {}) if timeout is not None or metadata else None
     build: Any = method.call  # (a msgspec Struct class made at run time, with a `reply` field)
     reply: Any
-    if slots is not None:
-        await slots.acquire()
-        try:
+    try:
+        if slots is not None:
+            await slots.acquire()
+            try:
+                reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
+            finally:
+                slots.release()
+        else:
             reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
-        finally:
-            slots.release()
-    else:
-        reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
+    except Timeout as exc:  # (request's own text names no method: say which call ran out of time)
+        raise Timeout(f"{iface.name}.{method.name}: {str(exc).removeprefix('request: ')}") from None
     if reply.error is not None:
         raise raised(iface, reply.error, getattr(reply, "fields", None))
     return reply.value
