@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -43,7 +44,7 @@ def test_every_python_block_type_checks_as_it_says(tmp_path: Path) -> None:
         path.write_text(b.code)
         files[path.name] = b
     config = tmp_path / "mypy.ini"
-    config.write_text("[mypy]\nstrict_equality = True\n")  # a user's plain settings, not the project's
+    config.write_text("[mypy]\nstrict = True\n")  # a user's strict settings, not the project's
     out, err, _ = api.run([*map(str, sorted(tmp_path.glob("*.py"))), "--no-incremental", "--cache-dir",
                            str(tmp_path / "cache"), "--python-version", "3.11", "--config-file", str(config),
                            "--no-error-summary", "--no-color-output", "--hide-error-context"])  # fmt: skip
@@ -70,27 +71,30 @@ def test_complete_programs_in_the_guides_run(program: Block, tmp_path: Path) -> 
 
 
 def test_readme_client_and_server_example_runs(certs: DevCerts, tmp_path: Path) -> None:
+    """As README says: `python example.py server` in one terminal, `python example.py` in another, Ctrl-C."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     example = block("README.md", "async def server()").code
-    code = (example.replace("4433", str(port)).replace("certs/ca.pem", str(certs.ca))
-            .replace("certs/cert.pem", str(certs.cert)).replace("certs/key.pem", str(certs.key)))
-    code += (
-        "\nasync def main() -> None:\n"
-        "    serving = asyncio.ensure_future(server())\n"
-        "    while True:  # until the server listens: its first client attempt fails fast (nothing listening)\n"
-        "        try:\n"
-        "            await client()\n"
-        "            break\n"
-        "        except aqueduct.ConnectError:\n"
-        "            await asyncio.sleep(0.05)\n"
-        "    serving.cancel()\n"
-        "\nasyncio.run(main())\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [f"listening on ('127.0.0.1', {port})", "{'time': '12:00'}"]
+    (tmp_path / "example.py").write_text(
+        example.replace("4433", str(port)).replace("certs/ca.pem", str(certs.ca))
+        .replace("certs/cert.pem", str(certs.cert)).replace("certs/key.pem", str(certs.key)))
+    server = subprocess.Popen([sys.executable, "example.py", "server"], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline() == f"listening on ('127.0.0.1', {port})\n"
+        client = subprocess.run([sys.executable, "example.py"], capture_output=True, text=True, timeout=60,
+                                cwd=tmp_path)
+        assert client.returncode == 0, client.stderr
+        assert client.stdout.splitlines() == ["{'time': '12:00'}"]
+        server.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = server.communicate(timeout=60)
+        assert err.splitlines() == ["stopped: Ctrl-C"] and server.returncode == 130
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 def _command_lines() -> list[tuple[Block, list[str]]]:
