@@ -100,7 +100,7 @@ async def client(url: str, ca: Path) -> None:
         calc = conn.service                                        # mypy: Calculator
         print("client: add(2, 40) =", await calc.add(2, 40))
         try:
-            await calc.add("2", 40)  # type: ignore[arg-type]      # mypy error; at run time:
+            await calc.add("2", 40)  # type: ignore[arg-type]      # mypy rejects it; at run time:
         except aqueduct.ValidationError as exc:
             print("client: not sent:", exc.path, "expected", exc.expected)
         print("client: count(4) streams", [i async for i in await calc.count(4)])

@@ -19,7 +19,7 @@ from mypy import api
 
 from aqueduct.quic.certs import DevCerts
 
-from .blocks import Block, block, blocks
+from .blocks import ROOT, Block, block, blocks
 
 _ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<text>.*)$")
 PYTHON = blocks("python")
@@ -44,7 +44,8 @@ def test_every_python_block_type_checks_as_it_says(tmp_path: Path) -> None:
         path.write_text(b.code)
         files[path.name] = b
     config = tmp_path / "mypy.ini"
-    config.write_text("[mypy]\nstrict = True\n")  # a user's strict settings, not the project's
+    # a user's strict settings, not the project's; the examples import their helpers from beside them
+    config.write_text(f"[mypy]\nstrict = True\nmypy_path = {ROOT / 'examples'}\n")
     out, err, _ = api.run([*map(str, sorted(tmp_path.glob("*.py"))), "--no-incremental", "--cache-dir",
                            str(tmp_path / "cache"), "--python-version", "3.11", "--config-file", str(config),
                            "--no-error-summary", "--no-color-output", "--hide-error-context"])  # fmt: skip
@@ -58,7 +59,7 @@ def test_every_python_block_type_checks_as_it_says(tmp_path: Path) -> None:
             got = errors.pop((name, n), [])
             expected = "mypy error" in text
             if expected != bool(got):
-                wrong.append(f"{b.source}:{b.line + n - 1}: {'no error' if expected else got}: {text.strip()}")
+                wrong.append(f"{b.source}:{b.source_line(n)}: {'no error' if expected else got}: {text.strip()}")
     assert not wrong and not errors, "\n".join(wrong) + f"\n{errors}\n{err}"
     assert sum("mypy error" in b.code for b in PYTHON) >= 1  # the typed-channels guide shows a rejected send
 
@@ -127,3 +128,30 @@ def test_every_command_line_in_the_guides_parses(capsys: pytest.CaptureFixture[s
             parsers[words[0]].parse_args(words[1:])
         except SystemExit as exited:  # --version and --help exit 0 once they printed
             assert exited.code == 0, f"{b.name}: {shlex.join(words)} does not parse: {capsys.readouterr().err}"
+
+
+def test_getting_started_links_every_guide_and_the_examples() -> None:
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text().split("\nnav:", 1)[1].join(["nav:", ""]))["nav"]
+    guides = [page for entry in nav if isinstance(entry, dict) and "Guides" in entry
+              for item in entry["Guides"] for page in item.values()]
+    text = (ROOT / "docs" / "getting-started.md").read_text()
+    where_next = text[text.index("## Where next"):]
+    assert len(guides) >= 9
+    for page in [*guides, "performance.md", "examples.md"]:
+        assert f"]({page})" in where_next, page
+
+
+def test_every_guide_has_headings_for_its_table_of_contents() -> None:
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text()
+        if text.lstrip().startswith("--8<--"):  # (a page that is an included file, which has its own)
+            continue
+        assert re.search(r"^## ", text, re.M), f"{page.name} has no section headings (an empty table of contents)"
+
+
+def test_the_examples_page_shows_every_example() -> None:
+    text = (ROOT / "docs" / "examples.md").read_text()
+    for path in sorted((ROOT / "examples").glob("[!_]*.py")):
+        assert f'--8<-- "examples/{path.name}"' in text, path.name
