@@ -10,6 +10,7 @@ the master and deploy settings come from spark-submit and are not touched.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -45,6 +46,10 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 """
+
+
+NO_PERF_DATA = "-XX:-UsePerfData"
+"""The driver JVM's option that keeps it from writing /tmp/hsperfdata_USER (jstat's files, left behind)."""
 
 
 class JavaMissing(RuntimeError):
@@ -100,12 +105,13 @@ def prepare_environment(master: str) -> None:
 
 
 def _quiet_conf_dir() -> str:
-    """A SPARK_CONF_DIR holding only a log4j2.properties that logs errors (spark-class puts it on the classpath)."""
-    path = Path(tempfile.gettempdir()) / f"aqueduct-spark-conf-{os.getuid()}"
-    path.mkdir(exist_ok=True)
-    props = path / "log4j2.properties"
-    if not props.exists() or props.read_text() != _LOG4J:
-        props.write_text(_LOG4J)
+    """A SPARK_CONF_DIR holding only a log4j2.properties that logs errors (spark-class puts it on the classpath).
+
+    A private directory of this process's (mkdtemp), removed when it exits: nothing is left in the shared
+    temporary directory (it was once a fixed /tmp/aqueduct-spark-conf-UID, left behind by every run)."""
+    path = Path(tempfile.mkdtemp(prefix="aqueduct-spark-conf-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    (path / "log4j2.properties").write_text(_LOG4J)
     return str(path)
 
 
@@ -147,6 +153,7 @@ def spark_session(
         builder = builder.master(master)
         if _is_loopback_master(master):
             builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+        builder = builder.config("spark.driver.extraJavaOptions", NO_PERF_DATA)  # (merged with config= below)
     builder = (
         builder.config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -154,6 +161,8 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", os.environ.get("AQUEDUCT_SPARK_PARTITIONS", "8"))
     )
     for key, value in (config or {}).items():
+        if key == "spark.driver.extraJavaOptions" and not under_spark_submit():
+            value = f"{NO_PERF_DATA} {value}"
         builder = builder.config(key, value)
     with _stderr_to(None if under_spark_submit() else jvm_log):
         spark = builder.getOrCreate()
