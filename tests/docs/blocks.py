@@ -5,9 +5,10 @@ files those pages include with pymdownx.snippets' `--8<-- "FILE"` (SECURITY.md, 
 is a fenced code block with its language, the file it is written in and the line its code starts on;
 markdown-it parses the fences, so blocks inside lists and admonitions count too. A block included into a
 page is read where it is written, once; a block whose whole content is such an include (the examples page's
-```` --8<-- "examples/chat.py" ````) is that file's code, named by it. The blocks of one page that carry the same title (```` ```python
-title="calc.py" ````, shown as the file's name on the site) are the parts of one file: they are joined, in
-page order, into one block, whose `source_line` maps each of its lines back to the page.
+```` --8<-- "examples/chat.py" ````) is that file's code, named by it. The blocks of one page that carry
+the same title (```` ```python title="calc.py" ````, shown as the file's name on the site) are the parts of
+one file: they are joined, in page order, into one block, whose `source_line` maps each of its lines back to
+the page.
 """
 
 from __future__ import annotations
