@@ -129,8 +129,9 @@ def _directive(path: str, obj: griffe.Object | griffe.Alias) -> str:
     options = []
     if wiring:
         options.append(f"      filters: [\"!^_\", \"!^({'|'.join(wiring)})$\"]\n")
-    bases = [str(base).rsplit(".", 1)[-1] for base in obj.bases] if obj.is_class else []
-    if bases and all(base.startswith("_") for base in bases):
+    bases = [str(base).split("[", 1)[0].rsplit(".", 1)[-1] for base in obj.bases] if obj.is_class else []
+    shown = [base for base in bases if base != "Generic"]  # (typing's machinery: the signature shows the T)
+    if shown and all(base.startswith("_") for base in shown):
         options.append("      show_bases: false\n")
     return f"::: {path}\n" + (f"    options:\n{''.join(options)}" if options else "")
 
