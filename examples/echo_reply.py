@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import run, running_server
+from _common import running_server
 
 import aqueduct
 
@@ -24,4 +24,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line

@@ -16,8 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import run
-
 import aqueduct
 from aqueduct import Receiver
 from aqueduct.quic.certs import make_dev_certs
@@ -138,4 +136,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line
