@@ -3,7 +3,7 @@
 Two services: `--echo` (the default: the interop echo service, raw codec) or `--service MODULE:CLASS`, an
 implementation of an `aqueduct.Service` interface made with no arguments (`aqueduct serve --service
 calc:Calc` serves the Services guide's calculator; the module is imported from the current directory
-first). Ports beyond 0-65535 are refused (ConfigError) before anything starts.
+first; decision PROJ-6). Ports beyond 0-65535 are refused (ConfigError) before anything starts.
 
 Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0
 picks a free port) and one line per connection when it ends. SIGTERM drains

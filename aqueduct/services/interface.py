@@ -8,7 +8,7 @@ interfaces defined later resolve) into an `Interface`: per method a msgspec Stru
 (tagged with the method's name in the field `method`; one field per parameter, the `reply` oneshot, and an
 optional `meta`) and one for its reply (`value`, or `error`: a `Failure`). The interface's call type is the
 tagged union of its methods' call structs: a service's channel is a channel of that type, so validation,
-conversion and the schema agreed at connect are the typed channels' own (specs/DECISIONS.md, "Services").
+conversion and the schema agreed at connect are the typed channels' own (decisions SVC-2, SVC-8).
 
 Declared errors (`errors=[...]`) keep their fields. Each is read when the interface class is made
 (`declared_error`): an exception with a constructor of its own travels as a msgspec Struct of that constructor's
@@ -16,7 +16,7 @@ typed parameters (tagged with its name, so its schema is part of the interface's
 values read from the attributes of the same names; one with the built-in constructor travels as its message.
 A constructor whose parameters could not travel (no annotation, `*args`, a type msgspec cannot carry) is refused
 there and then with a ConfigError that says what is needed. A method's reply then has a `fields` member, the
-union of those structs; the caller remakes the exception from it (stub.py, `raised`).
+union of those structs; the caller remakes the exception from it (stub.py, `raised`; decision SVC-6).
 """
 
 from __future__ import annotations

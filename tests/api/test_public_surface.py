@@ -42,7 +42,7 @@ PUBLIC_MODULES = {
     "aqueduct", "aqueduct.errors", "aqueduct.testing", "aqueduct.recording", "aqueduct.metrics",
     "aqueduct.metrics_otel", "aqueduct.spark", "aqueduct.services.otel", "aqueduct.quic.certs",
 }
-"""Where a user may reach besides `aqueduct` itself (specs/DECISIONS.md, "The public surface"): the tools'
+"""Where a user may reach besides `aqueduct` itself (decision API-27): the tools'
 packages, the ENDINGS table's module and the dev certificates; every other module is the library's own."""
 NOT_MODULES = {"aqueduct.quic", "aqueduct.bench"}
 """Names the guides mention that are no module to import: a logger's, an entry point group's."""

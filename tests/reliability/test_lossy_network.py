@@ -1,6 +1,6 @@
 """Real QUIC through the seeded impairment proxy: nothing promised is lost, nothing is delivered twice, no hangs.
 
-Client and server run in this process with the library's ImpairProxy (aqueduct.bench.impair)
+Client and server run in this process with the library's ImpairProxy (aqueduct.testing.impair)
 between them (loss, loss bursts, duplication, reordering, jitter). Every
 channel is recorded by a TrafficLog and checked by the one ledger (see tests/harness/traffic.py):
 reliable messages exactly once (in order when ordered), unreliable ones at
@@ -22,10 +22,10 @@ from harness.traffic import TrafficLog, TrafficShape, TreeTraffic
 import aqueduct
 from aqueduct import ConnectionLost, Delivery
 from aqueduct.api.connection import link_of
-from aqueduct.bench.impair import Impairment, ImpairProxy
 from aqueduct.errors import EndReason
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
+from aqueduct.testing.impair import Impairment, ImpairProxy
 
 from .hostile import GUARD, until
 

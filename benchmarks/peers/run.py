@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from .. import command
 from . import KINDS, PeerRow, unavailable
 
 STOP_WAIT = 15.0
@@ -35,8 +35,8 @@ class Servers:
             if why is not None:
                 self.reasons[kind] = why
                 continue
-            cmd = [sys.executable, "-m", "aqueduct.bench.peers.serve", "--kind", kind, "--cert", str(cert),
-                   "--key", str(key), *(["--uvloop"] if uvloop else [])]
+            cmd = command("benchmarks.peers.serve", "--kind", kind, "--cert", str(cert), "--key", str(key),
+                          *(["--uvloop"] if uvloop else []))
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True)
             assert proc.stdout is not None and proc.stderr is not None
@@ -66,9 +66,9 @@ async def measure_row(row: PeerRow, server: dict[str, Any], ca: Path, window: fl
                       uvloop: bool) -> dict[str, float]:
     """One measuring process for `row`: its {workload: value}; RuntimeError (with its last error line) if it
     failed."""
-    cmd = [sys.executable, "-m", "aqueduct.bench.peers.measure", "--row", row.name, "--server", json.dumps(server),
-           "--ca", str(ca), "--window", str(window), "--setups", str(setups), "--idle", str(idle),
-           *(["--uvloop"] if uvloop else [])]
+    cmd = command("benchmarks.peers.measure", "--row", row.name, "--server", json.dumps(server), "--ca", str(ca),
+                  "--window", str(window), "--setups", str(setups), "--idle", str(idle),
+                  *(["--uvloop"] if uvloop else []))
     proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     if proc.returncode != 0:

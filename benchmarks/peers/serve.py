@@ -1,6 +1,6 @@
 """A peer's server process: one kind of server, alone, so its CPU and memory are its own.
 
-    python -m aqueduct.bench.peers.serve --kind grpc-tls --cert CERT --key KEY [--uvloop]
+    python -m benchmarks.peers.serve --kind grpc-tls --cert CERT --key KEY [--uvloop]
 
 Starts the kind's server (its module's `serve`), prints one JSON line {"info", "pids", "memory_pid"}, and
 serves until its stdin closes; then stops the server (and any program it started).
@@ -18,7 +18,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..peer import stdin_closed
+from aqueduct.bench.peer import stdin_closed
+from aqueduct.bench.tally import Tally
+
 from . import KINDS
 
 
@@ -30,11 +32,13 @@ class Served:
     stop: Callable[[], Awaitable[None]]
     pids: list[int] = field(default_factory=lambda: [os.getpid()])
     memory_pid: int = field(default_factory=os.getpid)
+    tally: Tally = field(default_factory=Tally)
+    """What the server saw, counted on its side (tally.py): the row tests read it."""
 
 
 async def _serve(kind: str, cert: str, key: str) -> None:
     k = KINDS[kind]
-    module = importlib.import_module(f"aqueduct.bench.peers.{k.module}")
+    module = importlib.import_module(f"benchmarks.peers.{k.module}")
     served: Served = await module.serve(cert, key, k.variant)
     print(json.dumps({"info": served.info, "pids": served.pids, "memory_pid": served.memory_pid}), flush=True)
     await stdin_closed()

@@ -20,8 +20,10 @@ from typing import Any
 
 import grpc
 
-from ..clients import Rate
-from ..protocol import decode_count, encode_count
+from aqueduct.bench.clients import Rate
+from aqueduct.bench.protocol import decode_count, encode_count
+from aqueduct.bench.tally import Tally
+
 from .serve import Served
 
 SERVICE = "aqueduct.bench.Peer"
@@ -31,23 +33,35 @@ HOST = "127.0.0.1"
 OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 
 
-async def _call(request: bytes, context: Any) -> bytes:
-    return request
-
-
-async def _sink(requests: AsyncIterator[bytes], context: Any) -> bytes:
-    n = 0
-    async for _ in requests:
-        n += 1
-    return encode_count(n)
-
-
 async def serve(cert: str, key: str, variant: str) -> Served:
     """A grpc.aio server with `Call` and `Sink` on a free loopback port; `variant` "tls" or "h2c"."""
+    tally = Tally()
+    clients: set[str] = set()
+
+    def seen(context: Any) -> None:
+        peer = context.peer()  # "ipv4:127.0.0.1:PORT": one per client connection
+        if peer not in clients:
+            clients.add(peer)
+            security = context.auth_context().get("transport_security_type", [b"none"])[0].decode()
+            tally.connected((peer, security))  # (security "ssl": the connection is TLS, as the row's name says)
+
+    async def call(request: bytes, context: Any) -> bytes:
+        seen(context)
+        tally.calls += 1
+        return request
+
+    async def sink(requests: AsyncIterator[bytes], context: Any) -> bytes:
+        seen(context)
+        n = 0
+        async for _ in requests:
+            n += 1
+        tally.messages += n
+        return encode_count(n)
+
     server = grpc.aio.server()
     handler = grpc.method_handlers_generic_handler(SERVICE, {
-        "Call": grpc.unary_unary_rpc_method_handler(_call),
-        "Sink": grpc.stream_unary_rpc_method_handler(_sink),
+        "Call": grpc.unary_unary_rpc_method_handler(call),
+        "Sink": grpc.stream_unary_rpc_method_handler(sink),
     })
     server.add_generic_rpc_handlers((handler,))
     if variant == "tls":
@@ -60,7 +74,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
     async def stop() -> None:
         await server.stop(None)
 
-    return Served({"port": port, "tls": variant == "tls"}, stop)
+    return Served({"port": port, "tls": variant == "tls"}, stop, tally=tally)
 
 
 class Client:

@@ -1,5 +1,5 @@
-"""Peers in the benchmark (`aqueduct bench --peers`): what a Python service author picks instead of Aqueduct,
-measured beside it in the same run, on the same workloads.
+"""Peers in the benchmark (`aqueduct bench --peers`, from a checkout: aqueduct/bench/lab.py): what a Python
+service author picks instead of Aqueduct, measured beside it in the same run, on the same workloads.
 
 One module per peer, each with the same function API, depending only on aqueduct and its peer library:
 
@@ -28,6 +28,8 @@ import os
 import shutil
 from dataclasses import dataclass
 
+from aqueduct.bench import lab
+
 RR = ("rr1", "rr1_p50", "rr1_p99", "rr1_cpu_server", "rr1_cpu_client",
       "rr32", "rr32_p50", "rr32_p99", "rr32_cpu_server", "rr32_cpu_client")
 """The request/reply workloads: calls/s, p50 and p99 (us), CPU per call on each side (us), at 1 and 32 in
@@ -41,7 +43,7 @@ class Kind:
     """One kind of peer server process and what it needs."""
 
     module: str
-    """The module under aqueduct.bench.peers implementing the API above."""
+    """The module under benchmarks.peers implementing the API above."""
     variant: str
     library: str
     """The import name of its Python library (checked with find_spec)."""
@@ -71,6 +73,7 @@ class PeerRow:
 
 ROWS = [
     PeerRow("aqueduct request", "aqueduct", ("rr1", "rr32"), "request"),
+    PeerRow("aqueduct typed request", "aqueduct", ("rr1", "rr32"), "typed request"),
     PeerRow("aqueduct pair", "aqueduct", ("rr1", "rr32"), "pair"),
     PeerRow("aqueduct raw", "aqueduct", ("msg64", "setup_1rtt", "setup_0rtt", "conn_mem"), "raw"),
     PeerRow("aqueduct typed", "aqueduct", ("msg64",), "typed"),
@@ -79,10 +82,12 @@ ROWS = [
     PeerRow("zeromq", "zmq", FULL),
     PeerRow("nats", "nats", FULL),
 ]
-"""'aqueduct request': `aqueduct.request` (a fresh oneshot per call); 'aqueduct pair': requests on one
-pre-opened channel pair; 'aqueduct raw' / 'typed': 64 B streaming raw and as a typed message (bench/typed.py)."""
+"""'aqueduct request': `aqueduct.request` (a fresh oneshot per call); 'aqueduct typed request': the same on a
+typed entrypoint (peers/aqueduct.py's `Call`); 'aqueduct pair': requests on one
+pre-opened channel pair; 'aqueduct raw' / 'typed': 64 B streaming raw and as a typed message
+(aqueduct/bench/typed.py)."""
 BY_NAME = {r.name: r for r in ROWS}
-GRPC_TLS = "grpcio TLS"
+GRPC_TLS = lab.GRPC_TLS
 """The request/reply rows' reference (the issue's targets compare with it)."""
 
 

@@ -1,7 +1,7 @@
 """The service rows: calls per second and latency of a service call, beside `aqueduct.request` with a fresh
 oneshot and grpcio's aio unary call (when grpcio is installed: the `bench` extra), in one run.
 
-Theory of operation. A peer process (`python -m aqueduct.bench.services --serve DIR`) serves three things
+Theory of operation. A peer process (`python -m benchmarks.services --serve DIR`) serves three things
 on loopback and prints their ports: a `BenchCalc` service (`serve(service=)`), an entrypoint of typed
 `Add` requests answered on their reply oneshot (what a service call is built from, hand-written), and a
 grpc.aio server with one generic unary method on raw bytes (no protobuf: the figure is the transport and
@@ -17,19 +17,24 @@ from __future__ import annotations
 import abc
 import argparse
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ..api.halves import OneshotSender
-from ..services import Service, connect, serve
-from .clients import percentile
+from aqueduct import OneshotSender
+from aqueduct.bench.clients import percentile
+from aqueduct.bench.tally import Tally
+from aqueduct.services import Service, connect, serve
+
+from . import command
 
 FLIGHTS = (1, 32)
 KINDS = ("service call", "aqueduct.request fresh oneshot", "grpcio aio unary")
@@ -41,7 +46,11 @@ class BenchCalc(Service):
 
 
 class Calc(BenchCalc):
+    def __init__(self, tally: Tally | None = None) -> None:
+        self.tally = tally or Tally()
+
     async def add(self, a: int, b: int) -> int:
+        self.tally.calls += 1
         return a + b
 
 
@@ -59,43 +68,76 @@ def grpc_available() -> bool:
 
 
 # ---- the serving peer ----
-async def _serve(certs: Path, with_grpc: bool = True) -> None:
+@dataclass
+class Serving:
+    """The three servers of the serving peer: their ports, what each saw (by kind: KINDS), and how to stop them."""
+
+    ports: dict[str, int]
+    tallies: dict[str, Tally]
+    stop: Callable[[], Awaitable[None]]
+
+
+async def start(certs: Path, with_grpc: bool = True) -> Serving:
+    """The service, the typed entrypoint answering `Add` on its oneshot, and (if installed) the grpc.aio server,
+    each on a free loopback port, each counting what it answered (bench/tally.py)."""
     cert, key = certs / "cert.pem", certs / "key.pem"
+    tallies = {kind: Tally() for kind in KINDS}
     ports: dict[str, int] = {}
-    async with serve("127.0.0.1", 0, cert=cert, key=key, service=Calc()) as svc, \
-            serve("127.0.0.1", 0, cert=cert, key=key, entrypoint=Add) as plain:
-        ports["service"], ports["request"] = svc.address[1], plain.address[1]
+    stack = contextlib.AsyncExitStack()
+    svc = await stack.enter_async_context(serve("127.0.0.1", 0, cert=cert, key=key,
+                                                service=Calc(tallies["service call"])))
+    plain = await stack.enter_async_context(serve("127.0.0.1", 0, cert=cert, key=key, entrypoint=Add))
+    ports["service"], ports["request"] = svc.address[1], plain.address[1]
+    counted = tallies["aqueduct.request fresh oneshot"]
 
-        async def answer(conn: Any) -> None:
-            async for req in conn.entrypoint:
-                await req.reply.send(req.a + req.b)
+    async def answer(conn: Any) -> None:
+        counted.connected(conn)
+        async for req in conn.entrypoint:
+            counted.calls += 1
+            counted.channels += isinstance(req.reply, OneshotSender)  # the call's own reply channel
+            await req.reply.send(req.a + req.b)
 
-        answering: set[asyncio.Future[None]] = set()
+    answering: set[asyncio.Future[None]] = set()
 
-        async def accept() -> None:
-            async for conn in plain:
-                answering.add(asyncio.ensure_future(answer(conn)))
+    async def accept() -> None:
+        async for conn in plain:
+            answering.add(asyncio.ensure_future(answer(conn)))
 
-        acceptor = asyncio.ensure_future(accept())
-        grpc_server = None
-        if with_grpc and grpc_available():
-            import grpc
+    acceptor = asyncio.ensure_future(accept())
+    grpc_server = None
+    if with_grpc and grpc_available():
+        import grpc
 
-            async def unary(request: bytes, context: Any) -> bytes:
-                return request
+        unary_tally = tallies["grpcio aio unary"]
 
-            handler = grpc.method_handlers_generic_handler(
-                "bench.Calc", {"Add": grpc.unary_unary_rpc_method_handler(unary)})
-            grpc_server = grpc.aio.server()
-            grpc_server.add_generic_rpc_handlers((handler,))
-            ports["grpc"] = grpc_server.add_insecure_port("127.0.0.1:0")
-            await grpc_server.start()
-        print(json.dumps(ports), flush=True)
-        while await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline):  # (each line: "CPU?")
-            print(time.process_time(), flush=True)
+        async def unary(request: bytes, context: Any) -> bytes:
+            unary_tally.calls += 1
+            return request
+
+        handler = grpc.method_handlers_generic_handler(
+            "bench.Calc", {"Add": grpc.unary_unary_rpc_method_handler(unary)})
+        grpc_server = grpc.aio.server()
+        grpc_server.add_generic_rpc_handlers((handler,))
+        ports["grpc"] = grpc_server.add_insecure_port("127.0.0.1:0")
+        await grpc_server.start()
+
+    async def stop() -> None:
         acceptor.cancel()
+        for task in answering:
+            task.cancel()
         if grpc_server is not None:
             await grpc_server.stop(None)
+        await stack.aclose()
+
+    return Serving(ports, tallies, stop)
+
+
+async def _serve(certs: Path, with_grpc: bool = True) -> None:
+    serving = await start(certs, with_grpc)
+    print(json.dumps(serving.ports), flush=True)
+    while await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline):  # (each line: "CPU?")
+        print(time.process_time(), flush=True)
+    await serving.stop()
 
 
 # ---- measuring ----
@@ -124,7 +166,7 @@ async def _drive(call: Callable[[], Awaitable[Any]], flight: int, window: float,
 
 
 async def _callers(ports: dict[str, int], ca: Path) -> tuple[dict[str, Callable[[], Awaitable[Any]]], list[Any]]:
-    from ..api.request import request
+    from aqueduct import request
 
     svc = await connect(f"aqueduct://127.0.0.1:{ports['service']}", ca=ca, service=BenchCalc,
                         max_concurrent_calls=64)
@@ -150,9 +192,8 @@ async def measure(certs_dir: Path, window: float, rounds: int,
                   with_grpc: bool = True) -> dict[str, dict[str, list[float]]]:
     """Per row (`<kind> (<n> in flight)`): `calls_s`, `p50_us`, `p99_us`, and the CPU time per call of this
     process and of the serving peer, `client_cpu_us` and `server_cpu_us`; one value per round."""
-    command = [sys.executable, "-m", "aqueduct.bench.services", "--serve", str(certs_dir)]
-    proc = subprocess.Popen(command + ([] if with_grpc else ["--no-grpc"]),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    cmd = command("benchmarks.services", "--serve", str(certs_dir), *([] if with_grpc else ["--no-grpc"]))
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     out: dict[str, dict[str, list[float]]] = {}
     try:
         assert proc.stdout is not None and proc.stdin is not None
@@ -202,7 +243,7 @@ def main() -> None:
         return
     import tempfile
 
-    from ..quic.certs import make_dev_certs
+    from aqueduct.quic.certs import make_dev_certs
 
     with tempfile.TemporaryDirectory() as tmp:
         make_dev_certs(tmp)

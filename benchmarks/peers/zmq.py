@@ -23,8 +23,10 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from ..clients import Rate
-from ..protocol import decode_count, encode_count
+from aqueduct.bench.clients import Rate
+from aqueduct.bench.protocol import decode_count, encode_count
+from aqueduct.bench.tally import Tally
+
 from .serve import Served
 
 HOST = "127.0.0.1"
@@ -44,6 +46,8 @@ async def serve(cert: str, key: str, variant: str) -> Served:
     router.bind(f"tcp://{HOST}:*")
     pull.bind(f"tcp://{HOST}:*")
     counts: dict[bytes, asyncio.Future[int]] = {}
+    tally = Tally()
+    clients: set[bytes] = set()
 
     def count_of(token: bytes) -> asyncio.Future[int]:
         return counts.setdefault(token, asyncio.get_running_loop().create_future())
@@ -58,11 +62,15 @@ async def serve(cert: str, key: str, variant: str) -> Served:
     async def requests() -> None:
         while True:
             peer, rid, body = await router.recv_multipart()
+            if peer not in clients:  # the ROUTER's routing id: one per DEALER connection
+                clients.add(peer)
+                tally.connected(peer)
             if rid[:1] == COUNT:
                 task = asyncio.ensure_future(answer_count(peer, rid, body))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             else:
+                tally.calls += 1
                 await router.send_multipart([peer, rid, body])
 
     async def sink() -> None:
@@ -72,6 +80,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
             if len(parts) == 1:
                 n += 1
             else:
+                tally.messages += n
                 count_of(parts[1]).set_result(n)
                 n = 0
 
@@ -82,7 +91,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
             task.cancel()
         ctx.destroy(linger=0)
 
-    return Served({"port": _port(router), "pull": _port(pull)}, stop)
+    return Served({"port": _port(router), "pull": _port(pull)}, stop, tally=tally)
 
 
 class Client:

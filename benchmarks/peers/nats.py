@@ -23,8 +23,10 @@ from typing import Any
 
 import nats
 
-from ..clients import Rate
-from ..protocol import decode_count, encode_count
+from aqueduct.bench.clients import Rate
+from aqueduct.bench.protocol import decode_count, encode_count
+from aqueduct.bench.tally import Tally
+
 from . import find_program
 from .serve import Served
 
@@ -66,8 +68,15 @@ async def serve(cert: str, key: str, variant: str) -> Served:
                 raise RuntimeError("nats-server did not start") from None
             await asyncio.sleep(0.05)
     count = 0
+    tally = Tally()
+    clients: set[str] = set()
 
     async def on_call(msg: Any) -> None:
+        inbox = msg.reply.rsplit(".", 1)[0]  # a client connection's reply inbox: one per connection
+        if inbox not in clients:
+            clients.add(inbox)
+            tally.connected(inbox)
+        tally.calls += 1
         await msg.respond(msg.data)
 
     async def on_sink(msg: Any) -> None:
@@ -77,6 +86,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
     async def on_count(msg: Any) -> None:
         nonlocal count
         n, count = count, 0
+        tally.messages += n
         await msg.respond(encode_count(n))
 
     await nc.subscribe(CALL, cb=on_call)
@@ -92,7 +102,7 @@ async def serve(cert: str, key: str, variant: str) -> Served:
         except subprocess.TimeoutExpired:
             proc.kill()
 
-    return Served({"url": url}, stop, pids=[os.getpid(), proc.pid], memory_pid=proc.pid)
+    return Served({"url": url}, stop, pids=[os.getpid(), proc.pid], memory_pid=proc.pid, tally=tally)
 
 
 class Client:

@@ -1,6 +1,6 @@
 """Measure one peer row once, in a process of its own (so its CPU is the client's side alone).
 
-    python -m aqueduct.bench.peers.measure --row NAME --server JSON --ca CA --window S [--setups N]
+    python -m benchmarks.peers.measure --row NAME --server JSON --ca CA --window S [--setups N]
         [--idle N] [--uvloop]
 
 `--server` is the JSON line the row's server process printed (serve.py). Prints one JSON object
@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..clients import percentile
+from aqueduct.bench.clients import percentile
+
 from . import BY_NAME, KINDS, PeerRow
 
 BODY = b"x" * 64
@@ -77,18 +78,22 @@ async def concurrent_calls(call: Callable[[bytes], Awaitable[bytes]], body: byte
     return out
 
 
-async def _calls(client: Any, inflight: int, window: float) -> list[float]:
-    if hasattr(client, "calls"):
+async def _calls(client: Any, row: PeerRow, inflight: int, window: float) -> list[float]:
+    """Seconds per call of the row's request/reply: the "pair" row pipelines on one pre-opened channel pair
+    (`client.calls`); every other row makes `inflight` concurrent `client.call`s (for "aqueduct request", a fresh
+    oneshot each). (Choosing by `hasattr(client, "calls")` ran the pair for "aqueduct request" too: issue 34.)"""
+    if row.variant == "pair":
         return await client.calls(BODY, inflight, window)  # type: ignore[no-any-return]
     return await concurrent_calls(client.call, BODY, inflight, window)
 
 
-async def request_reply(client: Any, inflight: int, window: float, pids: list[int]) -> dict[str, float]:
+async def request_reply(client: Any, row: PeerRow, inflight: int, window: float,
+                        pids: list[int]) -> dict[str, float]:
     """rr{n}, rr{n}_p50, rr{n}_p99 (us), rr{n}_cpu_server and rr{n}_cpu_client (us per call)."""
-    await _calls(client, inflight, min(WARMUP, window))
+    await _calls(client, row, inflight, min(WARMUP, window))
     cpu, server = time.process_time(), server_cpu(pids)
     start = time.perf_counter()
-    lat = await _calls(client, inflight, window)
+    lat = await _calls(client, row, inflight, window)
     took = time.perf_counter() - start
     cpu, server = time.process_time() - cpu, server_cpu(pids) - server
     n = len(lat)
@@ -119,15 +124,15 @@ async def idle_memory(client: Any, count: int, memory_pid: int) -> float:
 async def measure(row: PeerRow, server: dict[str, Any], ca: Path, window: float, setups: int,
                   idle: int) -> dict[str, float]:
     """Every workload of `row` once against the running server described by `server`."""
-    module = importlib.import_module(f"aqueduct.bench.peers.{KINDS[row.kind].module}")
+    module = importlib.import_module(f"benchmarks.peers.{KINDS[row.kind].module}")
     client = module.Client(server["info"], ca, row.variant)
     out: dict[str, float] = {}
     await client.open()
     try:
         if "rr1" in row.workloads:
-            out.update(await request_reply(client, 1, window, server["pids"]))
+            out.update(await request_reply(client, row, 1, window, server["pids"]))
         if "rr32" in row.workloads:
-            out.update(await request_reply(client, 32, window, server["pids"]))
+            out.update(await request_reply(client, row, 32, window, server["pids"]))
         if "msg64" in row.workloads:
             await client.oneway(64, min(WARMUP, window), 10_000_000)
             r = await client.oneway(64, window, 10_000_000)
