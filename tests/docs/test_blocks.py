@@ -6,6 +6,7 @@ command line in a shell block parses with the command's own parser."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
@@ -81,7 +82,8 @@ def test_readme_client_and_server_example_runs(certs: DevCerts, tmp_path: Path) 
         example.replace("4433", str(port)).replace("certs/ca.pem", str(certs.ca))
         .replace("certs/cert.pem", str(certs.cert)).replace("certs/key.pem", str(certs.key)))
     server = subprocess.Popen([sys.executable, "example.py", "server"], cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})  # (its print goes to a pipe here)
     try:
         assert server.stdout is not None
         assert server.stdout.readline() == f"listening on ('127.0.0.1', {port})\n"
