@@ -154,10 +154,12 @@ class Failure(msgspec.Struct, omit_defaults=True):
 
 
 class CallMeta(msgspec.Struct, omit_defaults=True):
-    """What travels with a call besides its arguments: the time left (seconds) and the caller's metadata."""
+    """What travels with a call besides its arguments: the time left (seconds), the caller's metadata, and how
+    deep the call is nested (0: made outside any service method; else one more than the call being served)."""
 
     timeout: float | None = None
     metadata: dict[str, str] = msgspec.field(default_factory=dict)
+    depth: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from .conftest import guard, running
 
 CONNECTION_MEMBERS = {
     "entrypoint", "peer_headers", "header", "peer_address", "codec", "stats", "rtt", "rtt_min", "is_closed",
-    "close", "wait_closed", "peer_identity", "identity", "zero_rtt",
+    "close", "wait_closed", "peer_identity", "identity", "zero_rtt", "transport",
 }
 """What README and the docstrings promise a service author; anything else is the library's business."""
 
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_MODULES = {
     "aqueduct", "aqueduct.errors", "aqueduct.testing", "aqueduct.recording", "aqueduct.metrics",
     "aqueduct.metrics_otel", "aqueduct.spark", "aqueduct.services.otel", "aqueduct.quic.certs",
+    "aqueduct.quic.webtransport_cert",
 }
 """Where a user may reach besides `aqueduct` itself (decision API-27): the tools'
 packages, the ENDINGS table's module and the dev certificates; every other module is the library's own."""
