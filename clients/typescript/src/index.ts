@@ -22,3 +22,7 @@ export { Broadcast, Watch } from "./api/fanout.js";
 export * from "./errors.js";
 export type { Delivery, EndReason, EngineConfig } from "./engine/types.js";
 export type { Headers } from "./wire/headers.js";
+export {
+  service, type Stub, type CallOptions, type ServiceOptions, type ErrorTypes, type ParamsOf, type ResultOf, type CallMeta,
+  type Failure, type OneshotSender, type OneshotReceiver,
+} from "./api/services.js";

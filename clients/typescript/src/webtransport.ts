@@ -1,5 +1,5 @@
 /**
- * The WebTransport adapter and `connect` (the browser's `WebTransport` object; specs/DECISIONS.md "Issue 37" has
+ * The WebTransport adapter and `connect` (the browser's `WebTransport` object; specs/decisions/ has
  * the mapping, which the server's aqueduct/quic/webtransport.py implements).
  *
  * Theory of operation. One WebTransport session carries one Aqueduct connection. The engine numbers streams as
@@ -45,7 +45,14 @@ export interface ConnectOptions {
 interface OutStream {
   writer: Promise<WritableStreamDefaultWriter<Uint8Array>>;
   chain: Promise<unknown>;
+  /** Bytes handed to this stream and not yet written. */
+  queued: number;
+  /** Senders waiting for `queued` to fall under the high-water mark. */
+  waiting: Array<() => void>;
 }
+
+/** Bytes queued on one stream past which `Sender.send` waits (backpressure from the browser's stream). */
+export const HIGH_WATER = 1 << 20;
 
 /** Drives one engine over one WebTransport session. */
 export class WebTransportAdapter implements Transport {
@@ -86,11 +93,15 @@ export class WebTransportAdapter implements Transport {
       case "send": {
         const s = this.stream(cmd.streamId);
         const { data, end } = cmd;
+        s.queued += data.length;
         s.chain = s.chain.then(async () => {
           const w = await s.writer;
           if (data.length) await w.write(data);
           if (end) await w.close();
-        }).catch(() => undefined);
+        }).catch(() => undefined).finally(() => {
+          s.queued -= data.length;
+          if (s.queued < HIGH_WATER) for (const wake of s.waiting.splice(0)) wake();
+        });
         return;
       }
       case "reset": {
@@ -132,6 +143,13 @@ export class WebTransportAdapter implements Transport {
     }
   }
 
+  /** Resolves once the stream's queued writes fell under HIGH_WATER. */
+  drained(streamId: number): Promise<void> {
+    const s = this.out.get(streamId);
+    if (!s || s.queued < HIGH_WATER) return Promise.resolve();
+    return new Promise((resolve) => s.waiting.push(resolve));
+  }
+
   /** The writable side of an engine stream, created on its first write. */
   private stream(sid: number): OutStream {
     let s = this.out.get(sid);
@@ -151,7 +169,7 @@ export class WebTransportAdapter implements Transport {
       throw new Error(`stream ${sid} has no writable side here`);
     }
     writer.catch(() => undefined);
-    s = { writer, chain: Promise.resolve() };
+    s = { writer, chain: Promise.resolve(), queued: 0, waiting: [] };
     this.out.set(sid, s);
     return s;
   }
@@ -167,7 +185,7 @@ export class WebTransportAdapter implements Transport {
           this.nextPeerBidi += 4;
           const stream = value as WebTransportBidirectionalStream;
           const writer = stream.writable.getWriter();
-          this.out.set(sid, { writer: Promise.resolve(writer), chain: Promise.resolve() });
+          this.out.set(sid, { writer: Promise.resolve(writer), chain: Promise.resolve(), queued: 0, waiting: [] });
           void this.readLoop(sid, stream.readable);
         } else {
           const sid = this.nextPeerUni;

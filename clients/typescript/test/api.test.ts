@@ -5,11 +5,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  CborCodec, ChannelFinished, ChannelLost, Connection, ReceiverDropped, Sender, Timeout, channel, request, type Transport,
+  CborCodec, ChannelFinished, ChannelLost, ReceiverDropped, Sender, Timeout, channel, request,
 } from "../src/index.js";
-import { Engine, type TransportCommand } from "../src/engine/index.js";
-import { decodeFrames, encodeFrames, PROTOCOL_VERSION, type Frame } from "../src/wire/index.js";
+import type { Frame } from "../src/wire/index.js";
 import { fromHex, toHex } from "./frameJson.js";
+import { Scripted } from "./scripted.js";
 
 const codec = new CborCodec();
 
@@ -42,34 +42,6 @@ test("local channels: values in order, then the end", async () => {
   assert.deepEqual(got, [1, 2]);
   await assert.rejects(rx.recv(), ChannelFinished);
 });
-
-/** A connection whose transport keeps the engine's commands for the test, which plays the server. */
-class Scripted implements Transport {
-  readonly commands: TransportCommand[] = [];
-  clock = 0;
-  readonly conn: Connection;
-  constructor() {
-    this.conn = new Connection(new Engine([["codec", new TextEncoder().encode("cbor-a1d0c7")]]), this, codec);
-    this.conn.pump();
-    this.peer(0, [{ type: "Version", version: PROTOCOL_VERSION }, { type: "ConnectionControl", headers: [] }]);
-  }
-  execute(command: TransportCommand): void {
-    this.commands.push(command);
-  }
-  now(): number {
-    return this.clock;
-  }
-  peer(streamId: number, frames: Frame[], end = false): void {
-    this.conn.deliver({ type: "stream_data", streamId, data: encodeFrames(frames), end });
-  }
-  /** The frames written on a stream since the last call, and whether it was finished. */
-  written(streamId: number): Frame[] {
-    const data = this.commands.filter((c) => c.type === "send" && c.streamId === streamId).map((c) => (c as { data: Uint8Array }).data);
-    this.commands.splice(0, this.commands.length, ...this.commands.filter((c) => !(c.type === "send" && c.streamId === streamId)));
-    const all = Uint8Array.from(data.flatMap((d) => [...d]));
-    return all.length ? decodeFrames(all) : [];
-  }
-}
 
 const msg = (channel: number, number: number, value: unknown, attachments: number[] = []): Frame => ({
   type: "Message", channel: BigInt(channel), number: BigInt(number), attachments: attachments.map(BigInt),
@@ -145,4 +117,37 @@ test("the connection's end ends every half", async () => {
   s.conn.deliver({ type: "closed", code: 0, reason: "bye" });
   const info = await s.conn.whenClosed;
   assert.deepEqual(info, { code: 0, reason: "bye", byPeer: true });
+});
+
+test("the ghost filter of handed-out channels is bounded (the oldest are forgotten)", async () => {
+  const s = new Scripted(); // (a fresh engine per test: the bound is the engine's config)
+  const engine = (s.conn as unknown as { engine: import("../src/engine/index.js").Engine }).engine;
+  (engine.config as { maxHandedOut: number }).maxHandedOut = 3;
+  const [tx, rx] = channel<unknown>();
+  await s.conn.entrypoint.send({ sink: tx } as never); // channel 1: the server's sender, our receiver
+  // the server hands us 5 receivers (its channels 3, 11, 19, 27, 35), one per message
+  s.peer(3, [0, 1, 2, 3, 4].map((i) => msg(1, i, null, [8 * i + 3])));
+  for (let i = 0; i < 5; i++) await rx.recv();
+  assert.equal(engine.stateSizes().handedOut, 3);
+});
+
+test("send waits while the transport has no room on its stream (backpressure), sendNow does not", async () => {
+  const s = new Scripted();
+  let release!: () => void;
+  const room = new Promise<void>((resolve) => (release = resolve));
+  const asked: number[] = [];
+  (s as unknown as { drained: (sid: number) => Promise<void> }).drained = (sid) => {
+    asked.push(sid);
+    return room;
+  };
+  let sent = false;
+  const sending = s.conn.entrypoint.send({ n: 1 } as never).then(() => (sent = true));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(sent, false);
+  assert.deepEqual(asked, [2]); // the entrypoint's ordered stream
+  assert.equal(s.conn.entrypoint.sendNow({ n: 2 } as never), 2);
+  release();
+  await sending;
+  assert.equal(sent, true);
+  assert.equal(s.written(2).length, 2);
 });

@@ -24,6 +24,8 @@ export interface Transport {
   execute(command: TransportCommand): void;
   /** The transport's clock, in seconds. */
   now(): number;
+  /** Resolves once a stream's queued writes fell under the transport's high-water mark (absent: never waits). */
+  drained?(streamId: number): Promise<void>;
 }
 
 /** How a connection ended. */
@@ -48,6 +50,9 @@ export class Connection<T = unknown> implements Link {
   private resolveReady!: (h: Headers) => void;
   private rejectReady!: (e: Error) => void;
   private resolveClosed!: (c: CloseInfo) => void;
+  /** Halves the application let go of (garbage collected) are dropped in the engine, as Python's are on `__del__`:
+   * a sender cancels unless it finished, a receiver closes, and the engine forgets them once they ended. */
+  private readonly finalizer = new FinalizationRegistry<{ handle: number; sender: boolean }>((held) => this.collected(held));
 
   constructor(readonly engine: Engine, private readonly transport: Transport, readonly codec: Codec = DEFAULT_CODEC) {
     this.ready = new Promise((resolve, reject) => {
@@ -136,6 +141,17 @@ export class Connection<T = unknown> implements Link {
     for (const f of w) f();
   }
 
+  private collected({ handle, sender }: { handle: number; sender: boolean }): void {
+    if (sender) this.engine.dropSender(handle);
+    else this.engine.dropReceiver(handle);
+    if (!this.engine.closed) this.pump();
+  }
+
+  /** @internal A half bound to an engine handle of this connection: dropped in the engine when collected. */
+  track(half: Half, handle: number): void {
+    this.finalizer.register(half, { handle, sender: half instanceof Sender });
+  }
+
   // ---------------------------------------------------------------- Link (what bound halves call)
 
   /** @internal */
@@ -149,7 +165,7 @@ export class Connection<T = unknown> implements Link {
   }
 
   /** @internal */
-  sendValue(_sender: Sender<unknown>, handle: number, value: unknown, delivery: Delivery): void {
+  sendValue(_sender: Sender<unknown>, handle: number, value: unknown, delivery: Delivery): number | null {
     if (this.engine.closed) throw new ConnectionLost();
     const [payload, halves] = this.codec.encode(value);
     const kinds = halves.map((h) => attachKind(h));
@@ -158,11 +174,20 @@ export class Connection<T = unknown> implements Link {
       h.moved = true;
       const created = result.created[i]!;
       const partner = h.partner;
-      if (partner) (partner as Sender<unknown> | Receiver<unknown>).bind(this, created);
+      if (partner) {
+        (partner as Sender<unknown> | Receiver<unknown>).bind(this, created);
+        this.track(partner, created);
+      }
       else if (h instanceof Sender) this.engine.dropReceiver(created);
       else this.engine.dropSender(created);
     });
     this.pump();
+    return result.streamId;
+  }
+
+  /** @internal */
+  drained(streamId: number): Promise<void> {
+    return this.transport.drained ? this.transport.drained(streamId) : Promise.resolve();
   }
 
   /** @internal */
@@ -187,9 +212,13 @@ export class Connection<T = unknown> implements Link {
   take(handle: number): [true, unknown] | [false] {
     const d = this.engine.take(handle);
     if (d === null) return [false];
-    const halves = d.attachments.map((a) => a.isSender
-      ? Sender.bound<unknown>(this, a.handle, isOneshot(a.channel))
-      : Receiver.bound<unknown>(this, a.handle, isOneshot(a.channel)));
+    const halves = d.attachments.map((a) => {
+      const half = a.isSender
+        ? Sender.bound<unknown>(this, a.handle, isOneshot(a.channel))
+        : Receiver.bound<unknown>(this, a.handle, isOneshot(a.channel));
+      this.track(half, a.handle);
+      return half;
+    });
     try {
       return [true, this.codec.decode(d.payload, halves)];
     } finally {

@@ -15,7 +15,10 @@ import type { Delivery, EndReason } from "../engine/types.js";
 
 /** What a bound half asks of its connection (api/connection.ts implements it). */
 export interface Link {
-  sendValue(sender: Sender<unknown>, handle: number, value: unknown, delivery: Delivery): void;
+  /** Encode and send; returns the stream written (null: a datagram). */
+  sendValue(sender: Sender<unknown>, handle: number, value: unknown, delivery: Delivery): number | null;
+  /** Resolves once the transport has room on a stream again (its queued writes fell under its high-water mark). */
+  drained(streamId: number): Promise<void>;
   finish(handle: number): void;
   cancel(handle: number): void;
   closeReceiver(handle: number): void;
@@ -92,25 +95,26 @@ export class Sender<T> extends Half {
     return s;
   }
 
-  /** Send `value` (halves inside it travel too). Throws the channel's end as an error once it ended. */
+  /** Send `value` (halves inside it travel too); resolves when the transport has room for more (backpressure).
+   * Throws the channel's end as an error once it ended. */
   async send(value: T, options: SendOptions = {}): Promise<void> {
-    this.sendNow(value, options);
+    const streamId = this.sendNow(value, options);
+    if (streamId !== null && this.net) await this.net.link.drained(streamId);
   }
 
-  /** Send without waiting (what `send` does; its errors are thrown here). */
-  sendNow(value: T, options: SendOptions = {}): void {
+  /** Send without waiting for room (what `send` does first; its errors are thrown here). Returns the stream
+   * written, or null (a datagram, or a local channel). */
+  sendNow(value: T, options: SendOptions = {}): number | null {
     this.checkUsable();
     const delivery = options.delivery ?? this.delivery;
-    if (this.net) {
-      this.net.link.sendValue(this as Sender<unknown>, this.net.handle, value, delivery);
-      return;
-    }
+    if (this.net) return this.net.link.sendValue(this as Sender<unknown>, this.net.handle, value, delivery);
     const pipe = this.pipe!;
     if (this.finishedLocally) throw new ChannelClosed("the sender was finished or cancelled");
     if (pipe.ended) throw errorForReason(pipe.ended === "closed" ? "receiver dropped" : pipe.ended, "channel");
     pipe.values.push(value);
     pipe.wake();
     if (this.oneshot) this.finish();
+    return null;
   }
 
   /** Gracefully end the channel: the receiver gets every message sent, then the end. */

@@ -22,13 +22,21 @@ export async function request<Req, Rep>(target: Sender<Req>, build: (reply: Send
   try {
     await target.send(build(reply));
     const got = answer.recv(options.timeout === undefined ? {} : { timeout: options.timeout });
+    got.catch(() => undefined); // (an abort below may leave it unawaited; its error is the abort's then)
     if (!options.signal) return await got;
     const signal = options.signal;
     if (signal.aborted) throw signal.reason ?? new AqueductError("aborted");
     return await new Promise<Rep>((resolve, reject) => {
       const onAbort = (): void => reject(signal.reason ?? new AqueductError("aborted"));
       signal.addEventListener("abort", onAbort, { once: true });
-      got.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+      const done = (): void => signal.removeEventListener("abort", onAbort);
+      got.then((v) => {
+        done();
+        resolve(v);
+      }, (err: unknown) => {
+        done();
+        reject(err);
+      });
     });
   } catch (err) {
     if (err instanceof Timeout) throw new Timeout(`no reply within ${options.timeout} ms`);

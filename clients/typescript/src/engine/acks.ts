@@ -1,6 +1,6 @@
 /**
  * The ack and nack ledgers of a receiver and of a sender (as aqueduct/core/acks.py; spec: "AckReliable",
- * "AckNackUnreliable", "SentUnreliable", "FinishSender", "CloseReceiver"; specs/DECISIONS.md "Protocol engine").
+ * "AckNackUnreliable", "SentUnreliable", "FinishSender", "CloseReceiver"; specs/decisions/engine.md, ENG-4 to ENG-7).
  *
  * Receiver: every processed reliable number is owed an ack; AckReliable carries only new acks, counted from
  * the contiguous acked prefix; CloseReceiver carries, from that prefix, everything processed as positive and the
@@ -31,6 +31,15 @@ export class ReceiveAcks {
   nackUpto = 0;
   ackDue: number | null = null;
 
+  /** Ranges of reliable numbers this ledger holds (the per-channel cap's figure). */
+  reliableRanges(): number {
+    return this.relAcked.size + this.relPending.size + this.relDone.size;
+  }
+  /** Let the oldest unreliable gaps be nacked now, so that at most `keep` received ranges are left. */
+  nackOldest(keep: number): void {
+    const starts = [...this.unrelReceived].map(([a]) => a);
+    if (starts.length > keep) this.nackUpto = Math.max(this.nackUpto, starts[starts.length - Math.max(keep, 1)]!);
+  }
   oweAcks(due: number): void {
     if (this.ackDue === null) this.ackDue = due;
   }

@@ -6,7 +6,7 @@
  * commands, `events()` drains application events, `nextDeadline()` says when `handleTimer` is due. It knows
  * nothing of WebTransport or timers: webtransport.ts drives it.
  *
- * What it does, by the spec's sections (specs/DECISIONS.md "Protocol engine" says where we chose):
+ * What it does, by the spec's sections (specs/decisions/engine.md, ENG, says where the project chose):
  * - Startup: stream 0 carries Version + ConnectionControl both ways; until the server's headers came every
  *   stream and datagram we open starts with a Version frame. The entrypoint sender exists from the start.
  * - Sending: ordered = one uni stream per sender; unordered = a uni stream per message (FIN after it);
@@ -104,8 +104,10 @@ export class Engine {
   private readonly rxOf = new Map<number, ReceiverRec>();
   /** Auto-created receivers whose creating message has not come, by channel. */
   private readonly unclaimed = new Map<number, ReceiverRec>();
-  /** Peer-minted channels whose receiver a message handed out (no ghost for them). */
+  /** Peer-minted channels whose receiver a message handed out (no ghost for them): the latest `maxHandedOut`. */
   private readonly handedOut = new Set<number>();
+  /** Channels whose receiver ended lately (the spec's filter of recently discarded receivers), oldest first. */
+  private readonly discarded = new Set<number>();
   private readonly streams = new Map<number, StreamRec>();
   private readonly owed = new Map<number, Uint8Array>();
   private nextBidi = 4;
@@ -341,7 +343,8 @@ export class Engine {
   stateSizes(): Record<string, number> {
     return {
       senders: this.senders.size, receivers: this.receivers.size, unclaimed: this.unclaimed.size,
-      links: this.links.nodes.size, streams: this.streams.size, timers: this.timers.size,
+      links: this.links.nodes.size, streams: this.streams.size, timers: this.timers.size, handedOut: this.handedOut.size,
+      discarded: this.discarded.size,
     };
   }
 
@@ -641,6 +644,7 @@ export class Engine {
     if (!r) {
       if (receiverSide(channel) !== SIDE) throw new ProtocolError(`Message on channel ${channel}, whose receiver would be the sender's own side`);
       if (minterOf(channel) === SIDE || this.unclaimed.has(channel) || this.handedOut.has(channel)) return;
+      if (this.discarded.has(channel)) return; // (late: a ghost would be made and discarded after a round trip)
       if (this.unclaimed.size >= this.config.maxPendingReceivers) {
         throw new ProtocolError(`more than maxPendingReceivers=${this.config.maxPendingReceivers} auto-created receivers`, CloseCode.LIMIT_EXCEEDED);
       }
@@ -667,6 +671,7 @@ export class Engine {
     if (reliable) acks.markReliable(n);
     else acks.unrelReceived.add(n, n + 1);
     acks.oweAcks(this.nowValue + this.config.ackDelay);
+    this.checkRanges(r);
     const wasEmpty = r.queue.length === 0;
     r.queue.push({ delivered: { payload, attachments, channel, number: n, delivery: reliable ? "ordered" : "unreliable" }, sid });
     r.queueBytes += size;
@@ -674,6 +679,25 @@ export class Engine {
     else if (wasEmpty && r.exposed && !r.appDropped) this.appEvents.push({ type: "message_available", receiver: r.handle });
     if (r.state === "finishing") this.checkFinished(r);
     this.schedule(r);
+  }
+
+  /** The per-channel cap on ack ranges: reliable gaps past it close; the oldest unreliable ones are nacked now. */
+  private checkRanges(r: ReceiverRec): void {
+    const acks = r.acks;
+    const cap = this.config.maxAckRanges;
+    const reliable = acks.reliableRanges();
+    if (reliable > cap) {
+      throw new ProtocolError(`more than maxAckRanges=${cap} ranges of reliable message numbers on channel ${r.channel}`,
+        CloseCode.LIMIT_EXCEEDED);
+    }
+    if (reliable + acks.unrelReceived.size > cap) {
+      if (r.ctrl === null || !r.ctrlOpen) {
+        throw new ProtocolError(`more than maxAckRanges=${cap} ranges of unreliable message numbers on channel ${r.channel} before its control stream`,
+          CloseCode.LIMIT_EXCEEDED);
+      }
+      acks.nackOldest(Math.floor((cap - reliable) / 2));
+      this.flushAcks(r);
+    }
   }
 
   private takeAttachments(ids: number[]): Attachment[] {
@@ -692,7 +716,7 @@ export class Engine {
         } else {
           h = this.createRemoteReceiver(a, true).handle;
         }
-        this.handedOut.add(a);
+        this.rememberHandedOut(a);
         return { index, channel: a, isSender: false, handle: h };
       }
       if (this.txOf.has(a)) throw new ProtocolError(`sender of channel ${a} attached twice`);
@@ -704,6 +728,19 @@ export class Engine {
       s.ctrlOpen = true;
       return { index, channel: a, isSender: true, handle: s.handle };
     });
+  }
+
+  /** Remember a handed-out channel; past the cap the oldest is forgotten (a possible ghost later, which the spec
+   * allows: a filter may have false negatives, never false positives). */
+  private rememberHandedOut(channel: number): void {
+    this.remember(this.handedOut, channel, this.config.maxHandedOut);
+  }
+
+  /** Add to a bounded filter: past `size` entries the oldest goes. */
+  private remember(filter: Set<number>, channel: number, size: number): void {
+    if (size <= 0) return;
+    filter.add(channel);
+    if (filter.size > size) filter.delete(filter.values().next().value!);
   }
 
   private createRemoteReceiver(channel: number, claimed: boolean): ReceiverRec {
@@ -795,6 +832,10 @@ export class Engine {
   private senderFrame(s: SenderRec, frame: Frame): void {
     if (frame.type === "AckReliable") {
       for (const [a, b] of s.acks.ackReliable(safeAll(frame.ranges, "range"), s.nextRel, s.channel)) this.report(s, true, true, a, b);
+      if (s.acks.relAcked.size > this.config.maxAckRanges) {
+        throw new ProtocolError(`more than maxAckRanges=${this.config.maxAckRanges} ranges of acked message numbers on channel ${s.channel}`,
+          CloseCode.LIMIT_EXCEEDED);
+      }
     } else if (frame.type === "AckNackUnreliable") {
       if (!frame.ranges.length) return;
       for (const [a, b, positive] of s.acks.acknackUnreliable(safeAll(frame.ranges, "range"), s.nextUnrel, s.channel)) {
@@ -994,6 +1035,7 @@ export class Engine {
     r.move("gone");
     r.endReason = reason;
     if (this.rxOf.get(r.channel) === r) this.rxOf.delete(r.channel);
+    this.remember(this.discarded, r.channel, this.config.discardedFilterSize);
     this.timers.delete(`rx:${r.handle}`);
     if (r.ctrl !== null) this.unbind(r.ctrl);
     const ghost = this.handedOut.has(r.channel);

@@ -80,6 +80,13 @@ export interface EngineConfig {
   nackTimeout: number;
   initialRtt: number;
   heldItemOverhead: number;
+  /** Peer-minted channels remembered as handed out, against ghost receivers (Python's discarded_filter_size). */
+  maxHandedOut: number;
+  /** Ranges of message numbers one ledger may hold (gaps the peer leaves): past it reliable gaps close the
+   * connection (LIMIT_EXCEEDED) and unreliable ones are nacked oldest first. */
+  maxAckRanges: number;
+  /** Channels of recently ended receivers remembered, so a late message makes no ghost (0 disables the filter). */
+  discardedFilterSize: number;
 }
 
 export const DEFAULT_CONFIG: EngineConfig = {
@@ -95,4 +102,7 @@ export const DEFAULT_CONFIG: EngineConfig = {
   nackTimeout: 1.0,
   initialRtt: 0.1,
   heldItemOverhead: 64,
+  maxHandedOut: 4096,
+  maxAckRanges: 4096,
+  discardedFilterSize: 4096,
 };

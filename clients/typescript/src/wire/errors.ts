@@ -3,7 +3,7 @@
  *
  * Every malformed input raises {@link ProtocolError} and nothing else; the connection closes with
  * `error.code` and the message as its reason. Codes are Aqueduct application close codes
- * (specs/DECISIONS.md, "Wire format").
+ * (specs/decisions/wire.md, WIRE-14 and WIRE-15).
  * @module
  */
 
