@@ -8,7 +8,7 @@ surface.
 It turns engine application events into wake-ups (per receiver, per
 sender, the whole connection), runs the codec on every send and take, binds
 the halves a message carries (see halves/) to the handles the engine
-created for them (moving.py), and applies backpressure: a send waits, before
+created for them (halves/wiring.py), and applies backpressure: a send waits, before
 it writes, while the stream it would write to (or the connection, or for
 datagrams aioquic's queue) is over its bound, and never after it wrote, so a
 send cancelled or timed out has sent nothing; `send_nowait` refuses with
@@ -20,7 +20,7 @@ the adapter takes the engine's commands (`flush`: only it joins writes and
 talks to aioquic); a coroutine is made only when the send must wait; a
 receiver takes a bounded batch of messages at once into its own deque
 (`fill`), so most receives are a popleft. Its parts own their state:
-prefetch.py, drops.py, outcomes.py, moving.py; hooks.py holds its
+prefetch.py, drops.py, outcomes.py, halves/wiring.py (moving halves); hooks.py holds its
 observers' protocols. RTT and peer address are the adapter's (`protocol`).
 """
 
@@ -51,18 +51,9 @@ from ..wire.headers import Headers
 from .adapter import Adapter
 from .codec import CODEC_HEADER, Codec, CodecMismatch, codec_refusal
 from .drops import Drops
-from .halves import (
-    Half,
-    NetPort,
-    Prefetched,
-    Receiver,
-    Sender,
-    attach_kind,
-    networked_receiver,
-    networked_sender,
-)
+from .halves import Half, Prefetched, Receiver, Sender
+from .halves.wiring import attach_kind, bind_moved, networked_receiver, networked_sender, open_handle
 from .hooks import EventObserver, Recording
-from .moving import bind_moved
 from .outcomes import Outcomes
 from .prefetch import Prefetch
 from .schema import SCHEMA_HEADER, SchemaCheck, SchemaMismatch, check_peer
@@ -113,8 +104,7 @@ class ConnectionLink(Generic[A]):
         if protocol.engine is not None:
             self._on_events(protocol.engine.events())
             if protocol.engine.entrypoint is not None and protocol.side.name == "CLIENT":
-                self._entrypoint = networked_sender(self, protocol.engine.entrypoint)
-                self._entrypoint.type_as(self._entrypoint_spec)
+                self._entrypoint = networked_sender(self, protocol.engine.entrypoint, self._entrypoint_spec)
 
     # ---- properties ----
     @property
@@ -179,8 +169,7 @@ class ConnectionLink(Generic[A]):
     def _on_headers(self, ev: app.HeadersReceived) -> None:
         self.peer_headers = ev.headers
         if ev.entrypoint is not None:
-            self._entrypoint = networked_receiver(self, ev.entrypoint)
-            self._entrypoint.type_as(self._entrypoint_spec)
+            self._entrypoint = networked_receiver(self, ev.entrypoint, self._entrypoint_spec)
         why = codec_refusal(self.codec, self.header(CODEC_HEADER), self.engine.side.name.lower())
         if why is not None:
             self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
@@ -422,8 +411,7 @@ class ConnectionLink(Generic[A]):
         cleanly instead of raising ConnectionLost.
         """
         ep = self._entrypoint
-        if code == 0 and isinstance(ep, Sender) and isinstance(port := ep.port, NetPort) and not self.is_closed:
-            handle = port.handle
+        if code == 0 and isinstance(ep, Sender) and (handle := open_handle(ep)) is not None and not self.is_closed:
             with contextlib.suppress(ChannelError, TimeoutError):  # a silent server: close anyway
                 await ep.finish()
                 await asyncio.wait_for(self.sender_ended(handle), timeout)

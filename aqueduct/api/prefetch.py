@@ -27,7 +27,8 @@ from ..core.app import Delivery
 from ..wire.channel_id import ChannelId
 from .adapter import Adapter
 from .codec import Codec
-from .halves import Half, Link, Prefetched, networked_half
+from .halves import Half, Link, Prefetched
+from .halves.wiring import networked_half
 from .hooks import Recording
 from .stats import Stats
 

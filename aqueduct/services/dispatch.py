@@ -27,6 +27,7 @@ import logging
 from collections.abc import Coroutine, Generator
 from typing import Any
 
+from ..api.connection import link_of
 from ..api.halves import Receiver, Sender
 from ..errors import ChannelError, ValidationError
 from .context import CURRENT, CallInfo, intercepted, settings_of
@@ -71,7 +72,7 @@ class _Dispatcher:
     def __init__(self, rx: Receiver[Any], impl: Service, iface: Interface) -> None:
         self.loop = asyncio.get_running_loop()
         self.rx, self.impl, self.iface, self.by_call = rx, impl, iface, iface.by_call
-        self.slots = asyncio.Semaphore(settings_of(rx.link).max_concurrent_calls)
+        self.slots = asyncio.Semaphore(settings_of(link_of(rx)).max_concurrent_calls)
         self.ended: asyncio.Future[None] = self.loop.create_future()
         self.receiving: asyncio.Task[None] | None = None
 
@@ -102,7 +103,7 @@ class _Dispatcher:
                     continue
                 reply: Sender[Any] = call.reply
                 context = contextvars.copy_context()
-                running = _run(self.impl, self.iface, method, call, rx.link)
+                running = _run(self.impl, self.iface, method, call, link_of(rx))
                 del call  # (`running` alone holds it: a cancelled call lets its reply sender go at once)
                 try:
                     waiting = context.run(running.send, None)
