@@ -53,7 +53,8 @@ async def test_close_discards_what_was_prefetched(certs: DevCerts) -> None:
         with pytest.raises(ChannelClosed):
             await rx.recv()
         with pytest.raises(ChannelClosed):
-            await rx.__anext__()
+            async for _ in rx:
+                pass
         outcome.set_result(first)
 
     async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:

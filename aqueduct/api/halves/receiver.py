@@ -84,18 +84,31 @@ class Receiver(_Half, Generic[T]):
         self.close()
 
     def __aiter__(self) -> AsyncIterator[T]:
-        return self
+        """`async for`: each message's value (`recv`) until the channel finishes; the loop owns the receiver:
+        whatever ends it (the finish, an error such as a message that is not a T, a `break`, an exception in its
+        body, its task cancelled) closes the receiver, so no peer waits on a reader that is gone (to stop
+        reading for a while and go on later, call `recv`)."""
+        return self._loop()
 
-    async def __anext__(self) -> T:
+    async def _loop(self) -> AsyncIterator[T]:
+        ended = False  # (the channel's end: nothing left to close)
         try:
-            return await self.recv()
-        except ChannelFinished:
-            raise StopAsyncIteration from None
-        except ConnectionLost:  # this side closed the connection (a drain, say): the loop ends as at a finish
-            link = self._binding.was.link
-            if link is not None and closed_here(link):
-                raise StopAsyncIteration from None
-            raise
+            while True:
+                try:
+                    value = await self.recv()
+                except ChannelFinished:
+                    ended = True
+                    return
+                except ConnectionLost:  # this side closed the connection (a drain, say): the loop ends as at a finish
+                    link = self._binding.was.link
+                    ended = link is not None and closed_here(link)
+                    if ended:
+                        return
+                    raise
+                yield value
+        finally:
+            if not ended:  # (a generator left unfinished is closed by its event loop: asyncio's asyncgen hooks)
+                self.close()
 
     async def __aenter__(self) -> Receiver[T]:
         return self
