@@ -11,7 +11,7 @@ the halves a message carries (see halves/) to the handles the engine
 created for them (halves/wiring.py), and applies backpressure: a send waits, before
 it writes, while the stream it would write to (or the connection, or for
 datagrams aioquic's queue) is over its bound, and never after it wrote, so a
-send cancelled or timed out has sent nothing; `send_nowait` refuses with
+send cancelled or timed out has sent nothing; `send_now` refuses with
 WouldBlock instead of waiting.
 
 The hot paths are short: a send goes to the engine's one send path (a
@@ -254,53 +254,53 @@ class ConnectionLink(Generic[A]):
             return self._protocol.new_stream_blocked()
         return self._protocol.send_blocked(stream)
 
-    def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None:
-        """Send; None if it was sent, else a coroutine to await: it waits while the stream is over its send bound,
-        then sends (cancelled while it waits, it has sent nothing).
+    def send(
+        self, handle: int, obj: Any, delivery: Delivery, *, confirm: bool = False
+    ) -> Coroutine[Any, Any, Outcome | None] | asyncio.Future[Outcome] | None:
+        """Send, waiting while the stream is over its send bound: None once sent, else what to await (a
+        coroutine that waits, then sends: cancelled while it waits, it has sent nothing); with `confirm`, what
+        to await for the message's outcome (its future, or a coroutine that waits, sends and awaits it).
 
-        A message without attachments that need not wait (nor be recorded) goes to the engine's one send path
-        as a batch of one (`Engine.send_many`) and its write to the adapter (`flush`): no coroutine, no waiter,
-        no SendResult. A message carrying halves that need not wait is sent at once too (`_send_now`), its
-        halves bound before this returns."""
+        A message without attachments that need not wait (nor be recorded, nor confirmed) goes to the engine's
+        one send path as a batch of one (`Engine.send_many`) and its write to the adapter (`flush`): no
+        coroutine, no waiter, no SendResult. Any other message that need not wait is sent at once too
+        (`_send_now`), the halves it carries bound before this returns."""
         payload, halves = self.codec.encode(obj)
         protocol = self._protocol
         engine = protocol.engine
-        if self.recording is not None or engine is None or self.closed.done():
-            return self._send_waiting(handle, payload, halves, delivery)
-        if halves:
-            if delivery is _UNRELIABLE or self._blocked(handle, delivery):
-                return self._send_waiting(handle, payload, halves, delivery)
-            self._send_now(handle, payload, halves, delivery)
-            return None
-        stats = self.stats
+        if confirm or halves or self.recording is not None or engine is None or self.closed.done():
+            if delivery is _UNRELIABLE:
+                self._check_datagram(payload)
+            if engine is None or self.closed.done() or self._blocked(handle, delivery):
+                return self._send_waiting(handle, payload, halves, delivery, confirm)
+            result = self._send_now(handle, payload, halves, delivery)
+            return self._confirm(handle, delivery, result) if confirm else None
         if delivery is _UNRELIABLE:
             if len(payload) > protocol.datagram_payload_limit or protocol.send_blocked(None):
-                return self._send_waiting(handle, payload, halves, delivery)
+                return self._send_waiting(handle, payload, halves, delivery, False)
             engine.send_many(handle, (payload,), delivery, self._loop.time())
-            stats.unreliable_sent += 1
-            stats.unreliable_bytes_sent += len(payload)
         else:
             last = self._last_stream.get(handle) if delivery is _ORDERED else None
             if protocol.new_stream_blocked() if last is None else protocol.send_blocked(last):
-                return self._send_waiting(handle, payload, halves, delivery)
+                return self._send_waiting(handle, payload, halves, delivery, False)
             stream = engine.send_many(handle, (payload,), delivery, self._loop.time())
             if last is None:
                 self._last_stream[handle] = stream
-            if delivery is not _ORDERED:
-                stats.unordered_sent += 1
-                stats.unordered_bytes_sent += len(payload)
-        stats.messages_sent += 1
-        stats.bytes_sent += len(payload)
+        self.stats.count_sent(delivery, len(payload))
         protocol.flush()
         return None
 
-    async def _send_waiting(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> None:
-        """`send` when it must wait first, or carries attachments, or is recorded."""
-        if delivery is Delivery.UNRELIABLE:
+    async def _send_waiting(
+        self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery, confirm: bool
+    ) -> Outcome | None:
+        """`send` when it must wait first (or the connection is not there to say): wait, then send (and with
+        `confirm`, wait for the outcome)."""
+        if delivery is _UNRELIABLE:
             self._check_datagram(payload)
         if self._blocked(handle, delivery):
             await self._wait_while(lambda: self._blocked(handle, delivery))
-        self._send_now(handle, payload, halves, delivery)
+        result = self._send_now(handle, payload, halves, delivery)
+        return await self._confirm(handle, delivery, result) if confirm else None
 
     async def _wait_while(self, blocked: Any) -> None:
         try:
@@ -308,36 +308,22 @@ class ConnectionLink(Generic[A]):
         except ConnectionLost:
             raise self._lost() from None
 
-    def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None:
-        """Send at once, or raise WouldBlock if the window is full (`force` skips that check)."""
-        self._send_nowait(handle, obj, delivery, force)
-
-    def _send_nowait(self, handle: int, obj: Any, delivery: Delivery, force: bool) -> app.SendResult:
+    def send_now(
+        self, handle: int, obj: Any, delivery: Delivery, *, confirm: bool = False, force: bool = False
+    ) -> asyncio.Future[Outcome] | None:
+        """Send at once, or raise WouldBlock if the window is full (`force` skips that check); with `confirm`
+        the future of the message's outcome."""
         payload, halves = self.codec.encode(obj)
-        if delivery is Delivery.UNRELIABLE:
+        if delivery is _UNRELIABLE:
             self._check_datagram(payload)
         if not force and self._blocked(handle, delivery):
             raise WouldBlock("the peer's window is full")
-        return self._send_now(handle, payload, halves, delivery)
+        result = self._send_now(handle, payload, halves, delivery)
+        return self._confirm(handle, delivery, result) if confirm else None
 
     # ---- per-message outcomes (send(..., confirm=True)) ----
-    async def send_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]:
-        """Send (waiting while blocked, as `send`); the future resolves once the message's fate is known."""
-        payload, halves = self.codec.encode(obj)
-        if delivery is Delivery.UNRELIABLE:
-            self._check_datagram(payload)
-        if self._blocked(handle, delivery):
-            await self._wait_while(lambda: self._blocked(handle, delivery))
-        return self._confirm(handle, delivery, self._send_now(handle, payload, halves, delivery))
-
-    def send_nowait_confirmed(
-        self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False
-    ) -> asyncio.Future[Outcome]:
-        """`send_nowait`, and a future of the message's outcome."""
-        return self._confirm(handle, delivery, self._send_nowait(handle, obj, delivery, force))
-
     def _confirm(self, handle: int, delivery: Delivery, result: app.SendResult) -> asyncio.Future[Outcome]:
-        reliable = delivery is not Delivery.UNRELIABLE
+        reliable = delivery is not _UNRELIABLE
         return self._outcomes.confirm(handle, reliable, result.number, self._sender_ended.get(handle))
 
     def finish(self, handle: int) -> None:

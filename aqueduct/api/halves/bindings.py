@@ -334,23 +334,12 @@ class Networked:
 
     # ---- a sender's ----
     def send(self, half: _Half, obj: Any, wire: Any, delivery: Delivery, confirm: bool) -> Sent:
-        if not confirm:
-            return self.link.send(self.handle, wire, delivery)  # (None, or a coroutine if it must wait)
-        try:
-            return self.link.send_nowait_confirmed(self.handle, wire, delivery)
-        except WouldBlock:  # (the networked wait: send_confirmed waits, then sends)
-            return self._send_confirmed(wire, delivery)
-
-    async def _send_confirmed(self, wire: Any, delivery: Delivery) -> Outcome:
-        return await (await self.link.send_confirmed(self.handle, wire, delivery))
+        return self.link.send(self.handle, wire, delivery, confirm=confirm)  # (None, or what to await)
 
     def try_send(
         self, half: _Half, obj: Any, wire: Any, delivery: Delivery, confirm: bool
     ) -> asyncio.Future[Outcome] | None:
-        if confirm:
-            return self.link.send_nowait_confirmed(self.handle, wire, delivery)
-        self.link.send_nowait(self.handle, wire, delivery)
-        return None
+        return self.link.send_now(self.handle, wire, delivery, confirm=confirm)
 
     def end(self, half: _Half, reason: EndReason) -> None:
         (self.link.finish if reason is EndReason.FINISHED else self.link.cancel)(self.handle)

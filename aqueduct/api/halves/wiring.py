@@ -24,7 +24,7 @@ import contextlib
 import functools
 import weakref
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from ...core.app import AttachKind, Delivery
 from ...errors import ChannelClosed, ChannelError, ChannelFinished, EndReason, Outcome, ReceiverDropped
@@ -36,7 +36,7 @@ from .receiver import Receiver
 from .sender import Sender
 
 __all__ = [
-    "MovingLink", "adopt_type", "attach_kind", "bind_moved", "discard_halves", "end_halves", "ended_here",
+    "adopt_type", "attach_kind", "bind_moved", "discard_halves", "end_halves", "ended_here",
     "half_link", "networked_half", "networked_receiver", "networked_sender", "open_handle", "pair", "relay",
     "send_notice", "spec_of", "type_as",
 ]
@@ -174,15 +174,7 @@ def end_halves(halves: Iterable[Half]) -> None:
 
 
 # ---- moving a half into a message ----
-class MovingLink(Link, Protocol):
-    """What moving a half needs of its connection: a networked half's Link, and sends that may not wait."""
-
-    def send_nowait_confirmed(
-        self, handle: int, obj: Any, delivery: Any, *, force: bool = False
-    ) -> asyncio.Future[Outcome]: ...
-
-
-def bind_moved(link: MovingLink, half: Half, created: int, spawn: Callable[[Coroutine[Any, Any, None]], None]) -> None:
+def bind_moved(link: Link, half: Half, created: int, spawn: Callable[[Coroutine[Any, Any, None]], None]) -> None:
     """`half` went to the peer in a message on `link`; wire what stays here to the engine handle `created`."""
     binding = half._binding
     if type(binding) is Local:
@@ -203,9 +195,10 @@ def bind_moved(link: MovingLink, half: Half, created: int, spawn: Callable[[Coro
         for value, delivery, number in queued:
             local = pipe.confirms.pop(number, None)
             if local is None:
-                link.send_nowait(created, value, delivery, force=True)
+                link.send_now(created, value, delivery, force=True)
             else:  # a confirmed message queued before its channel moved: its fate is the network's
-                remote = link.send_nowait_confirmed(created, value, delivery, force=True)
+                remote = link.send_now(created, value, delivery, confirm=True, force=True)
+                assert remote is not None
                 remote.add_done_callback(functools.partial(_pass_on, local))
         if tx is not None and tx._binding.done is None:
             bind(tx, link, created)
