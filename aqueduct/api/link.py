@@ -84,7 +84,7 @@ class ConnectionLink(Generic[A]):
         self._sender_ended: dict[int, EndReason] = {}
         self._last_stream: dict[int, int | None] = {}
         self._outcomes = Outcomes(self._loop)
-        self._prefetch = Prefetch(self, self._loop.time)
+        self._prefetch = Prefetch(self, protocol, codec, self.stats, self._loop.time)
         """The networked receivers' prefetch buffers (prefetch.py)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.drops = Drops(self, self._prefetch, self._loop)
@@ -360,7 +360,7 @@ class ConnectionLink(Generic[A]):
         """Move the next queued messages of a receiver, decoded, into its (empty) `buf` (a batch: prefetch.py),
         waiting for one; StopAsyncIteration after a finish; typed errors otherwise."""
         while True:
-            if self._prefetch.take(handle, buf):
+            if self._prefetch.take(handle, buf, self.recording):
                 return
             reason = self._receiver_ended.get(handle)
             if reason is None and self.closed.done():
