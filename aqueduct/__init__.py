@@ -4,7 +4,7 @@ The public names are the `__all__` lists of three parts, joined here and written
 pattern): `aqueduct.errors` (the errors and how a channel ends), `aqueduct.api` (connections, halves,
 codecs, configuration) and `aqueduct.services` (typed remote services; its `connect` and `serve` are the
 ones exported). Everything else in the package is the library's own: its modules are not API, however they
-are named (specs/DECISIONS.md, "The public surface"). The errors load at once; the API and the services on
+are named (decisions API-24, API-27). The errors load at once; the API and the services on
 first use, so `import aqueduct.wire` stays free of asyncio and aioquic. `aqueduct.__version__` is the
 installed package's version (`aqueduct --version` prints it).
 """
@@ -39,7 +39,7 @@ else:
             from importlib.metadata import PackageNotFoundError, version
 
             try:
-                return version("aqueduct-py")
+                return version(native.DISTRIBUTION)
             except PackageNotFoundError:  # imported from a source tree that was never installed
                 return "0+unknown"
         if name == "__all__":

@@ -32,9 +32,9 @@ from typing import Any
 
 import aqueduct
 from aqueduct.api.connection import link_of
-from aqueduct.bench.impair import Impairment, ImpairProxy
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.quic.settings import TransportSettings
+from aqueduct.testing.impair import Impairment, ImpairProxy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the traffic harness
 

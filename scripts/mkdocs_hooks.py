@@ -12,7 +12,8 @@ copied by hand and nothing can go stale:
   `--help` prints, taken from the parsers themselves;
 - the flame graphs of benchmarks/profiles/, which the Performance page shows: a guide links them as
   `../benchmarks/profiles/NAME.svg` (right when the Markdown is read in the repository) and the
-  site serves them under `benchmarks/profiles/`.
+  site serves them under `benchmarks/profiles/`;
+- the TypeScript client's API reference, TypeDoc's HTML under `typescript-api/` (scripts/typedoc_site.py).
 
 The nav entries of the generated pages are appended in `on_config`, from the same lists.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import importlib.util
 import logging
 import os
 import re
@@ -32,6 +34,18 @@ from typing import Any
 import griffe
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _beside(name: str) -> Any:
+    """A module of scripts/ (this file is loaded by path, by MkDocs and by tests/docs, not as a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+typedoc_site = _beside("typedoc_site")
 
 # package -> what its reference section says it is
 REFERENCE = {
@@ -229,6 +243,8 @@ def on_files(files: Any, config: Any) -> Any:
         files.append(File.generated(config, src, content=content))
     for path in sorted((ROOT / PUBLISHED).iterdir()):
         files.append(File.generated(config, f"{PUBLISHED}/{path.name}", abs_src_path=str(path)))
+    for file in typedoc_site.files(config):
+        files.append(file)
     return files
 
 

@@ -18,11 +18,13 @@
 #               (tests/aeron_native/test_interop.py; aeron_compat/native/interop.py makes it)
 #   nats        Debian's nats-server, the program only (no service is started): the NATS rows of
 #               `aqueduct bench --peers` start their own on a free loopback port (tests/bench/test_peers.py)
+#   node        the TypeScript client's npm packages in a repo-local cache (scripts/setup-node.sh; Node.js 20
+#               and npm come with the machine): its tests (tests/typescript/) and the browser bundle
 # The tests call `--check` (tests/system_deps.py): a missing piece skips them with this script's reason,
 # and fails them under AQUEDUCT_REQUIRE_SYSTEM=1 (.ci/run).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ALL="chromium openweaver netns java aeron nats"
+ALL="chromium openweaver netns java aeron nats node"
 
 packages() {
   case "$1" in
@@ -32,6 +34,7 @@ packages() {
     java) echo "openjdk-17-jre-headless" ;;
     aeron) echo "" ;;
     nats) echo "nats-server" ;;
+    node) echo "" ;;
     *) echo "setup-system: unknown piece '$1' (pieces: $ALL)" >&2; exit 2 ;;
   esac
 }
@@ -44,6 +47,7 @@ why() {
     java) echo "Spark needs Java 17+" ;;
     aeron) echo "pyaeron (the real Aeron C driver) for the Aeron interop tests" ;;
     nats) echo "a NATS server beside Aqueduct in the benchmark's peer rows" ;;
+    node) echo "the TypeScript client's packages for its tests and the browser bundle" ;;
   esac
 }
 
@@ -70,6 +74,7 @@ check() {
     aeron)
       if out=$(python3 "$ROOT/aeron_compat/native/interop.py" --check); then echo "$out"; return 0; fi
       echo "$out"; return 1 ;;
+    node) bash "$ROOT/scripts/setup-node.sh" --check; return ;;
     java)
       if [ "$(java_major)" -ge 17 ]; then echo "Java $(java_major)"; return 0; fi
       missing=$(missing_packages java) ;;
@@ -129,6 +134,9 @@ for piece in $todo; do
     fi
     if [ -z "$updated" ]; then $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq; updated=1; fi
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  fi
+  if [ "$piece" = node ]; then
+    bash "$ROOT/scripts/setup-node.sh"
   fi
   if [ "$piece" = aeron ]; then
     echo "setup-system: aeron: creating .venv-aeron with pyaeron ($(why aeron))"

@@ -6,7 +6,7 @@
 # The suite runs on pytest-xdist workers, one more than the machine's cores (at most 8; AQUEDUCT_TEST_WORKERS
 # sets the count), a test file at a time (--dist loadfile): a file's tests share its module fixtures and run one
 # after another, and each worker starts its session fixtures (Spark) once. The extra worker fills the time the
-# others wait on JVMs, subprocesses and sockets (specs/DECISIONS.md, "The suite runs on pytest-xdist workers").
+# others wait on JVMs, subprocesses and sockets (decision PROJ-10).
 # The longest files start first, as the runs before measured them (kept in .pytest_cache), and files sharing
 # an expensive session fixture run on one worker (tests/scheduling.py), so the workers end together.
 set -euo pipefail

@@ -1,7 +1,7 @@
 """bymux: many byte streams over one reliable ordered byte channel.
 
 `Endpoint` is the sans-I/O protocol; `open_connection` runs it over an
-asyncio byte stream. Bit order and other spec decisions: specs/DECISIONS.md.
+asyncio byte stream. Bit order and other spec decisions: specs/decisions/bymux.md.
 """
 
 from .aio import Connection, Stream, open_connection

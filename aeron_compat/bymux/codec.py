@@ -1,7 +1,7 @@
 """bymux packets to and from bytes.
 
 Theory of operation: every packet opens with one header byte. We read the
-spec's bits first-is-most-significant (specs/DECISIONS.md, "bymux"), so the
+spec's bits first-is-most-significant (decision BYMUX-1), so the
 byte is ``type << 5 | global << 4 | id_width << 2 | value_width`` where a
 width code w means 2**w bytes, big-endian. Stream packets carry the id after
 the header; Credit then carries an amount and Write a length followed by that

@@ -8,7 +8,7 @@ already dialing that address (simultaneous open) or with that peer id
 (a retransmitted DIAL), else, when listening, to a new half-open connection.
 Half-open connections (DIAL received, not confirmed) cost a DIAL of ten
 bytes each, so a flood must not lock out a good dial: the seed has no
-stateless cookie (specs/DECISIONS.md), so a new DIAL from a source address
+stateless cookie (decision MARLIN-31), so a new DIAL from a source address
 holding `max_half_open_per_source` slots evicts that source's oldest, and one
 arriving with all `max_half_open` (or `max_connections`) taken evicts the
 oldest slot of the source holding the most: a flood from a few addresses

@@ -7,7 +7,7 @@ needed is the subclass's choice (`_overflow`): by default the lowest gap is
 filled (the set only grows: a number once in stays in, and a few never added
 come in with it), while `recv.ReceivedPackets` forgets its oldest range.
 `StreamIds` maps stream ids so that each parity (each side's own ids,
-specs/DECISIONS.md) is one contiguous run: ids a side opens in order are one
+decision MARLIN-7) is one contiguous run: ids a side opens in order are one
 range.
 """
 

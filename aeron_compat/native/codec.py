@@ -8,7 +8,7 @@ heartbeats; PAD frames carry only their 32-byte header on the wire while their
 length field says how much of the term they fill. Unknown frame types come back
 as `UnknownFrame` so callers can ignore them; anything malformed raises
 `AeronWireError` and nothing else. Layouts follow what real Aeron drivers send
-(36/44-byte SM, 40-byte ERR with error code); see specs/DECISIONS.md.
+(36/44-byte SM, 40-byte ERR with error code); see specs/decisions/aeron.md (AERON-1, AERON-2).
 """
 
 from __future__ import annotations

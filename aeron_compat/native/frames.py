@@ -7,7 +7,7 @@ DATA frames with length 0 are `Heartbeat`s, PAD frames say how much of the
 term they fill, and types this package does not interpret are `UnknownFrame`.
 `AeronWireError` is the one error malformed input raises. Layouts follow what
 real Aeron drivers send (36/44-byte SM, 40-byte ERR with error code); see
-specs/DECISIONS.md.
+specs/decisions/aeron.md.
 """
 
 from __future__ import annotations

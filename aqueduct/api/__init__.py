@@ -12,6 +12,7 @@ from ..native import compiled
 from ..quic.mtls import PeerIdentity
 from ..quic.settings import TransportSettings
 from ..quic.tickets import FileTicketStore, MemoryTicketStore
+from ..quic.webtransport import WebTransportOptions
 from .codec import CborCodec, Codec, RawCodec, RawMessage
 from .connection import CodecMismatch, Connection, Stats
 from .endpoints import Server
@@ -50,6 +51,7 @@ __all__ = [
     "Stats",
     "TransportSettings",
     "Watch",
+    "WebTransportOptions",
     "channel",
     "compiled",
     "oneshot",

@@ -12,8 +12,8 @@ not know (a dataclass, msgspec.Struct, enum) goes as its msgspec builtins. `RawC
 bytes as they are, with the halves as a separate list (`RawMessage`).
 
 Decoding is the first thing a peer's bytes meet, so it refuses what would make
-the rest of the receive path costly (SECURITY.md, "Payloads"; specs/DECISIONS.md,
-"CBOR value sharing"): value sharing (tags 28/29, which our encoder never writes)
+the rest of the receive path costly (SECURITY.md, "Payloads"; decision
+SEC-5): value sharing (tags 28/29, which our encoder never writes)
 would let a few hundred bytes decode into a DAG that every later walk sees as a
 tree of 2**40 nodes, or into a value that contains itself; nesting deeper than
 `max_depth` is refused by cbor2 itself; each attachment index may be used once and

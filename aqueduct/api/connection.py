@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeAlias, TypeVar, cast, overload
 from ..core import app
 from ..quic.mtls import PeerIdentity, handshake_identity
 from ..quic.protocol import AqueductProtocol
+from ..quic.webtransport import Transport, WebTransportProtocol
 from ..wire.headers import Headers
 from .auth import identity_of
 from .codec import Codec, CodecMismatch
@@ -60,6 +61,12 @@ class Connection(Generic[E]):
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's (host, port) on the current network path, if known."""
         return self._link.protocol.peer_address
+
+    @property
+    def transport(self) -> Transport:
+        """How the peer is connected: "quic" (an Aqueduct client) or "webtransport" (a browser's WebTransport session,
+        `serve(webtransport=True)`)."""
+        return "webtransport" if isinstance(self._link.protocol, WebTransportProtocol) else "quic"
 
     @property
     def peer_identity(self) -> PeerIdentity | None:

@@ -29,6 +29,7 @@ from ..quic.mtls import ClientAuth
 from ..quic.protocol import AqueductProtocol
 from ..quic.settings import TransportSettings
 from ..quic.tickets import ClientTicketStore, ServerTicketStore
+from ..quic.webtransport import WebTransportOptions, WebTransportSessions
 from ..wire.errors import CloseCode
 from .auth import Admission, Authenticate, refusal
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
@@ -254,6 +255,8 @@ class Server(Generic[C]):
         """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
         self.worker_dir: Path | None = None
         """With `workers=N`: the private directory of the workers' sockets (give it to workers 1..N-1)."""
+        self.webtransport: WebTransportSessions | None = None
+        """With `webtransport=`: the live browser sessions (`live`), the refused requests (`refused`), the options."""
 
     def _on_protocol(self, protocol: AqueductProtocol) -> None:
         """A QUIC connection was accepted (the listener's callback, set by `serve`): make its Connection, hand it
@@ -356,6 +359,7 @@ class ServeOptions(TypedDict, total=False):
     workers: int
     worker: int
     worker_dir: str | Path | None
+    webtransport: bool | WebTransportOptions
 
 
 @overload
@@ -395,6 +399,11 @@ def serve(
     `authenticate`: `async def cb(headers, peer_identity) -> identity` runs once each client's headers arrive,
     before anything else of it is processed; it returns what `conn.identity` becomes, or raises to refuse the
     client (close code AUTHENTICATION_FAILED; see api/auth.py).
+    `webtransport=True` (or `aqueduct.WebTransportOptions(path=, origins=, max_sessions=)`): browsers' WebTransport
+    sessions are accepted on the same UDP port too (at `https://host:port/aqueduct` by default); they reach the
+    same `async for conn in server`, with `conn.transport == "webtransport"` (quic/webtransport.py). Browsers
+    accept a self-signed certificate through `serverCertificateHashes` only when it is ECDSA and valid for at
+    most 14 days (`aqueduct.quic.webtransport_cert.make_browser_cert`).
     """
     check_port(port)
     if isinstance(options.get("metrics"), tuple):
@@ -424,16 +433,20 @@ async def _serve(
     workers: int = 1,
     worker: int = 0,
     worker_dir: str | Path | None = None,
+    webtransport: bool | WebTransportOptions = False,
 ) -> AsyncIterator[Server[Any]]:
     server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check, authenticate)
     client_auth = ClientAuth.load(client_ca, required=require_client_cert) if client_ca is not None else None
     if authenticate is not None:
         engine_config = replace(engine_config or EngineConfig(), hold_until_accepted=True)
+    if webtransport:
+        options = webtransport if isinstance(webtransport, WebTransportOptions) else WebTransportOptions()
+        server.webtransport = WebTransportSessions(options)
     transport, quic_server = await open_server(
         host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
         headers=_headers(headers, server._codec, server._schema), settings=settings, engine_config=engine_config,
         tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
-        worker=worker, worker_dir=worker_dir,
+        worker=worker, worker_dir=worker_dir, webtransport=server.webtransport,
     )
     server.worker_dir = quic_server.workers.directory if quic_server.workers is not None else None
     sockname = transport.get_extra_info("sockname")

@@ -8,8 +8,8 @@ receiving side `convert` turns the decoded payload into T. Halves inside a messa
 custom objects: `_half_hook` checks that the right kind of half stands where the type says (a Sender
 where `Sender[X]` is declared, ...) and gives the half the spec of X, so attachments arrive typed.
 
-msgspec was measured against pydantic and a hand-written checker for a 3-field message (specs/DECISIONS.md,
-"Typed channels"); it covers dataclasses, msgspec.Struct, TypedDict, builtins and their containers,
+msgspec was measured against pydantic and a hand-written checker for a 3-field message (decision
+API-1); it covers dataclasses, msgspec.Struct, TypedDict, builtins and their containers,
 Optional, unions and enums. A pydantic model is checked and converted by pydantic itself when pydantic is
 installed (pydantic_models.py: halves inside a model arrive typed there too).
 """

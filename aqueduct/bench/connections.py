@@ -101,7 +101,13 @@ def opener(kind: str, port: int, ca: Path) -> Opener:
 
 
 async def handshake_rate(open_one: Opener, window: float, concurrency: int) -> float:
-    """Connections opened per second for `window` seconds with `concurrency` clients at once. Each is closed
+    """Connections opened per second for `window` seconds with `concurrency` clients at once (`handshakes`)."""
+    done, took = await handshakes(open_one, window, concurrency)
+    return done / took
+
+
+async def handshakes(open_one: Opener, window: float, concurrency: int) -> tuple[int, float]:
+    """(connections opened, seconds) for `window` seconds with `concurrency` clients at once. Each is closed
     as soon as it is open, but its close (which lingers for the closing period) is not waited for: the rate
     is of handshakes, and the closes' work still runs alongside."""
     done = 0
@@ -119,7 +125,7 @@ async def handshake_rate(open_one: Opener, window: float, concurrency: int) -> f
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     took = time.perf_counter() - start
     await asyncio.gather(*closing, return_exceptions=True)
-    return done / took
+    return done, took
 
 
 Close = Callable[[], Awaitable[None]]

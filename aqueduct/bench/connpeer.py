@@ -4,8 +4,9 @@
 
 Serves the bench protocol (peer.py: PING, ECHO, ...) with Aqueduct (default settings, except connection
 limits raised so one address may hold tens of thousands of connections) or with raw aioquic, prints one JSON
-line with its port and pid, then answers each line on stdin: `mem` prints {"rss": bytes, "connections": n}
-after a collection; end of input ends the process.
+line with its port and pid, then answers each line on stdin: `mem` prints {"rss": bytes, "connections": n,
+"accepted": m} after a collection (n held now, m accepted since it started: tally.py); end of input ends the
+process.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from typing import Any
 import aqueduct
 
 from ..quic.settings import TransportSettings
-from . import aqserver
+from . import aqserver, peer
 from .peer import RawServerProtocol, _udp_port, start_raw_server
+from .tally import Tally
 
 MAX_CONNECTIONS = 100_000
 RAW_IDLE_TIMEOUT = 600.0
@@ -55,25 +57,27 @@ async def serve_one(kind: str, cert: str, key: str, single_use_tickets: bool = F
     """Serve `kind` until stdin ends (Aqueduct with `single_use_tickets`: 0-RTT work runs at once, as in peer.py)."""
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
+    tally = Tally(keep=False)  # (counts only: a kept connection would count in the memory per connection)
     if kind == "aqueduct":
         async with aqueduct.serve("127.0.0.1", 0, cert=cert, key=key, codec=aqueduct.RawCodec(),
                                   settings=connection_settings(), single_use_tickets=single_use_tickets) as server:
-            accept = asyncio.ensure_future(aqserver.accept(server, "raw"))
+            accept = asyncio.ensure_future(aqserver.accept(server, "raw", tally))
 
             async def answer() -> dict[str, int]:
                 gc.collect()
-                return {"rss": rss_bytes(), "connections": len(server.connections)}
+                return {"rss": rss_bytes(), "connections": len(server.connections), "accepted": tally.accepted}
 
             print(json.dumps({"port": server.address[1], "pid": os.getpid()}), flush=True)
             threading.Thread(target=_commands, args=(loop, answer, done), daemon=True).start()
             await done.wait()
             accept.cancel()
         return
+    peer.TALLY = tally
     raw = await start_raw_server(cert, key, idle_timeout=RAW_IDLE_TIMEOUT)  # tickets as Aqueduct's server
 
     async def raw_answer() -> dict[str, int]:
         gc.collect()
-        return {"rss": rss_bytes(), "connections": len(RawServerProtocol.live)}
+        return {"rss": rss_bytes(), "connections": len(RawServerProtocol.live), "accepted": tally.accepted}
 
     print(json.dumps({"port": _udp_port(raw), "pid": os.getpid()}), flush=True)
     threading.Thread(target=_commands, args=(loop, raw_answer, done), daemon=True).start()

@@ -110,7 +110,7 @@ def curves(samples: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
 
 
 async def _serve_proxies(targets: list[tuple[str, int]], losses: list[float], seed: int) -> None:
-    from aqueduct.bench.impair import Impairment, ImpairProxy
+    from aqueduct.testing.impair import Impairment, ImpairProxy
 
     proxies = []
     ports = {}

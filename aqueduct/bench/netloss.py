@@ -12,7 +12,7 @@ meets the same kernel-level loss: TCP's own retransmission and congestion contro
 aioquic's under Aqueduct and alone (raw aioquic with its defaults, the rawquic.py baseline: which losses
 are Aqueduct's and which aioquic's). "aqueduct ordered raw cubic" is Aqueduct with aioquic's CUBIC for the
 sending client instead of its default Reno: the evidence for the `congestion_control` default
-(specs/DECISIONS.md, "Congestion control"). A cell is bulk MB/s (256 KiB messages for `window` seconds,
+(decision QUIC-17). A cell is bulk MB/s (256 KiB messages for `window` seconds,
 rate = the peer's count / time to the count's arrival, as everywhere in the bench); rounds alternate the
 paths, and each ratio compares a loss level with the same path at 0%.
 

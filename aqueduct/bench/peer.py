@@ -32,8 +32,14 @@ from .extras import extras
 from .framing import Deframer, frame
 from .protocol import DATAGRAMS, ECHO, PING, SINK, STREAMS_ECHO, STREAMS_SINK, encode_count
 from .settings import RAW_ALPN, bench_settings
+from .tally import Tally
 
 # ---------------------------------------------------------------- raw aioquic
+
+
+TALLY: Tally | None = None
+"""What this process's raw aioquic and TCP servers saw (tally.py), when a test sets it (None: not counted). Counted
+per command, per stream's end and per event, never per frame, so the reference servers stay as fast."""
 
 
 class _RawStream:
@@ -54,6 +60,10 @@ class RawServerProtocol(QuicConnectionProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         RawServerProtocol.live.add(self)
+        self.early_data_accepted: bool | None = None
+        """Whether the handshake took the client's 0-RTT data (None until it completed)."""
+        if TALLY is not None:
+            TALLY.connected(self)
         self._streams: dict[int, _RawStream] = {}
         self._datagrams = 0
         self._uni: dict[int, Deframer] = {}
@@ -67,11 +77,15 @@ class RawServerProtocol(QuicConnectionProtocol):
                 self._on_stream(event.stream_id, event.data, event.end_stream)
         elif isinstance(event, qe.DatagramFrameReceived):
             self._datagrams += 1
+        elif isinstance(event, qe.HandshakeCompleted):
+            self.early_data_accepted = event.early_data_accepted
         elif isinstance(event, qe.ConnectionTerminated):
             RawServerProtocol.live.discard(self)
 
     def _on_uni(self, sid: int, data: bytes, end: bool) -> None:
         if end:
+            if TALLY is not None:
+                TALLY.channels += 1  # one more stream ended: per-message sending uses one per message
             deframer = self._uni.pop(sid, None) or Deframer()
         else:
             deframer = self._uni.get(sid) or self._uni.setdefault(sid, Deframer())
@@ -83,6 +97,8 @@ class RawServerProtocol(QuicConnectionProtocol):
         if st.cmd == STREAMS_SINK:
             st.count += len(frames)
         else:
+            if TALLY is not None:
+                TALLY.messages += len(frames)
             quic = introspect.connection_of(self)
             for payload in frames:
                 quic.send_stream_data(target_sid, frame(payload))
@@ -97,6 +113,8 @@ class RawServerProtocol(QuicConnectionProtocol):
             if st.cmd is None and frames:
                 st.cmd = frames.pop(0)
                 st.datagrams_at_start = self._datagrams
+                if TALLY is not None:
+                    TALLY.commands[st.cmd] += 1
                 if st.cmd == SINK and frames:
                     st.count += len(frames)
                     frames = []
@@ -105,6 +123,8 @@ class RawServerProtocol(QuicConnectionProtocol):
                 elif st.cmd in (STREAMS_SINK, STREAMS_ECHO):
                     self._uni_target = (sid, st)
             if st.cmd == ECHO:
+                if TALLY is not None:
+                    TALLY.messages += len(frames)
                 for payload in frames:
                     quic.send_stream_data(sid, frame(payload))
         else:
@@ -113,6 +133,10 @@ class RawServerProtocol(QuicConnectionProtocol):
             del self._streams[sid]
             if self._uni_target is not None and self._uni_target[0] == sid:
                 self._uni_target = None
+            if TALLY is not None and st.cmd in (SINK, STREAMS_SINK):
+                TALLY.messages += st.count
+            elif TALLY is not None and st.cmd == DATAGRAMS:
+                TALLY.messages += self._datagrams - st.datagrams_at_start
             if st.cmd in (SINK, STREAMS_SINK):
                 quic.send_stream_data(sid, frame(encode_count(st.count)), end_stream=True)
             elif st.cmd == STREAMS_ECHO:
@@ -141,6 +165,8 @@ async def _tcp_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     deframer = Deframer()
     cmd: bytes | None = None
     count = 0
+    if TALLY is not None:
+        TALLY.connected(writer)  # (one writer per connection: TCP, or an extra such as Marlin Stream)
     try:
         while True:
             data = await reader.read(256 * 1024)
@@ -150,17 +176,23 @@ async def _tcp_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                 frames = deframer.feed(data)
                 if cmd is None and frames:
                     cmd = frames.pop(0)
+                    if TALLY is not None:
+                        TALLY.commands[cmd] += 1
                     if cmd == PING:
                         writer.write(frame(b"p"))
                     elif cmd == SINK:
                         count += len(frames)
                         frames = []
                 if cmd == ECHO and frames:
+                    if TALLY is not None:
+                        TALLY.messages += len(frames)
                     writer.write(b"".join(frame(p) for p in frames))
                     await writer.drain()
             else:
                 count += deframer.count(data)[0]
         if cmd == SINK:
+            if TALLY is not None:
+                TALLY.messages += count
             writer.write(frame(encode_count(count)))
         await writer.drain()
     except ConnectionError:

@@ -17,13 +17,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from .peers import GRPC_TLS
-from .peers import ROWS as PEER_ROWS
-from .runner import BY_KEY, TRANSPORTS, WORKLOADS, Results
+from .lab import GRPC_TLS
+from .runner import BY_KEY, BY_NAME, TRANSPORTS, WORKLOADS, Results
 from .settings import TUNED_PACKET_SIZE
 
 REFERENCE = {t.name: t.reference for t in TRANSPORTS}
-PEER_NAMES = {r.name for r in PEER_ROWS}
 
 
 @dataclass(frozen=True)
@@ -171,6 +169,82 @@ def targets(results: Results) -> list[Target]:
     return out
 
 
+@dataclass(frozen=True)
+class Spread:
+    """A same-run ratio as the median of its per-round ratios (rounds alternate), with their lowest and highest."""
+
+    median: float
+    low: float
+    high: float
+    rounds: int
+
+
+def _per_round(a: list[float] | None, b: list[float] | None) -> Spread | None:
+    """a / b round by round (each round measured both), or None when either is missing or rounds differ."""
+    if not a or not b or len(a) != len(b) or not all(b):
+        return None
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return Spread(statistics.median(ratios), min(ratios), max(ratios), len(ratios))
+
+
+def _cpu_per_call(results: Results, row: str) -> list[float] | None:
+    values = results.services.get(row)
+    if not values or "client_cpu_us" not in values:
+        return None
+    return [c + s for c, s in zip(values["client_cpu_us"], values["server_cpu_us"], strict=True)]
+
+
+CHANNEL_PER_CALL = "aqueduct typed request"
+"""The peer row issue 34's targets name: every call a fresh oneshot on a typed entrypoint
+(tests/bench/test_peer_rows_count.py proves it on the server)."""
+
+
+def channel_per_call_targets(results: Results) -> list[tuple[Target, Spread | None]]:
+    """Issue 34's targets (a channel per call at gRPC's cost or less), each with its per-round spread: the request
+    row against grpcio aio TLS (`--peers`), a typed service call's CPU against a plain request's (the service
+    rows, which `--peers` runs too), 64 B ordered and typed one way and connect to the first reply against raw
+    aioquic (the default rows)."""
+    s = results.samples
+
+    def ratio(a: str, b: str, key: str, key_b: str | None = None) -> Spread | None:
+        return _per_round(s.get(a, {}).get(key), s.get(b, {}).get(key_b or key))
+
+    out: list[tuple[Target, Spread | None]] = []
+
+    def add(name: str, spread: Spread | None, goal: float, at_least: bool) -> None:
+        value = None if spread is None else spread.median
+        out.append((Target(name, value, f"{'>=' if at_least else '<='} {goal:g}x", _check(value, goal, at_least)),
+                    spread))
+
+    call = CHANNEL_PER_CALL
+    add("typed fresh-oneshot calls/s, 1 in flight, vs grpcio aio TLS", ratio(call, GRPC_TLS, "rr1"), 1.0, True)
+    add("typed fresh-oneshot p50, 1 in flight, vs grpcio aio TLS", ratio(call, GRPC_TLS, "rr1_p50"), 1.0, False)
+    add("typed fresh-oneshot calls/s, 32 in flight, vs grpcio aio TLS", ratio(call, GRPC_TLS, "rr32"), 3.0, True)
+    add("typed service call CPU vs plain request (1 in flight)",
+        _per_round(_cpu_per_call(results, "service call (1 in flight)"),
+                   _cpu_per_call(results, "aqueduct.request fresh oneshot (1 in flight)")), 1.1, False)
+    add("64 B ordered one way vs raw aioquic", ratio("aqueduct ordered raw", "aioquic", "msg64"), 1.0, True)
+    add("typed 64 B one way vs untyped (cbor)", ratio("aqueduct ordered cbor typed", "aqueduct ordered cbor",
+                                                      "msg64"), 0.9, True)
+    add("connect to first reply, 1-RTT, vs raw aioquic", ratio("aqueduct ordered raw", "aioquic", "setup_1rtt"),
+        1.0, False)
+    add("connect to first reply, 0-RTT, vs raw aioquic", ratio("aqueduct ordered raw", "aioquic", "setup_0rtt"),
+        1.0, False)
+    return out
+
+
+def channel_per_call_lines(results: Results) -> list[str]:
+    """The issue 34 targets block: each target's median per-round ratio, the rounds' low and high, met or NOT."""
+    lines = ["targets, issue 34 (a channel per call at gRPC's cost or less; median of per-round ratios, "
+             "[lowest-highest round]):"]
+    for t, spread in channel_per_call_targets(results):
+        mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
+        value = "-" if spread is None else f"{spread.median:.2f}x"
+        across = "" if spread is None else f"[{spread.low:.2f}-{spread.high:.2f}, {spread.rounds} rounds]"
+        lines.append(f"  {t.name:<56} {value:>7} {across:<24} goal {t.goal:<7} {mark}")
+    return lines
+
+
 def _fmt(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
@@ -183,12 +257,15 @@ def service_lines(results: Results) -> list[str]:
     """The service rows (`--services`): calls/s, p50 and p99 per kind and calls in flight, medians of rounds."""
     if not results.services:
         return []
-    lines = ["service rows (medians over rounds; one run, same peer process; CPU per call: this process, the peer):"]
+    lines = ["service rows (medians over rounds, calls/s with the rounds' lowest-highest; one run, same peer "
+             "process; CPU per call: this process, the peer):"]
+    width = max(len(row) for row in results.services)
     for row, values in results.services.items():
         rate, p50, p99 = (_fmt(statistics.median(values[k])) for k in ("calls_s", "p50_us", "p99_us"))
+        spread = f"[{_fmt(min(values['calls_s']))}-{_fmt(max(values['calls_s']))}]"
         cpu = "".join(f" {_fmt(statistics.median(values[k])):>7}" for k in ("client_cpu_us", "server_cpu_us")
                       if k in values)
-        lines.append(f"  {row:<46} {rate:>8} calls/s  p50 {p50:>8} us  p99 {p99:>8} us" +
+        lines.append(f"  {row:<{width}} {rate:>8} calls/s {spread:<17}  p50 {p50:>8} us  p99 {p99:>8} us" +
                      (f"  CPU us/call{cpu}" if cpu else ""))
     return lines
 
@@ -197,7 +274,10 @@ def table(results: Results) -> str:
     """The terminal table: one row per cell, then memory, engine costs and targets."""
     cs = cells(results)
     rounds = max((c.rounds for c in cs), default=0)
-    head = f"{'workload':<40} {'transport':<26} {'median':>10} {'min':>10} {'max':>10}  {'vs ref':>8}"
+    tw = max([len("transport"), *(len(c.transport) for c in cs)])  # (the columns fit their longest entry)
+    ww = max([len("workload"), *(len(f"{BY_KEY[c.workload].title} ({BY_KEY[c.workload].unit})")
+                                  for c in cs)])
+    head = f"{'workload':<{ww}} {'transport':<{tw}} {'median':>10} {'min':>10} {'max':>10}  {'vs ref':>8}"
     lines = [f"aqueduct bench: medians of {rounds} alternating rounds; 'vs ref' = median / raw aioquic's "
              "(datagrams for unreliable, a stream per message for unordered); for us and ms lower is better"]
     if any(name.endswith(" tuned") for name in results.samples):
@@ -211,14 +291,15 @@ def table(results: Results) -> str:
         title = f"{w.title} ({w.unit})" if c.workload != last else ""
         last = c.workload
         ratio = f"{c.ratio:.2f}x" if c.ratio is not None else "-"
-        lines.append(f"{title:<40} {c.transport:<26} {_fmt(c.median):>10} {_fmt(c.low):>10} {_fmt(c.high):>10}  "
+        lines.append(f"{title:<{ww}} {c.transport:<{tw}} {_fmt(c.median):>10} {_fmt(c.low):>10} {_fmt(c.high):>10}  "
                      f"{ratio:>8}")
-    if any(name in PEER_NAMES for name in [*results.samples, *results.unmeasured]):
+    peer_names = {n for n in [*results.samples, *results.unmeasured] if n not in BY_NAME}
+    if peer_names:
         lines.append("peer rows: each server alone in its process, each round measured by a fresh process; "
                      "request/reply 'vs ref' = median / grpcio TLS's; CPU per call: client process and server "
                      "processes (NATS: responder + nats-server); memory per idle connection: first round only")
     for name, why in results.unmeasured.items():
-        lines.append(f"{'peer ' if name in PEER_NAMES else ''}{name}: {why}")
+        lines.append(f"{'peer ' if name in peer_names else ''}{name}: {why}")
     if results.zero_rtt_accepted:
         lines.append("0-RTT accepted: " + ", ".join(f"{k} {v}" for k, v in results.zero_rtt_accepted.items()))
     m = results.api_memory
@@ -248,11 +329,14 @@ def table(results: Results) -> str:
         lines += [_loss_line(r) for r in results.kernel_loss]
     elif results.kernel_loss_unavailable and results.loss:
         lines.append(f"goodput under kernel loss: not measured ({results.kernel_loss_unavailable})")
+    lines += channel_per_call_lines(results)
     lines.append("targets:")
-    for t in targets(results):
+    ts = targets(results)
+    nw = max(len(t.name) for t in ts)
+    for t in ts:
         mark = {True: "met", False: "NOT met", None: "n/a"}[t.met]
         value = "-" if t.value is None else _fmt(t.value)
-        lines.append(f"  {t.name:<66} {value:>10}  goal {t.goal:<16} {mark}")
+        lines.append(f"  {t.name:<{nw}} {value:>10}  goal {t.goal:<16} {mark}")
     built = results.environment.get("compiled") or {}
     if built:
         lines.append(f"wire and engine: {built.get('reason')}")
@@ -283,6 +367,8 @@ def as_json(results: Results) -> dict[str, Any]:
         "unmeasured": results.unmeasured,
         "services": results.services,
         "targets": [t.__dict__ for t in targets(results)],
+        "channel_per_call_targets": [{**t.__dict__, "spread": None if sp is None else sp.__dict__}
+                                     for t, sp in channel_per_call_targets(results)],
         "seconds": results.seconds,
     }
 

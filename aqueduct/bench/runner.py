@@ -24,9 +24,7 @@ from ..quic.certs import make_dev_certs
 from . import peer
 from .clients import AqueductClient, TcpClient, median, percentile
 from .extras import extras
-from .peers import GRPC_TLS, PeerRow
-from .peers import ROWS as PEER_ROWS
-from .peers import run as peer_servers
+from .lab import GRPC_TLS, PeerRow
 from .rawquic import RawQuicClient
 
 MB = 1_000_000
@@ -186,9 +184,17 @@ class Results:
     seconds: float = 0.0
 
 
+def peer_rows() -> list[PeerRow]:
+    """The lab's peer rows (benchmarks/peers/, from a checkout: lab.py; LabNotFound elsewhere)."""
+    from . import lab
+
+    rows: list[PeerRow] = lab.load("peers").ROWS
+    return rows
+
+
 def selected(opts: Options) -> list[Transport | PeerRow]:
     """The rows a run visits each round: the transports, then (with `peers`) the peer rows; `only` filters."""
-    rows: list[Transport | PeerRow] = [*TRANSPORTS, *(PEER_ROWS if opts.peers else [])]
+    rows: list[Transport | PeerRow] = [*TRANSPORTS, *(peer_rows() if opts.peers else [])]
     return [r for r in rows if not opts.only or any(s in r.name for s in opts.only)]
 
 
@@ -259,7 +265,7 @@ async def _measure_remote(t: Transport, port: int, ca: Path, opts: Options, fast
         record(key, value)
 
 
-async def _measure_peer(row: PeerRow, server: dict[str, Any], ca: Path, opts: Options, rnd: int,
+async def _measure_peer(peer_servers: Any, row: PeerRow, server: dict[str, Any], ca: Path, opts: Options, rnd: int,
                         record: Callable[[str, float], None], results: Results) -> None:
     """A peer row's round in its measuring process; a failure is reported (`unmeasured`), not raised."""
     try:
@@ -292,7 +298,7 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
     results = Results(options=asdict(opts), environment=_environment(opts))
     rows = selected(opts)
     transports = [t for t in rows if isinstance(t, Transport)]
-    peer_rows = [r for r in rows if isinstance(r, PeerRow)]
+    peers = [r for r in rows if not isinstance(r, Transport)]
     accepted: dict[str, list[bool]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         certs = make_dev_certs(tmp)
@@ -300,10 +306,16 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
         fast = uvloop_available() and any(t.tuned for t in transports)
         fast_proc, fast_ports = peer.spawn(str(certs.cert), str(certs.key), True) if fast else (None, ports)
         results.environment["tuned_loop"] = "uvloop" if fast else results.environment["loop"]
-        servers = peer_servers.Servers()
+        if peers:
+            from . import lab
+
+            peer_servers: Any = lab.load("peers.run")
+        servers = peer_servers.Servers() if peers else None
         try:
-            servers.start(peer_servers.kinds_of(peer_rows), certs.cert, certs.key, opts.uvloop)
-            for row in peer_rows:
+            if servers is not None:
+                servers.start(peer_servers.kinds_of(peers), certs.cert, certs.key, opts.uvloop)
+            for row in peers:
+                assert servers is not None
                 if row.kind in servers.reasons:
                     results.unmeasured[row.name] = f"not measured: {servers.reasons[row.kind]}"
             rows = [r for r in rows if r.name not in results.unmeasured]
@@ -316,8 +328,10 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                     def record(key: str, value: float, cells: dict[str, list[float]] = cells) -> None:
                         cells.setdefault(key, []).append(value)
 
-                    if isinstance(t, PeerRow):
-                        await _measure_peer(t, servers.info[t.kind], certs.ca, opts, rnd, record, results)
+                    if not isinstance(t, Transport):
+                        assert servers is not None
+                        await _measure_peer(peer_servers, t, servers.info[t.kind], certs.ca, opts, rnd, record,
+                                            results)
                         continue
                     if t.tuned:
                         try:
@@ -357,8 +371,9 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                     results.kernel_loss = loss.curves(
                         await netloss.measure(opts.loss_window, opts.loss_rounds, progress))
             if opts.services:
-                from . import services
+                from . import lab
 
+                services = lab.load("services")
                 results.services = await services.measure(Path(tmp), opts.connection_window, opts.rounds, progress)
             if opts.connections:
                 from . import connections
@@ -370,7 +385,8 @@ async def run(opts: Options, progress: Callable[[str], None] = lambda _: None) -
                     certs, opts.connection_window, opts.rounds, opts.idle, record_connection, progress,
                     opts.idle_budget)
         finally:
-            servers.stop()
+            if servers is not None:
+                servers.stop()
             for p in (proc, fast_proc):
                 if p is not None:
                     peer.stop(p)

@@ -8,7 +8,11 @@ writes every sample and figure, `--plot` a PNG, `--save` keeps the run
 and prints the ratio table between two saved runs. `--peers` adds what a service
 author picks instead (grpcio over h2c and TLS, ZeroMQ, NATS through a local
 nats-server; the `bench` extra) beside Aqueduct's request/reply, streaming and
-connect rows, each server in its own process. See aqueduct/bench/.
+connect rows, each server in its own process, and the service rows; it ends with the
+targets block of issue 34, each target met or NOT met with its spread over rounds.
+The peer and service rows are the repository's bench lab (benchmarks/), not part of
+the installed package: run `aqueduct bench --peers` from a checkout (its root or a
+folder below); the aqueduct measured is the installed one. See aqueduct/bench/.
 """
 
 from __future__ import annotations
@@ -24,48 +28,57 @@ def register(sub: Any) -> None:
     """Add the `bench` subcommand."""
     p = sub.add_parser("bench", help="benchmark Aqueduct against raw aioquic and TCP on loopback",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
-    p.add_argument("--window", type=float, default=0.3, help="seconds per throughput/round-trip measurement")
-    p.add_argument("--setups", type=int, default=3, help="connections per set-up measurement")
-    p.add_argument("--api-channels", type=int, default=10_000, help="idle channels for API memory (0: skip)")
-    p.add_argument("--engine-channels", type=int, default=100_000,
-                   help="idle channels for engine memory and the throughput curve (0: skip engine costs)")
-    p.add_argument("--cascade", type=int, default=10_000, help="channels in the cascading-loss tree")
-    p.add_argument("--engine-messages", type=int, default=20_000, help="messages per point of the engine curve")
-    p.add_argument("--only", action="append", default=[], help="run transports whose name contains this (repeat)")
-    p.add_argument("--uvloop", action="store_true", help="run both processes on uvloop (extra 'fast')")
-    p.add_argument("--loss-curves", action="store_true",
-                   help="also measure Marlin Stream and Aqueduct bulk at 0/1/5%% loss through the impairment proxy")
-    p.add_argument("--services", action="store_true",
-                   help="also measure service calls/s and p50/p99 (1 and 32 in flight) beside aqueduct.request with a "
-                        "fresh oneshot and grpcio's aio unary call (if installed: the bench extra)")
-    p.add_argument("--connections", action="store_true",
-                   help="also measure handshakes/s, memory per idle connection and echo with --idle connections held")
-    p.add_argument("--idle", type=int, default=10_000, help="idle connections held by --connections (default 10000)")
-    p.add_argument("--idle-budget", type=float, default=180.0,
-                   help="seconds each kind may spend opening the --idle connections (default 180)")
-    p.add_argument("--connection-window", type=float, default=1.0,
-                   help="seconds per handshake-rate and echo measurement of --connections")
-    p.add_argument("--peers", action="store_true",
-                   help="also measure grpcio (h2c, TLS), ZeroMQ and NATS beside Aqueduct (extra 'bench'; a missing "
-                        "peer is reported)")
-    p.add_argument("--peer-idle", type=int, default=200,
-                   help="idle connections per peer row for its server memory per connection (default 200; 0: skip)")
-    p.add_argument("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout)")
-    p.add_argument("--plot", metavar="PNG", help="write a chart (matplotlib)")
-    p.add_argument("--save", action="store_true",
-                   help="also write the run as JSON with machine facts under benchmarks/results/ (prints the path)")
-    p.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                   help="run nothing: print the ratio table between two saved runs (B / A per cell)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    arg = p.add_argument
+    arg("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    arg("--window", type=float, default=0.3, help="seconds per throughput/round-trip measurement (default 0.3)")
+    arg("--setups", type=int, default=3,
+        help="connections per set-up measurement; the round takes their median (default 3)")
+    arg("--api-channels", type=int, default=10_000, help="idle channels for API memory (default 10000; 0: skip)")
+    arg("--engine-channels", type=int, default=100_000,
+        help="idle channels for engine memory and the throughput curve (default 100000; 0: skip engine costs)")
+    arg("--cascade", type=int, default=10_000, help="channels in the cascading-loss tree (default 10000)")
+    arg("--engine-messages", type=int, default=20_000,
+        help="messages per point of the engine curve (default 20000)")
+    arg("--only", action="append", default=[],
+        help="run transports whose name contains this (repeat; default: all)")
+    arg("--uvloop", action="store_true", help="run both processes on uvloop (extra 'fast'; default: asyncio)")
+    arg("--loss-curves", action="store_true",
+        help="also measure Marlin Stream and Aqueduct bulk at 0/1/5%% loss through the impairment proxy "
+             "(default: off)")
+    arg("--services", action="store_true",
+        help="also measure service calls/s and p50/p99 (1 and 32 in flight) beside aqueduct.request with a fresh "
+             "oneshot and grpcio's aio unary call (if installed: the bench extra); run from a checkout: the "
+             "bench lab, benchmarks/ (default: off)")
+    arg("--connections", action="store_true",
+        help="also measure handshakes/s, memory per idle connection and echo with --idle connections held "
+             "(default: off)")
+    arg("--idle", type=int, default=10_000, help="idle connections held by --connections (default 10000)")
+    arg("--idle-budget", type=float, default=180.0,
+        help="seconds each kind may spend opening the --idle connections (default 180)")
+    arg("--connection-window", type=float, default=1.0,
+        help="seconds per handshake-rate and echo measurement of --connections, and per service-row "
+             "measurement (default 1.0)")
+    arg("--peers", action="store_true",
+        help="also measure grpcio (h2c, TLS), ZeroMQ and NATS beside Aqueduct's request, pair, streaming and "
+             "connect rows, and the service rows (--services); run from a checkout: the peers are the bench "
+             "lab, benchmarks/peers/ (extra 'bench'; a missing peer is reported; default: off)")
+    arg("--peer-idle", type=int, default=200,
+        help="idle connections per peer row for its server memory per connection (default 200; 0: skip)")
+    arg("--json", metavar="PATH", help="write all samples and figures as JSON ('-' for stdout; default: none)")
+    arg("--plot", metavar="PNG", help="write a chart (matplotlib; default: none)")
+    arg("--save", action="store_true",
+        help="also write the run as JSON with machine facts under benchmarks/results/ (prints the path; "
+             "default: off)")
+    arg("--compare", nargs=2, metavar=("A", "B"),
+        help="run nothing: print the ratio table between two saved runs (B / A per cell)")
+    arg("--quiet", action="store_true", help="no progress lines on stderr (default: progress shown)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite and report."""
-    from ..bench import record, report
-    from ..bench.peers import ROWS
-    from ..bench.runner import TRANSPORTS, Options
+    from ..bench import lab, record, report
+    from ..bench.runner import TRANSPORTS, Options, peer_rows
     from ..bench.runner import run as run_suite
 
     if args.compare:
@@ -77,7 +90,14 @@ def run(args: argparse.Namespace) -> int:
         print(record.compare_table(a, b, *args.compare))
         return 0
 
-    names = [t.name for t in TRANSPORTS] + ([r.name for r in ROWS] if args.peers else [])
+    try:
+        lab_rows = peer_rows() if args.peers else []
+        if args.services:
+            lab.load("services")
+    except (lab.LabNotFound, ImportError) as e:
+        print(f"aqueduct bench: {e}", file=sys.stderr)
+        return 2
+    names = [t.name for t in TRANSPORTS] + [r.name for r in lab_rows]
     unknown = [o for o in args.only if not any(o in n for n in names)]
     bad = args.rounds < 1 or args.window <= 0 or args.connection_window <= 0 or min(args.idle, args.peer_idle) < 0
     if unknown or bad:
@@ -90,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     opts = Options(rounds=args.rounds, window=args.window, setups=args.setups, api_channels=args.api_channels,
                    engine_channels=args.engine_channels, cascade=args.cascade, engine_messages=args.engine_messages,
                    only=tuple(args.only), uvloop=args.uvloop, loss_curves=args.loss_curves,
-                   connections=args.connections, services=args.services, idle=args.idle,
+                   connections=args.connections, services=args.services or args.peers, idle=args.idle,
                    connection_window=args.connection_window, idle_budget=args.idle_budget, peers=args.peers,
                    peer_idle=args.peer_idle)
 

@@ -1,7 +1,7 @@
 """`aqueduct serve`: run the echo service (raw codec) until killed.
 
 The echo service is the only one so far, so it is the default; `--echo`
-names it explicitly (specs/DECISIONS.md, "serve's default service"). Ports
+names it explicitly (decision PROJ-6). Ports
 beyond 0-65535 are refused (ConfigError) before anything starts.
 
 Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0
@@ -12,6 +12,10 @@ Ctrl-C closes at once. Either way the server closes, so a `--record`
 recording is sealed. `--limit NAME=VALUE` sets any field of EngineConfig or
 TransportSettings (the limits SECURITY.md lists); `--client-ca FILE` serves
 only clients with a certificate from that CA (mutual TLS).
+
+`--webtransport` also accepts browsers' WebTransport sessions on the same UDP port (at
+`--webtransport-path`, from the `--origin`s given, any without one; serve(webtransport=...));
+quic/webtransport_cert.py makes a certificate a page trusts by its hash.
 
 `--workers N` serves the port from N processes (quic/workers.py): this
 process is worker 0; it binds the port, then starts workers 1..N-1 (the same
@@ -41,6 +45,7 @@ from ..core.config import EngineConfig
 from ..errors import ConfigError
 from ..metrics import Metrics
 from ..quic.settings import TransportSettings
+from ..quic.webtransport import WebTransportOptions
 from ..quic.workers import MAX_WORKERS
 from ._record import add_record_arguments, recorder
 
@@ -77,6 +82,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="seconds open channels get to finish after SIGTERM (default: 10)")
     p.add_argument("--workers", type=int, default=1,
                    help="processes serving the port (SO_REUSEPORT; default 1; Linux)")
+    p.add_argument("--webtransport", action="store_true",
+                   help="also accept browsers' WebTransport sessions (HTTP/3) on the same UDP port")
+    p.add_argument("--webtransport-path", default="/aqueduct", metavar="PATH",
+                   help="the URL path pages connect to (default: /aqueduct)")
+    p.add_argument("--origin", action="append", default=None, metavar="ORIGIN",
+                   help="a page origin allowed to open a session (repeatable; default: any origin)")
     p.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)  # set for the processes it starts
     p.add_argument("--worker-dir", help=argparse.SUPPRESS)  # worker 0's private directory of sockets, for them
     p.set_defaults(func=run)
@@ -91,6 +102,8 @@ async def _start_workers(args: argparse.Namespace, port: int, worker_dir: object
                "--worker", str(i), "--worker-dir", str(worker_dir),
                *(["--single-use-tickets"] if args.single_use_tickets else []),
                *(["--client-ca", args.client_ca] if args.client_ca else []),
+               *(["--webtransport", "--webtransport-path", args.webtransport_path] if args.webtransport else []),
+               *(arg for origin in args.origin or () for arg in ("--origin", origin)),
                *(arg for item in args.limit for arg in ("--limit", item))]
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
         procs.append(proc)
@@ -156,7 +169,8 @@ async def _main(args: argparse.Namespace, record: object) -> None:
     async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
                      single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
                      engine_config=engine_config, settings=settings, client_ca=args.client_ca,
-                     workers=args.workers, worker=args.worker, worker_dir=args.worker_dir) as server:
+                     workers=args.workers, worker=args.worker, worker_dir=args.worker_dir,
+                     webtransport=_webtransport(args)) as server:
         export: OtlpExport | None = None
         if args.otlp_endpoint is not None:
             from ..metrics_otel import export_otlp
@@ -167,6 +181,15 @@ async def _main(args: argparse.Namespace, record: object) -> None:
         finally:
             if export is not None:
                 await export.close()
+
+
+def _webtransport(args: argparse.Namespace) -> WebTransportOptions | bool:
+    if not args.webtransport:
+        if args.origin is not None or args.webtransport_path != "/aqueduct":
+            raise ConfigError("--origin and --webtransport-path need --webtransport")
+        return False
+    return WebTransportOptions(path=args.webtransport_path,
+                               origins=tuple(args.origin) if args.origin is not None else None)
 
 
 async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
@@ -213,6 +236,8 @@ async def _serve_connections(server: Server[Any], args: argparse.Namespace,
             where += f" ({conn.peer_identity.subject})"
         n = await echo_connection(conn)
         ev = await conn.wait_closed()
+        if conn.transport == "webtransport":
+            where += " (WebTransport)"
         print(f"connection from {where} ended: {n} entrypoint messages, "
               f"{conn.stats.messages_received} received, {conn.stats.messages_sent} sent, "
               f"close code {ev.error_code}", flush=True)

@@ -69,7 +69,7 @@ def make_dev_certs(directory: str | Path, names: tuple[str, ...] = DEV_NAMES, da
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
         .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)  # (room for intermediates)
         .add_extension(
             x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
         )

@@ -17,7 +17,7 @@ A vanished server: a client's socket is connected to its server, so the kernel r
 for its packets as ConnectionRefusedError in `error_received`. Before the handshake one ends the attempt
 (nothing listens there). After it, UNREACHABLE_CONFIRMATIONS in a row with no packet from the server between
 them end the connection: the first makes the client send a PING at once, whose own unreachable confirms (one
-alone may be stale or forged; specs/DECISIONS.md); any packet from the server resets the count
+alone may be stale or forged; decision OPS-12); any packet from the server resets the count
 (`datagram_received`). The engine hears ConnectionTerminated at once, so `recv()` raises ConnectionLost naming
 the server within a round trip of the client's next packet instead of at the idle timeout.
 """

@@ -19,7 +19,10 @@ one connection's TLS context into a `ClientVerifyingContext`, which:
   Python's `ssl`. Then the use: every certificate of the verified chain that
   restricts its extended key usage must allow clientAuth (or any use), and a
   leaf that states its key usage must allow digitalSignature (RFC 8446
-  4.4.2.2: the key signs CertificateVerify). Failure is the
+  4.4.2.2: the key signs CertificateVerify), and a leaf may not be a CA
+  (basicConstraints CA:TRUE: a CA's key signs certificates, it does not log
+  in; OpenSSL accepts one, and a CA of the file presented as a client would
+  pass) unless `ClientAuth.allow_ca_leaf`. Failure is the
   `bad_certificate` alert;
 - refuses to finish a handshake that requires a certificate but has none
   (a resumed session would skip the request: servers that authenticate
@@ -91,13 +94,15 @@ class ClientAuth:
     ca_file: Path
     roots: tuple[x509.Certificate, ...]
     required: bool = True
+    allow_ca_leaf: bool = False
+    """Accept a client certificate that is itself a CA (basicConstraints CA:TRUE); refused by default."""
 
     @classmethod
-    def load(cls, ca_file: str | Path, *, required: bool = True) -> ClientAuth:
+    def load(cls, ca_file: str | Path, *, required: bool = True, allow_ca_leaf: bool = False) -> ClientAuth:
         """Read the CA file now (ConfigError naming it if it is missing or holds no certificate)."""
         check_ca_file(ca_file)
         roots = tuple(x509.load_pem_x509_certificates(Path(ca_file).read_bytes()))
-        return cls(Path(ca_file), roots, required)
+        return cls(Path(ca_file), roots, required, allow_ca_leaf)
 
     @functools.cached_property
     def _store(self) -> crypto.X509Store:
@@ -118,8 +123,17 @@ class ClientAuth:
         except crypto.X509StoreContextError as exc:
             raise tls.AlertBadCertificate(f"client certificate not accepted: {exc}") from None
         refusal = _client_use_refusal(verified)
+        if refusal is None and not self.allow_ca_leaf and _is_ca(verified[0]):
+            refusal = f"{verified[0].subject.rfc4514_string()} is a CA certificate (CA:TRUE), not a client's"
         if refusal is not None:
             raise tls.AlertBadCertificate(f"client certificate not accepted: {refusal}")
+
+
+def _is_ca(cert: x509.Certificate) -> bool:
+    try:
+        return bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+    except x509.ExtensionNotFound:
+        return False
 
 
 _CLIENT_USES = {ExtendedKeyUsageOID.CLIENT_AUTH, ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE}

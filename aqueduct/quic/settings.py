@@ -69,7 +69,7 @@ class TransportSettings:
     """Server: connections held at once over all addresses."""
     congestion_control: Literal["reno", "cubic"] = "reno"
     """aioquic's congestion controller for what this end sends: "reno" (aioquic's default) or "cubic".
-    Reno: under loss on loopback CUBIC measured no better (specs/DECISIONS.md, "Congestion control")."""
+    Reno: under loss on loopback CUBIC measured no better (decision QUIC-17)."""
 
     def __post_init__(self) -> None:
         if self.congestion_control not in CONGESTION_CONTROLS:

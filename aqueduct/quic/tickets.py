@@ -8,6 +8,18 @@ another's ticket silently costs the 0-RTT. `take` removes the ticket, so a
 ticket is offered at most once (the server issues a fresh one on every
 connection).
 
+A ticket holds its session's resumption secret, so `FileTicketStore` keeps
+it from other local users: its directory must belong to this user (or
+root) and be writable by no one else, and the file, if there, must be a
+regular file of this user's, open to no one else (else ConfigError, as
+aeron_compat checks its directory); it is read without following a link,
+and written atomically through a temporary file created exclusively with
+mode 0600 under a random name (`tempfile.mkstemp`: O_EXCL|O_NOFOLLOW), then
+renamed over it. Before, the temporary file had a fixed name and was
+created 0644: another user read the secret while it was written, and a
+link planted under that name made the client overwrite a file of the
+attacker's choosing.
+
 Server: `ServerTicketStore` holds the tickets this process issued. With
 `single_use=True` a ticket is removed the moment a ClientHello presents it,
 so a replayed ClientHello finds nothing: aioquic then falls back to a full
@@ -22,12 +34,22 @@ allows replays, so the engine holds 0-RTT work until the handshake ends.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import logging
+import os
+import pwd
+import stat
+import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
 import cbor2
 from aioquic.tls import CipherSuite, SessionTicket
+
+from ..errors import ConfigError
+
+log = logging.getLogger("aqueduct.quic")
 
 
 def server_key(server_name: str, host: str, port: int) -> str:
@@ -96,26 +118,73 @@ def _ticket_from_map(m: dict[str, Any]) -> SessionTicket:
     )
 
 
+def _owner(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def check_private_file(path: Path) -> None:
+    """Refuse (ConfigError) a file for secrets whose directory another user could write to, or which is a link,
+    not a regular file, not this user's, or open to others; a file not there yet is fine."""
+    me = os.geteuid()
+    directory = path.parent.resolve()
+    st = directory.stat()
+    if st.st_uid not in (me, 0) or st.st_mode & 0o022:
+        raise ConfigError(f"ticket file {path}: its directory {directory} is owned by {_owner(st.st_uid)} with mode "
+                          f"{stat.S_IMODE(st.st_mode):o}; it must be this user's ({_owner(me)}) or root's and "
+                          "writable by no one else (another user could replace the file or plant a link)")
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"ticket file {path} is not a regular file (a link or other: it could lead anywhere)")
+    if st.st_uid != me or st.st_mode & 0o077:
+        raise ConfigError(f"ticket file {path} is owned by {_owner(st.st_uid)} with mode {stat.S_IMODE(st.st_mode):o};"
+                          f" it must be this user's ({_owner(me)}) and open to no one else")
+
+
 class FileTicketStore:
-    """Client tickets in a CBOR file (mode 0600), newest per server (name and address); unreadable files count as
-    empty."""
+    """Client tickets in a CBOR file (mode 0600, in a directory only this user can write: ConfigError otherwise),
+    newest per server (name and address); unreadable files count as empty."""
 
     def __init__(self, path: str | Path) -> None:
         self._path = Path(path)
+        check_private_file(self._path)
 
     def _load(self) -> dict[str, SessionTicket]:
         try:
-            raw = cbor2.loads(self._path.read_bytes())
+            fd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return {}
+        try:
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                    return {}  # (swapped for another's since it was checked: not ours to believe)
+                raw = cbor2.loads(f.read())
             return {name: _ticket_from_map(m) for name, m in raw.items()}
-        except (OSError, ValueError, TypeError, KeyError, AssertionError, cbor2.CBORDecodeError):
+        except (OSError, ValueError, TypeError, KeyError, AssertionError, AttributeError, cbor2.CBORDecodeError):
             return {}
 
     def _save(self, tickets: dict[str, SessionTicket]) -> None:
-        tmp = self._path.with_suffix(self._path.suffix + ".tmp")
-        data = {name: _ticket_to_map(t) for name, t in tickets.items()}
-        tmp.write_bytes(cbor2.dumps(data, datetime_as_timestamp=True))
-        tmp.chmod(0o600)
-        tmp.replace(self._path)
+        data = cbor2.dumps({name: _ticket_to_map(t) for name, t in tickets.items()}, datetime_as_timestamp=True)
+        try:
+            check_private_file(self._path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{self._path.name}.", suffix=".tmp", dir=self._path.parent)
+        except (ConfigError, OSError):
+            log.warning("session ticket not saved to %s", self._path, exc_info=True)
+            return
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self._path)
+        except OSError:
+            log.warning("session ticket not saved to %s", self._path, exc_info=True)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
     def put(self, server: str, ticket: SessionTicket) -> None:
         """Remember `ticket` of `server` in the file."""

@@ -21,7 +21,7 @@ mode 0700, owned by the server's uid; removed when worker 0 closes) and every wo
 `DIR/worker-I` in it; the others are given the directory and refuse it unless it is a real directory (not a
 symlink) owned by their uid with no access for group or others. Other local users can neither send to an
 inbox nor bind a name first (the abstract `\\0aqueduct-worker-PORT-I` names this replaced could be both;
-specs/DECISIONS.md). A worker that finds its name taken fails with a clear error.
+decision SEC-1). A worker that finds its name taken fails with a clear error.
 
 The forwarding frame is binary: `!B` address family (4 or 6), the raw 4 or 16 address bytes, `!H` port,
 then the datagram. The receiver drops (and counts) a frame whose family is not its socket's, whose port is

@@ -7,12 +7,12 @@ travels as a capability, the Sender of its own call channel (capability.py); int
 metadata and deadlines are context.py's; `connect`/`serve` with `service=` are endpoints.py's.
 """
 
-from .context import CallInfo, Interceptor, call_options, current_call
+from .context import CallInfo, CallLimitExceeded, Interceptor, ServiceLimits, call_options, current_call
 from .endpoints import ServiceConnection, connect, serve
 from .interface import Service
 from .stub import RemoteError
 
 __all__ = [
-    "CallInfo", "Interceptor", "RemoteError", "Service", "ServiceConnection", "call_options", "connect",
-    "current_call", "serve",
+    "CallInfo", "CallLimitExceeded", "Interceptor", "RemoteError", "Service", "ServiceConnection", "ServiceLimits",
+    "call_options", "connect", "current_call", "serve",
 ]

@@ -25,7 +25,7 @@ from ..api.halves import Receiver, Sender
 from ..api.oneof import OneOf
 from ..errors import ConfigError
 from . import capability  # noqa: F401  (registers services with the typed channels)
-from .context import DEFAULT_MAX_CONCURRENT_CALLS, Interceptor, configure
+from .context import DEFAULT_MAX_CONCURRENT_CALLS, Interceptor, ServiceLimits, configure
 from .dispatch import serve_calls
 from .interface import Service, interface_of
 from .stub import make_stub
@@ -66,7 +66,7 @@ def connect(
 @overload
 def connect(
     url: str, *, service: Callable[..., S], interceptors: Sequence[Interceptor] = ...,
-    max_concurrent_calls: int = ..., **options: Unpack[ConnectOptions],
+    max_concurrent_calls: int = ..., service_limits: ServiceLimits | None = ..., **options: Unpack[ConnectOptions],
 ) -> _Connecting[ServiceConnection[S]]: ...
 def connect(
     url: str,
@@ -75,21 +75,24 @@ def connect(
     service: Any = None,
     interceptors: Sequence[Interceptor] = (),
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+    service_limits: ServiceLimits | None = None,
     **options: Any,
 ) -> Any:
     """Connect to an Aqueduct server (see `aqueduct.api.connect` for every option).
 
     `service=Interface`: `conn.service` is a stub of the server's service (`serve(..., service=impl)`); its
     calls run through `interceptors` (outermost first) and at most `max_concurrent_calls` are in flight
-    (more callers wait for a slot). The interface's schema is agreed as an entrypoint's is."""
+    (more callers wait for a slot; calls made inside a service method take none, see `ServiceLimits`), and
+    `service_limits` bounds what the server's calls (callbacks) may make this side hold. The interface's schema
+    is agreed as an entrypoint's is."""
     if service is None:
-        if interceptors:
-            raise ConfigError("interceptors= needs service=")
+        if interceptors or service_limits is not None:
+            raise ConfigError("interceptors= and service_limits= need service=")
         return api_connect(url, entrypoint=entrypoint, **options)
     if entrypoint is not None:
         raise ConfigError("connect: give service= or entrypoint=, not both (a service rides on the entrypoint)")
     iface = interface_of(service)
-    configure_args = (tuple(interceptors), max_concurrent_calls)
+    configure_args = (tuple(interceptors), max_concurrent_calls, service_limits)
 
     async def opened() -> ServiceConnection[Any]:
         conn = await api_connect(url, entrypoint=iface.call_type, **options)
@@ -113,31 +116,34 @@ def serve(
 @overload
 def serve(
     host: str, port: int, *, cert: str | Path, key: str | Path, service: Service,
-    interceptors: Sequence[Interceptor] = ..., max_concurrent_calls: int = ..., **options: Unpack[ServeOptions],
+    interceptors: Sequence[Interceptor] = ..., max_concurrent_calls: int = ...,
+    service_limits: ServiceLimits | None = ..., **options: Unpack[ServeOptions],
 ) -> contextlib.AbstractAsyncContextManager[Server[Receiver[Any]]]: ...
 def serve(
     host: str, port: int, *, cert: str | Path, key: str | Path, entrypoint: Any = None, service: Any = None,
     interceptors: Sequence[Interceptor] = (), max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
-    **options: Any,
+    service_limits: ServiceLimits | None = None, **options: Any,
 ) -> contextlib.AbstractAsyncContextManager[Server[Any]]:
     """Listen for Aqueduct connections (see `aqueduct.api.serve` for every option).
 
     `service=impl`: every connection's calls run on `impl` (at most `max_concurrent_calls` at once per
-    connection; the callers beyond wait), through `interceptors` (outermost first)."""
+    connection; the callers beyond wait), through `interceptors` (outermost first), within `service_limits`
+    (deadlines, metadata, nesting, what failures tell the caller: `ServiceLimits`, SECURITY.md)."""
     if service is None:
-        if interceptors:
-            raise ConfigError("interceptors= needs service=")
+        if interceptors or service_limits is not None:
+            raise ConfigError("interceptors= and service_limits= need service=")
         return api_serve(host, port, cert=cert, key=key, entrypoint=entrypoint, **options)
     if entrypoint is not None:
         raise ConfigError("serve: give service= or entrypoint=, not both (a service rides on the entrypoint)")
     if not isinstance(service, Service):
         raise ConfigError(f"serve(service=...) takes a service implementation, not {service!r}")
-    return _serve_service(host, port, cert, key, service, tuple(interceptors), max_concurrent_calls, options)
+    return _serve_service(host, port, cert, key, service, tuple(interceptors), max_concurrent_calls,
+                          service_limits or ServiceLimits(), options)
 
 
 @contextlib.asynccontextmanager
 async def _serve_service(host: str, port: int, cert: str | Path, key: str | Path, impl: Service,
-                         interceptors: tuple[Interceptor, ...], max_calls: int,
+                         interceptors: tuple[Interceptor, ...], max_calls: int, limits: ServiceLimits,
                          options: dict[str, Any]) -> AsyncIterator[Server[Any]]:
     iface = interface_of(type(impl))
     if max_calls < 1:
@@ -147,7 +153,7 @@ async def _serve_service(host: str, port: int, cert: str | Path, key: str | Path
 
         async def accept() -> None:
             async for conn in server:
-                configure(link_of(conn), interceptors, max_calls)
+                configure(link_of(conn), interceptors, max_calls, limits)
                 task = asyncio.get_running_loop().create_task(serve_calls(conn.entrypoint, impl, iface))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)

@@ -8,7 +8,7 @@ interfaces defined later resolve) into an `Interface`: per method a msgspec Stru
 (tagged with the method's name in the field `method`; one field per parameter, the `reply` oneshot, and an
 optional `meta`) and one for its reply (`value`, or `error`: a `Failure`). The interface's call type is the
 tagged union of its methods' call structs: a service's channel is a channel of that type, so validation,
-conversion and the schema agreed at connect are the typed channels' own (specs/DECISIONS.md, "Services").
+conversion and the schema agreed at connect are the typed channels' own (decisions SVC-2, SVC-8).
 """
 
 from __future__ import annotations
@@ -61,10 +61,12 @@ class Failure(msgspec.Struct, omit_defaults=True):
 
 
 class CallMeta(msgspec.Struct, omit_defaults=True):
-    """What travels with a call besides its arguments: the time left (seconds) and the caller's metadata."""
+    """What travels with a call besides its arguments: the time left (seconds), the caller's metadata, and how
+    deep the call is nested (0: made outside any service method; else one more than the call being served)."""
 
     timeout: float | None = None
     metadata: dict[str, str] = msgspec.field(default_factory=dict)
+    depth: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from ..api.connection import link_of
 from ..api.halves import Sender
 from ..api.request import request
 from ..errors import AqueductError
-from .context import OPTIONS, CallInfo, intercepted, settings_of
+from .context import CURRENT, OPTIONS, CallInfo, CallLimitExceeded, Settings, intercepted, settings_of
 from .interface import CallMeta, Failure, Interface, Method, Service
 
 
@@ -74,9 +74,9 @@ def _remote(method: Method) -> Any:
         sender = self._aq_sender
         fields = method.fields(args, kwargs)
         settings = settings_of(link_of(sender))
-        if settings.interceptors or OPTIONS.get() is not None:
+        if settings.interceptors or OPTIONS.get() is not None or CURRENT.get() is not None:
             return await remote_call(self._aq_iface, sender, method, fields)
-        return await _exchange(self._aq_iface, sender, method, fields, None, None, settings.calls)  # (most calls)
+        return await _exchange(self._aq_iface, sender, method, fields, None, None, settings, 0)  # (most calls)
 
     call.__name__ = call.__qualname__ = method.name
     return call
@@ -89,28 +89,44 @@ async def remote_call(iface: Interface, sender: Sender[Any], method: Method, fie
     options = OPTIONS.get()
     timeout = options.timeout if options is not None else None
     metadata = dict(options.metadata) if options is not None else {}
+    serving = CURRENT.get()
+    depth = 0 if serving is None else serving.depth + 1
     if settings.interceptors:
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
-        info = CallInfo(iface.name, method.name, fields, metadata, "client", link, deadline)
+        info = CallInfo(iface.name, method.name, fields, metadata, "client", link, deadline,
+                        depth)
 
         async def last() -> Any:
-            return await _exchange(iface, sender, method, info.args, info.metadata, timeout, settings.calls)
+            return await _exchange(iface, sender, method, info.args, info.metadata, timeout, settings, depth)
 
         return await intercepted(settings.interceptors, info, last)
-    return await _exchange(iface, sender, method, fields, metadata, timeout, settings.calls)
+    return await _exchange(iface, sender, method, fields, metadata, timeout, settings, depth)
 
 
 async def _exchange(iface: Interface, sender: Sender[Any], method: Method, fields: dict[str, Any],
-                    metadata: dict[str, str] | None, timeout: float | None, slots: asyncio.Semaphore | None) -> Any:
-    meta = CallMeta(timeout, metadata or {}) if timeout is not None or metadata else None
+                    metadata: dict[str, str] | None, timeout: float | None, settings: Settings, depth: int) -> Any:
+    meta = CallMeta(timeout, metadata or {}, depth) if timeout is not None or metadata or depth else None
     build: Any = method.call  # (a msgspec Struct class made at run time, with a `reply` field)
     reply: Any
-    if slots is not None:
-        await slots.acquire()
+    if depth:  # a nested call: never waits for a slot its outer call may hold (context.py)
+        limits = settings.limits
+        if depth > limits.max_call_depth:
+            raise CallLimitExceeded("max_call_depth", f"{iface.name}.{method.name}: the call would be nested "
+                                    f"{depth} deep, over max_call_depth ({limits.max_call_depth})")
+        if settings.nested >= limits.max_nested_calls:
+            raise CallLimitExceeded("max_nested_calls", f"{iface.name}.{method.name}: {settings.nested} nested "
+                                    f"calls in flight, at max_nested_calls ({limits.max_nested_calls})")
+        settings.nested += 1
         try:
             reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
         finally:
-            slots.release()
+            settings.nested -= 1
+    elif settings.calls is not None:
+        await settings.calls.acquire()
+        try:
+            reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
+        finally:
+            settings.calls.release()
     else:
         reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
     if reply.error is not None:

@@ -1,4 +1,5 @@
-"""Deterministic simulation of two Aqueduct engines over a virtual network (no asyncio, aioquic or sockets).
+"""Deterministic simulation of two Aqueduct engines over a virtual network (no asyncio, aioquic or sockets;
+impair.py, the UDP impairment proxy for real sockets, is imported on its own: `aqueduct.testing.impair`).
 
 Quick start::
 

@@ -3,7 +3,7 @@
 Every malformed input anywhere in the stack raises `ProtocolError`; the
 connection layer closes the QUIC connection with `error.code` and the
 error's message as the reason. Codes are Aqueduct application error codes
-(QUIC CONNECTION_CLOSE of type 0x1d); see specs/DECISIONS.md.
+(QUIC CONNECTION_CLOSE of type 0x1d); decisions WIRE-14, WIRE-15.
 """
 
 from __future__ import annotations

@@ -581,7 +581,7 @@ def build() -> dict[str, Any]:
         )
     return {
         "schema": "bymux endpoint vectors v1",
-        "spec": "bymux (stable), bit order per specs/DECISIONS.md",
+        "spec": "bymux (stable), bit order per decision BYMUX-1",
         "notes": "script steps: {receive: hex} or {call: Endpoint method, args}; 'hex:' args are bytes. "
         "Output of the script is discarded. expect: terminated rule, or reply hex, state subset, active ids, events.",
         "vectors": vectors,

@@ -98,7 +98,7 @@ async def test_a_crafted_payload_is_a_validation_error_and_the_channel_goes_on(c
 
 async def test_a_value_sharing_dag_is_refused_by_the_decoder(certs: DevCerts) -> None:
     """A DAG that fits the type (a list of lists) would otherwise reach the application as a tree of 2**40
-    leaves: the decoder refuses tags 28/29 (specs/DECISIONS.md, "CBOR value sharing")."""
+    leaves: the decoder refuses tags 28/29 (decision SEC-5)."""
     async with typed_desk(certs, entrypoint=list[Any]) as (conn, seen):
         await send_raw(conn, shared_dag(40), 0)
         error = await guard(seen.get())

@@ -71,7 +71,7 @@ async def test_scrape_shows_traffic_by_mode_acks_ends_and_handshakes(certs: DevC
     assert set(FAMILIES) <= set(during), set(FAMILIES) - set(during)
     assert value(during, "aqueduct_handshakes", kind="1rtt") == 1
     assert value(during, "aqueduct_connections_accepted") == 1
-    # (the engine reports every stream message as ordered on the receiving side; see DECISIONS)
+    # (the engine reports every stream message as ordered on the receiving side; decision OPS-8)
     streamed = [value(during, "aqueduct_messages_received", mode=m) for m in ("ordered", "unordered")]
     assert sum(streamed) == 3  # two requests and the lane's
     assert value(during, "aqueduct_messages_sent", mode="ordered") == 2  # both replies (sent ordered)

@@ -24,14 +24,14 @@ from .conftest import guard, running
 
 CONNECTION_MEMBERS = {
     "entrypoint", "peer_headers", "header", "peer_address", "codec", "stats", "rtt", "rtt_min", "is_closed",
-    "close", "wait_closed", "peer_identity", "identity", "zero_rtt",
+    "close", "wait_closed", "peer_identity", "identity", "zero_rtt", "transport",
 }
 """What README and the docstrings promise a service author; anything else is the library's business."""
 SURFACE = {
     "Sender": {"send", "try_send", "finish", "cancel", "clone", "ended", "mode", "message_type", "networked"},
     "Receiver": {"recv", "recv_message", "close", "on_invalid", "message_type", "networked"},
     "Server": {"accept", "stop_accepting", "drain", "address", "connections", "admission", "metrics",
-               "metrics_address", "worker_dir"},
+               "metrics_address", "worker_dir", "webtransport"},
     "Connection": CONNECTION_MEMBERS,
 }
 """The exact public names of the four classes an application holds, instances' attributes included."""
@@ -50,8 +50,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_MODULES = {
     "aqueduct", "aqueduct.errors", "aqueduct.testing", "aqueduct.recording", "aqueduct.metrics",
     "aqueduct.metrics_otel", "aqueduct.spark", "aqueduct.services.otel", "aqueduct.quic.certs",
+    "aqueduct.quic.webtransport_cert",
 }
-"""Where a user may reach besides `aqueduct` itself (specs/DECISIONS.md, "The public surface"): the tools'
+"""Where a user may reach besides `aqueduct` itself (decision API-27): the tools'
 packages, the ENDINGS table's module and the dev certificates; every other module is the library's own."""
 NOT_MODULES = {"aqueduct.quic", "aqueduct.bench"}
 """Names the guides mention that are no module to import: a logger's, an entry point group's."""

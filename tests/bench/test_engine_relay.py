@@ -56,3 +56,15 @@ def test_a_measured_batch_arrives_whole_and_in_order() -> None:
     while (m := s.take_message(rx, now=pair.clock.now())) is not None:
         got.append(m.payload)
     assert got == sent
+
+
+def test_the_engine_curve_counts_what_the_receiving_engine_handed_out() -> None:
+    """The engine rows' msgs/s is of messages the receiving engine handed out (the far side), each one sent;
+    the cascade row's channels all ended LOST; the idle-memory row opened the receivers it divides by."""
+    from aqueduct.bench.engine import Pair, _throughput, cascade_seconds
+
+    curve, _, counted = _throughput([10, 40], 1024)
+    assert [n for n, _ in curve] == [10, 40] and counted == [(1024, 1024), (1024, 1024)]
+    assert cascade_seconds(57)[1] == 57
+    senders, receivers = Pair().open_idle(23)
+    assert len(senders) == len(set(receivers)) == 23

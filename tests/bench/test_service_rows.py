@@ -6,10 +6,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from aqueduct.bench import services
 from aqueduct.bench.report import service_lines
 from aqueduct.bench.runner import Results
 from aqueduct.quic.certs import make_dev_certs
+from benchmarks import services
 
 
 async def test_the_service_rows_are_measured_beside_request_and_grpc() -> None:
@@ -24,3 +24,27 @@ async def test_the_service_rows_are_measured_beside_request_and_grpc() -> None:
         assert row["client_cpu_us"][0] > 0 and row["server_cpu_us"][0] > 0
     printed = "\n".join(service_lines(Results(options={}, services=rows)))
     assert "service call (32 in flight)" in printed and "calls/s" in printed and "CPU us/call" in printed
+
+
+async def test_each_service_row_is_counted_on_its_server() -> None:
+    """What each service row times is what its server answered: a typed service call reaches the service's
+    method, a request reaches the typed entrypoint with its own reply oneshot, a grpcio call the unary handler
+    (`_drive`'s 50 warm-up calls, then the window's; a window of 0 times none, a short one some)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        make_dev_certs(tmp)
+        serving = await services.start(Path(tmp))
+        try:
+            callers, closers = await services._callers(serving.ports, Path(tmp) / "ca.pem")
+            try:
+                for kind, call in callers.items():
+                    timed = (await services._drive(call, 4, 0.02, lambda: (0.0, 0.0)))[1]
+                    tally = serving.tallies[kind]
+                    assert tally.calls == 50 + len(timed), kind  # every call timed reached its own server
+                    if kind == "aqueduct.request fresh oneshot":
+                        assert tally.channels == tally.calls and len(tally.connections) == 1
+                assert {k for k, t in serving.tallies.items() if t.calls} == set(callers)
+            finally:
+                for close in closers:
+                    await close()
+        finally:
+            await serving.stop()

@@ -210,7 +210,7 @@ def test_minting_side_acknowledges_attach_and_the_opener_defers_its_reset_until_
 def test_a_fresh_oneshot_reply_closes_without_an_empty_first_frame() -> None:
     """The request/reply exchange: the reply's ChannelControl, FinishSender and Message arrive in one input; the
     receiver's CloseReceiver is its first frame (it tells the server as much as an empty AckNackUnreliable
-    would), so the client writes one frame, not two (specs/DECISIONS.md, "What a channel ... cost")."""
+    would), so the client writes one frame, not two (decision PERF-23)."""
     c = client_ready()
     (rx,) = c.send(1, b"ask", [AttachKind.ONESHOT_SENDER]).created
     c.commands()

@@ -23,7 +23,7 @@ from .conftest import ROOT
 SHOTS = ROOT / "out" / "docs-screenshots"
 # path on the site -> (its title, a line of its first code block)
 PAGES = {
-    "": ("aqueduct-py", block("README.md", "./scripts/demo.sh").code.splitlines()[0]),
+    "": ("aqueduct-quic", block("README.md", "./scripts/demo.sh").code.splitlines()[0]),
     "typed-channels/": ("Typed channels", block("docs/typed-channels.md", "class Quote").code.splitlines()[0]),
     "reference/aqueduct/Sender/": ("aqueduct.Sender", "Sender("),
 }
@@ -75,7 +75,7 @@ def test_page_renders_title_and_first_code_block(browser: Any, served: str, path
     page, problems = _open(browser, served + path)
     heading = page.locator("article h1").first
     assert heading.is_visible() and heading.inner_text().strip().rstrip("¶").strip() == title
-    assert title.rsplit(".", 1)[-1] in page.title()  # the nav name: "Sender - aqueduct-py"
+    assert title.rsplit(".", 1)[-1] in page.title()  # the nav name: "Sender - aqueduct-quic"
     first_code = page.locator("article pre code").first
     first_code.scroll_into_view_if_needed()
     assert first_code.is_visible()

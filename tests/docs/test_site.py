@@ -29,7 +29,7 @@ def test_every_guide_is_a_page(site: Path) -> None:
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert (site / page.stem / "index.html").exists(), page.name
     home = (site / "index.html").read_text()
-    assert "aqueduct-py" in home and 'href="typed-channels/"' in home  # README, its docs/ links made site-relative
+    assert "aqueduct-quic" in home and 'href="typed-channels/"' in home  # README, its docs/ links made site-relative
     assert "Threat model" in _text(site / "security" / "index.html")  # SECURITY.md, included
     assert "[Unreleased]" in _text(site / "releases" / "index.html")  # CHANGELOG.md, included
     assert (site / "benchmarks" / "profiles" / "ordered-after.svg").exists()  # the Performance page's plots

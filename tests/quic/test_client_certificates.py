@@ -25,7 +25,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 
 import aqueduct
-from aqueduct.quic.certs import DevCerts
+from aqueduct.quic.certs import DevCerts, make_dev_certs
+from aqueduct.quic.mtls import ClientAuth
 from tests.api.conftest import guard, running
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command line")
@@ -185,3 +186,24 @@ async def test_an_expired_certificate_is_refused(certs: DevCerts, client_ca: Pat
     pem = tmp_path / "expired.pem"
     pem.write_bytes(expired.public_bytes(serialization.Encoding.PEM))
     await _refused(certs, client_ca, (pem, alice[1]), "certificate has expired")
+
+
+async def test_a_ca_certificate_is_refused_as_a_client_leaf(certs: DevCerts, client_ca: Path) -> None:
+    """A CA:TRUE certificate of the right CA (or the CA itself, whose key a client may hold) logs no one in."""
+    sub = _issue(client_ca, "sub-ca", extensions="basicConstraints=critical,CA:TRUE\n"
+                                                 "keyUsage=digitalSignature,keyCertSign\n")
+    await _refused(certs, client_ca, sub, "is a CA certificate")
+    await _refused(certs, client_ca, (client_ca, client_ca.with_suffix(".key")), "is a CA certificate")
+    auth = ClientAuth.load(client_ca, allow_ca_leaf=True)  # (configured: accepted)
+    auth.verify(x509.load_pem_x509_certificate(sub[0].read_bytes()), [])
+
+
+def test_the_dev_ca_takes_an_intermediate(tmp_path: Path) -> None:
+    """`aqueduct cert`'s CA has no pathlen:0, so a user can put an intermediate CA under it."""
+    dev = make_dev_certs(tmp_path)
+    assert dev.ca.with_suffix(".key") == dev.ca_key  # (what `_make_ca` signs with)
+    team = _make_ca(tmp_path / "team", "team-ca", issuer=dev.ca)
+    leaf = _issue(team, "erin", chain=(team,))
+    auth = ClientAuth.load(dev.ca)
+    certs_in = x509.load_pem_x509_certificates(leaf[0].read_bytes())
+    auth.verify(certs_in[0], certs_in[1:])

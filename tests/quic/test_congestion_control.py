@@ -1,5 +1,5 @@
-"""TransportSettings.congestion_control picks aioquic's congestion controller (Reno by default: specs/DECISIONS.md,
-"Congestion control"); CUBIC connects and carries messages; any other name is a ConfigError, not aioquic's bare
+"""TransportSettings.congestion_control picks aioquic's congestion controller (Reno by default: decision
+QUIC-17); CUBIC connects and carries messages; any other name is a ConfigError, not aioquic's bare
 Exception at connect time."""
 
 from __future__ import annotations

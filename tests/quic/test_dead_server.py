@@ -1,7 +1,7 @@
 """A server that vanished without closing (issue 26 item 14) is noticed at the client's next packet, not at the
 idle timeout: the packet meets ICMP port unreachable on the client's connected socket, the client sends a PING
 to confirm, the PING meets another, and recv() raises ConnectionLost naming the server. One unreachable followed
-by a packet from the server (a stale or forged ICMP) ends nothing (specs/DECISIONS.md)."""
+by a packet from the server (a stale or forged ICMP) ends nothing (decision OPS-12)."""
 
 from __future__ import annotations
 

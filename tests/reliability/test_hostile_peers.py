@@ -20,8 +20,8 @@ import aqueduct
 from aqueduct.api.codec import RawCodec
 from aqueduct.api.connection import link_of
 from aqueduct.bench.clients import WaitableTickets
-from aqueduct.bench.impair import ImpairProxy
 from aqueduct.quic.certs import DevCerts
+from aqueduct.testing.impair import ImpairProxy
 from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId, Side
 from aqueduct.wire.errors import CloseCode
 from aqueduct.wire.frames import Message, SentUnreliable, encode_frame

@@ -1,6 +1,6 @@
 """Real QUIC through the seeded impairment proxy: nothing promised is lost, nothing is delivered twice, no hangs.
 
-Client and server run in this process with the library's ImpairProxy (aqueduct.bench.impair)
+Client and server run in this process with the library's ImpairProxy (aqueduct.testing.impair)
 between them (loss, loss bursts, duplication, reordering, jitter). Every
 channel is recorded by a TrafficLog and checked by the one ledger (see tests/harness/traffic.py):
 reliable messages exactly once (in order when ordered), unreliable ones at
@@ -23,10 +23,10 @@ import aqueduct
 from aqueduct import ConnectionLost, Delivery
 from aqueduct.api.connection import link_of
 from aqueduct.api.halves.wiring import open_handle
-from aqueduct.bench.impair import Impairment, ImpairProxy
 from aqueduct.errors import EndReason
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
+from aqueduct.testing.impair import Impairment, ImpairProxy
 
 from .hostile import GUARD, until
 

@@ -1,7 +1,7 @@
 """SECURITY.md's defaults are the code's: every "`name` (value)" it gives for a config field matches.
 
 The Marlin Stream section documents `StreamConfig` (checked by tests/stream); the rest documents EngineConfig
-and TransportSettings, checked here."""
+TransportSettings and the services' ServiceLimits, checked here."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from aqueduct.core.config import EngineConfig
 from aqueduct.quic.settings import TransportSettings
+from aqueduct.services.context import ServiceLimits
 
 _UNITS = {"KiB": 1024, "MiB": 1024 * 1024, "s": 1, "": 1}
 _MENTION = re.compile(r"`(\w+)` \((\d[\d ,_]*(?:\.\d+)?) ?(KiB|MiB|s)?[);]")
@@ -41,4 +42,4 @@ def test_security_md_defaults_match_the_code() -> None:
     text = (Path(__file__).parents[2] / "SECURITY.md").read_text()
     start = text.index(STREAM_SECTION)
     end = text.index("\n## ", start + 1)
-    assert _check(text[:start] + text[end:], _defaults(EngineConfig, TransportSettings)) >= 12
+    assert _check(text[:start] + text[end:], _defaults(EngineConfig, TransportSettings, ServiceLimits)) >= 18

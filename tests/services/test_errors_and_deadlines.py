@@ -55,7 +55,8 @@ async def settle(*conns: aqueduct.Connection[Any], idle: list[dict[str, int]]) -
 
 
 async def test_an_undeclared_exception_is_a_remote_error_and_the_connection_goes_on(certs: DevCerts) -> None:
-    async with served(certs) as (_, conn, _server):
+    limits = aqueduct.ServiceLimits(send_error_text=True)  # (by default only its type name: test_hostile_calls.py)
+    async with served(certs, server_kw={"service_limits": limits}) as (_, conn, _server):
         with pytest.raises(aqueduct.RemoteError) as raised:
             await guard(conn.service.fail("gone"))
         assert (raised.value.type_name, raised.value.remote_message, raised.value.method) == ("KeyError", "'gone'",

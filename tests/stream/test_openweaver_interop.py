@@ -102,7 +102,7 @@ def test_flushed_raises_when_the_cpp_server_dies_with_bytes_unacknowledged(tmp_p
 
 def test_the_cpp_client_dials_us_and_we_receive_10_mb_intact(tmp_path: Path) -> None:
     """(The example client seals its DIAL to its own static key: the examples share ./.marlin/keys/static,
-    so our listener holds the same key. Unpatched, its DIAL carried a wrong static key: specs/DECISIONS.md.)"""
+    so our listener holds the same key. Unpatched, its DIAL carried a wrong static key: decision MARLIN-29.)"""
     binaries = build()
     secret = PrivateKey.generate()
     data = pattern(SIZE)

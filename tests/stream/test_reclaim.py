@@ -3,7 +3,7 @@
 A send half is done when its FIN and every byte are acknowledged, a receive half when the FIN arrived and the
 application read every byte; then it leaves the tables and stops counting toward `max_streams`. Its id stays
 used: a late duplicate of its DATA or FIN is acknowledged and dropped, never a new stream nor bytes delivered
-twice (specs/DECISIONS.md).
+twice (decision MARLIN-8).
 """
 
 from __future__ import annotations

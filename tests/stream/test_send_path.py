@@ -1,5 +1,5 @@
 """The sender's rules for speed under loss: holes leave the window, lowest offset resent first, the
-peer's window respected and probed, the congestion window's ceiling (specs/DECISIONS.md, Marlin Stream)."""
+peer's window respected and probed, the congestion window's ceiling (decisions MARLIN-17, MARLIN-18)."""
 
 from __future__ import annotations
 

@@ -402,7 +402,7 @@ def _bulk_goodput(loss: float, nbytes: int) -> float:
 def test_goodput_at_5_percent_loss_stays_near_lossless_through_a_fast_link() -> None:
     # the seed's 50 ms rule alone leaves holes open fifty round trips and halves the window every
     # ~50 ms: 0.55x here; early resend of overtaken packets, the ACK repeat, avoidance growth and
-    # the pacing bucket sized to the timer keep it above 0.9x (specs/DECISIONS.md, Marlin Stream)
+    # the pacing bucket sized to the timer keep it above 0.9x (decision MARLIN-21)
     lossless = _bulk_goodput(0.0, 20_000_000)
     assert lossless > 50
     assert _bulk_goodput(0.05, 20_000_000) >= 0.8 * lossless
