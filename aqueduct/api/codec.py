@@ -36,7 +36,8 @@ import msgspec
 from ..errors import CodecError as CodecError  # (defined with the other public errors; its home is here)
 from ..errors import ConnectError
 from . import validation
-from .halves import Half, LagNotice, Receiver, Sender, end_halves
+from .halves import Half, LagNotice, Receiver, Sender
+from .halves.wiring import end_halves
 
 CODEC_HEADER = "codec"
 ATTACHMENT_TAG = 24945

@@ -44,6 +44,7 @@ import os
 from collections.abc import Coroutine, Generator
 from typing import Any
 
+from ..api.connection import link_of
 from ..api.halves import Receiver, Sender
 from ..errors import ChannelError
 from .context import (
@@ -125,7 +126,7 @@ class _Dispatcher:
                 method = self.by_call.get(type(call))
                 if method is None:  # (only an untyped local sender could put something else here)
                     continue
-                link = rx.link
+                link = link_of(rx)
                 settings = settings_of(link)
                 meta = call.meta
                 depth = meta.depth if meta is not None else 0
@@ -149,7 +150,7 @@ class _Dispatcher:
                     await slots.acquire()  # (at once while a slot is free; else the rest wait in the window)
                     held = 1
                     running = _run(self.impl, self.iface, method, call, link)
-                if link is not None and link.is_closed:  # type: ignore[attr-defined]
+                if link is not None and link.is_closed:
                     running.close()  # (its connection closed while it waited: nobody to answer, never started)
                     self._release(held)
                     del call, meta, running  # (nothing of it stays held while the next is awaited)

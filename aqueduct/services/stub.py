@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ..api.connection import link_of
 from ..api.halves import Sender
 from ..api.request import request
 from ..errors import AqueductError, Timeout
@@ -73,7 +74,7 @@ def _remote(method: Method) -> Any:
     async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         sender = self._aq_sender
         fields = method.fields(args, kwargs)
-        settings = settings_of(sender.link)
+        settings = settings_of(link_of(sender))
         if settings.interceptors or OPTIONS.get() is not None or CURRENT.get() is not None:
             return await remote_call(self._aq_iface, sender, method, fields)
         return await _exchange(self._aq_iface, sender, method, fields, None, None, settings, 0)  # (most calls)
@@ -84,7 +85,7 @@ def _remote(method: Method) -> Any:
 
 async def remote_call(iface: Interface, sender: Sender[Any], method: Method, fields: dict[str, Any]) -> Any:
     """Call `method` with `fields` through `sender`: its value, or the exception it raised over there."""
-    link = sender.link
+    link = link_of(sender)
     settings = settings_of(link)
     options = OPTIONS.get()
     timeout = options.timeout if options is not None else None
@@ -93,7 +94,7 @@ async def remote_call(iface: Interface, sender: Sender[Any], method: Method, fie
     depth = 0 if serving is None else serving.depth + 1
     if settings.interceptors:
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
-        info = CallInfo(iface.name, method.name, fields, metadata, "client", link, deadline,  # type: ignore[arg-type]
+        info = CallInfo(iface.name, method.name, fields, metadata, "client", link, deadline,
                         depth)
 
         async def last() -> Any:
