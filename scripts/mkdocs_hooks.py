@@ -7,8 +7,7 @@ copied by hand and nothing can go stale:
 - the API reference: one page per public name, the `__all__` of each package in REFERENCE, rendered by
   mkdocstrings from the docstrings. The same griffe load checks that every public name, and every public
   method and property of a public class, has a docstring: a missing one is a warning, so
-  `mkdocs build --strict` fails on it (tests/docs/test_site.py builds the site that way). A method whose
-  docstring begins "Wiring:" is the library's (a Sender's `bind`): its class's page leaves it out;
+  `mkdocs build --strict` fails on it (tests/docs/test_site.py builds the site that way);
 - the command line: one page per command and subcommand of `aqueduct` and `aeron_compat`, the text its
   `--help` prints, taken from the parsers themselves;
 - the flame graphs of benchmarks/profiles/, which the Performance page shows: a guide links them as
@@ -127,21 +126,14 @@ def _summary(obj: griffe.Object | griffe.Alias) -> str:
     return first.replace("|", r"\|")
 
 
-WIRING = "Wiring:"
-"""How the docstring of a public method that only the library calls begins (a half's port moves): the
-reference leaves those out of their class's page, which shows what an application calls."""
-
-
 def _directive(path: str, obj: griffe.Object | griffe.Alias) -> str:
-    """The mkdocstrings directive of one reference page: a class's wiring members filtered out."""
-    wiring = sorted(
-        name
-        for name, member in (obj.members.items() if obj.is_class else ())
-        if not member.is_alias and member.docstring and member.docstring.value.startswith(WIRING)
-    )
-    if not wiring:
-        return f"::: {path}\n"
-    return f"::: {path}\n    options:\n      filters: [\"!^_\", \"!^({'|'.join(wiring)})$\"]\n"
+    """The mkdocstrings directive of one reference page: a class's bases left unshown when every one is private
+    (`Bases: _Half` tells a reader nothing they can use)."""
+    bases = [str(base).split("[", 1)[0].rsplit(".", 1)[-1] for base in obj.bases] if obj.is_class else []
+    shown = [base for base in bases if base != "Generic"]  # (typing's machinery: the signature shows the T)
+    if shown and all(base.startswith("_") for base in shown):
+        return f"::: {path}\n    options:\n      show_bases: false\n"
+    return f"::: {path}\n"
 
 
 def reference_pages() -> dict[str, str]:

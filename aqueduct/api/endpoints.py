@@ -163,8 +163,10 @@ def connect(
     A server that refuses this client fails the connect with `AuthenticationFailed` (after it returned, with
     0-RTT: the connection then ends with that close code).
     Fails with `ConfigError` for an unusable CA, certificate or key file (before anything is sent), and with
-    `ConnectError` when nothing listens (at once, on ICMP port unreachable), when the handshake and the
-    server's headers do not complete within `connect_timeout` seconds, or when TLS verification fails.
+    `ConnectError` for everything that happens before the connection is usable: nothing listens (at once, on
+    ICMP port unreachable), the handshake and the server's headers do not complete within `connect_timeout`
+    seconds, TLS verification fails, the server refuses this client (`AuthenticationFailed`), speaks another
+    protocol version, or uses another codec (`CodecMismatch`) or entrypoint schema (`SchemaMismatch`).
     `entrypoint=T` (or `OneOf(A, B)` for a union): `conn.entrypoint` is a `Sender[T]`, checked as every typed
     Sender is; T's schema is
     announced, and a server announcing a different one fails the connect with `SchemaMismatch`
@@ -221,7 +223,9 @@ async def _connect(
         by_peer = not protocol.quic.closed_locally  # (our own TLS stack refusing the server is no refusal of us)
         protocol.close_connection(0, "connect failed")
         refused = refusal(exc.code, str(exc), by_peer=by_peer) if exc.code is not None else None
-        raise (refused or exc) from None
+        if refused is not None or isinstance(exc, ConnectError):
+            raise (refused or exc) from None
+        raise ConnectError(str(exc), exc.code) from None  # (ended before it was usable: no channel existed)
     except BaseException:
         protocol.close_connection(0, "connect failed")
         raise
@@ -235,17 +239,17 @@ class Server(Generic[C]):
 
     def __init__(self, codec: Codec, entrypoint_type: Any = None, schema_check: SchemaCheck = "exact",
                  authenticate: Authenticate | None = None) -> None:
-        self.codec = codec
-        self.authenticate = authenticate
-        self.entrypoint_type = entrypoint_type
-        self.schema = canonical(entrypoint_type) if entrypoint_type is not None else None
+        self._codec = codec
+        self._authenticate = authenticate
+        self._entrypoint_type = entrypoint_type
+        self._schema = canonical(entrypoint_type) if entrypoint_type is not None else None
         """The entrypoint type's canonical schema, announced in the `schema` header (api/schema.py)."""
-        self.schema_check: SchemaCheck = schema_check
+        self._schema_check: SchemaCheck = schema_check
         self.address: tuple[str, int] = ("", 0)
         self.connections: set[Connection[C]] = set()
         self._queue: asyncio.Queue[Connection[C] | None] = asyncio.Queue()
         self._closed = False
-        self.recorder: Any = None
+        self._recorder: Any = None
         """The `aqueduct.recording.Recorder` every connection is recorded into (`serve(record=...)`), or None."""
         self.admission: Any = None
         """The QUIC listener with its admission counters (`refused`, `per_address`, `start_timeouts`)."""
@@ -258,17 +262,17 @@ class Server(Generic[C]):
         self.webtransport: WebTransportSessions | None = None
         """With `webtransport=`: the live browser sessions (`live`), the refused requests (`refused`), the options."""
 
-    def on_protocol(self, protocol: AqueductProtocol) -> None:
+    def _on_protocol(self, protocol: AqueductProtocol) -> None:
         """A QUIC connection was accepted (the listener's callback, set by `serve`): make its Connection, hand it
         to `accept` once the client's headers arrived."""
-        link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
+        link = ConnectionLink(protocol, self._codec, self._entrypoint_type, self._schema, self._schema_check)
         conn: Connection[C] = Connection(link)
-        if self.authenticate is not None:
-            Admission(link, self.authenticate)
-        if self.recorder is not None:
+        if self._authenticate is not None:
+            Admission(link, self._authenticate)
+        if self._recorder is not None:
             from ..recording.hook import ConnectionRecording
 
-            ConnectionRecording(link, self.recorder)
+            ConnectionRecording(link, self._recorder)
         if self.metrics is not None:
             self.metrics.track(link, accepted=True)
         self.connections.add(conn)
@@ -443,8 +447,8 @@ async def _serve(
         options = webtransport if isinstance(webtransport, WebTransportOptions) else WebTransportOptions()
         server.webtransport = WebTransportSessions(options)
     transport, quic_server = await open_server(
-        host, port, cert=cert, key=key, on_connection=lambda p: server.on_protocol(p),
-        headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
+        host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
+        headers=_headers(headers, server._codec, server._schema), settings=settings, engine_config=engine_config,
         tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
         worker=worker, worker_dir=worker_dir, webtransport=server.webtransport,
     )
@@ -466,7 +470,7 @@ async def _serve(
     if record is not None:
         from ..recording.hook import open_recorder
 
-        server.recorder, owned_recorder = open_recorder(record)
+        server._recorder, owned_recorder = open_recorder(record)
     try:
         yield server
     finally:
@@ -480,4 +484,4 @@ async def _serve(
             metrics_http.close()
             await metrics_http.wait_closed()
         if owned_recorder:
-            await asyncio.to_thread(server.recorder.close)
+            await asyncio.to_thread(server._recorder.close)
