@@ -18,7 +18,6 @@ import socket
 from typing import Any
 
 from aioquic.h3 import events as h3e
-from aqueduct.quic.paced import PacedQuicConnection
 
 from aqueduct.api.codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from aqueduct.api.connection import Connection
