@@ -15,8 +15,8 @@ Bounds (SECURITY.md, "Typed services"). Every number a peer's call carries is ch
 never runs. Nesting: a call made while serving a call (`CURRENT` is set, so its depth is one more) takes no
 slot of `max_concurrent_calls`, which its outer call may be holding (that was a deadlock: 64 outer calls
 whose callbacks called back); it takes one of `max_nested_calls` at once or fails at once with
-`CallLimitExceeded`, so it never waits on a slot. `service_sizes(link)` counts what a connection's calls hold; `configure` makes
-them part of the link's `state_sizes()` (and so of the `aqueduct_state_size` metric).
+`CallLimitExceeded`, so it never waits on a slot. `service_sizes(link)` counts what a connection's calls
+hold; `configure` makes them part of the link's `state_sizes()` (and so of the `aqueduct_state_size` metric).
 """
 
 from __future__ import annotations
