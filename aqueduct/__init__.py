@@ -39,7 +39,7 @@ else:
             from importlib.metadata import PackageNotFoundError, version
 
             try:
-                return version("aqueduct-py")
+                return version(native.DISTRIBUTION)
             except PackageNotFoundError:  # imported from a source tree that was never installed
                 return "0+unknown"
         if name == "__all__":

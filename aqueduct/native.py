@@ -1,10 +1,13 @@
 """Compiled hot modules: which exist, whether they match the sources, and loading them instead of the .py files.
 
 Theory of operation. The message path's own Python time is the wire codec and the sans-I/O engine
-(`MODULES`). scripts/build-compiled.py (run by scripts/setup.sh when a C compiler is there) compiles them
-with mypyc into `aqueduct/_compiled/`: one shared library (`GROUP`) and one small extension module per
-compiled module, plus `manifest.json` naming each built file and the SHA-256 of every source the build read
-(`SOURCES`: all of aqueduct/wire, aqueduct/core and aqueduct/errors.py). The .py files are never replaced:
+(`MODULES`). The one build (build_backend/mypyc_build.py: run by every wheel build where a C compiler is, and
+in a checkout by scripts/build-compiled.py, which scripts/setup.sh runs) compiles them with mypyc into
+`aqueduct/_compiled/`: one shared library (`GROUP`) and one small extension module per compiled module, plus
+`manifest.json` naming each built file and the SHA-256 of every source the build read (`sources()`: all of
+aqueduct/wire, aqueduct/core and aqueduct/errors.py). A wheel built without a compiler carries instead a
+manifest that says why (`{"not_built": why}`). The build loads this file alone, not through the package, so
+it imports only the standard library. The .py files are never replaced:
 they stay the source of truth, what mypy checks, and the oracle the compiled build is tested against
 (tests/core/test_native.py).
 
@@ -80,6 +83,9 @@ bytearray payload) is annotated (`Engine.send`), and an `int`-annotated value th
 promise more are annotated so (`Attachment.channel`, reset codes).
 """
 
+DISTRIBUTION = "aqueduct-quic"
+"""The distribution's name on the package index (the import name is `aqueduct`): here because the advice below
+names it and the build (build_backend/) reads this file alone."""
 GROUP = "aqueduct._native"
 """mypyc's group name: the shared library is the module `aqueduct._native__mypyc`."""
 DIRNAME = "_compiled"
@@ -145,8 +151,18 @@ def _usable(package: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The build's manifest, read once, and why it cannot be used with the sources (None: it can)."""
     manifest = _read_manifest(package)
     if manifest is None:
-        return None, "not built: scripts/setup.sh builds them"
+        return None, f"not built: {_how_to_build(package)}"
+    if "not_built" in manifest:  # a wheel built where none could be compiled (build_backend/aqueduct_build.py)
+        return None, f"not built when this was installed: {manifest['not_built']}; {_how_to_build(package)}"
     return manifest, _stale(manifest, package)
+
+
+def _how_to_build(package: Path) -> str:
+    """What builds the compiled modules for this install: a checkout's script, else a reinstall from source."""
+    if (package.parent / "scripts" / "build-compiled.py").is_file():
+        return "scripts/setup.sh builds them"
+    return (f"with a C compiler and Python's headers, `pip install --force-reinstall --no-deps --no-cache-dir "
+            f"--no-binary {DISTRIBUTION} {DISTRIBUTION}` builds them")
 
 
 def _stale(manifest: dict[str, Any], package: Path) -> str | None:
@@ -222,7 +238,7 @@ def install(package: Path = _PACKAGE) -> CompiledState:
 def compiled() -> CompiledState:
     """Whether this process runs the mypyc-compiled wire codec and engine, which modules, or why not.
 
-    `aqueduct --version` and `aqueduct bench` print it. The compiled modules are built by
-    scripts/setup.sh when a C compiler is available; AQUEDUCT_PURE=1 in the environment runs the
+    `aqueduct --version` and `aqueduct bench` print it. The compiled modules are built with the wheel (and in a
+    checkout by scripts/setup.sh) when a C compiler is available; AQUEDUCT_PURE=1 in the environment runs the
     pure-Python modules even then."""
     return install()

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/channel_cost.py [--seconds 2] [--flight 1] [--rounds 3] [--profile DIR]
 
-The serving peer is `aqueduct.bench.services --serve` (the typed `Add` requests `aqueduct bench --services`
+The serving peer is `benchmarks.services --serve` (the typed `Add` requests `aqueduct bench --services`
 measures, answered on their reply oneshot), in its own process; this process calls
 `aqueduct.request(target, lambda r: Add(1, 2, r))` with `--flight` calls in flight for `--seconds`, and prints,
 per call: calls/s, the CPU time of each side (this process's `time.process_time()`, the peer's asked for on its
@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from aqueduct.api.request import request
-from aqueduct.bench.services import Add
 from aqueduct.core.incoming import Incoming
 from aqueduct.core.outbox import Outbox
 from aqueduct.core.transport import SendStreamData, StreamDataReceived
@@ -42,6 +41,7 @@ from aqueduct.quic.certs import make_dev_certs
 from aqueduct.quic.protocol import AqueductProtocol
 from aqueduct.services import connect
 from aqueduct.wire.reader import decode_frames
+from benchmarks.services import Add
 
 PROFILED_PEER = """
 import cProfile, runpy, sys, time
@@ -56,7 +56,7 @@ def toggled():  # the peer answers each CPU? line from its loop: the first start
 
 time.process_time = toggled
 try:
-    runpy.run_module("aqueduct.bench.services", run_name="__main__", alter_sys=True)
+    runpy.run_module("benchmarks.services", run_name="__main__", alter_sys=True)
 finally:
     prof.dump_stats(out)
 """
@@ -114,7 +114,7 @@ class Counts:
 
 
 async def measure(args: argparse.Namespace, certs: Path) -> None:
-    run = ["-m", "aqueduct.bench.services"]
+    run = ["-m", "benchmarks.services"]
     if args.profile is not None:
         run = ["-c", PROFILED_PEER, str(args.profile / "server.prof")]
     proc = subprocess.Popen([sys.executable, *run, "--serve", str(certs), "--no-grpc"], stdin=subprocess.PIPE,

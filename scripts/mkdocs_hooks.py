@@ -7,13 +7,13 @@ copied by hand and nothing can go stale:
 - the API reference: one page per public name, the `__all__` of each package in REFERENCE, rendered by
   mkdocstrings from the docstrings. The same griffe load checks that every public name, and every public
   method and property of a public class, has a docstring: a missing one is a warning, so
-  `mkdocs build --strict` fails on it (tests/docs/test_site.py builds the site that way). A method whose
-  docstring begins "Wiring:" is the library's (a Sender's `bind`): its class's page leaves it out;
+  `mkdocs build --strict` fails on it (tests/docs/test_site.py builds the site that way);
 - the command line: one page per command and subcommand of `aqueduct` and `aeron_compat`, the text its
   `--help` prints, taken from the parsers themselves;
 - the flame graphs of benchmarks/profiles/, which the Performance page shows: a guide links them as
   `../benchmarks/profiles/NAME.svg` (right when the Markdown is read in the repository) and the
-  site serves them under `benchmarks/profiles/`.
+  site serves them under `benchmarks/profiles/`;
+- the TypeScript client's API reference, TypeDoc's HTML under `typescript-api/` (scripts/typedoc_site.py).
 
 The nav entries of the generated pages are appended in `on_config`, from the same lists.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import importlib.util
 import logging
 import os
 import re
@@ -33,6 +34,18 @@ from typing import Any
 import griffe
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _beside(name: str) -> Any:
+    """A module of scripts/ (this file is loaded by path, by MkDocs and by tests/docs, not as a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+typedoc_site = _beside("typedoc_site")
 
 # package -> what its reference section says it is
 REFERENCE = {
@@ -113,21 +126,14 @@ def _summary(obj: griffe.Object | griffe.Alias) -> str:
     return first.replace("|", r"\|")
 
 
-WIRING = "Wiring:"
-"""How the docstring of a public method that only the library calls begins (a half's port moves): the
-reference leaves those out of their class's page, which shows what an application calls."""
-
-
 def _directive(path: str, obj: griffe.Object | griffe.Alias) -> str:
-    """The mkdocstrings directive of one reference page: a class's wiring members filtered out."""
-    wiring = sorted(
-        name
-        for name, member in (obj.members.items() if obj.is_class else ())
-        if not member.is_alias and member.docstring and member.docstring.value.startswith(WIRING)
-    )
-    if not wiring:
-        return f"::: {path}\n"
-    return f"::: {path}\n    options:\n      filters: [\"!^_\", \"!^({'|'.join(wiring)})$\"]\n"
+    """The mkdocstrings directive of one reference page: a class's bases left unshown when every one is private
+    (`Bases: _Half` tells a reader nothing they can use)."""
+    bases = [str(base).split("[", 1)[0].rsplit(".", 1)[-1] for base in obj.bases] if obj.is_class else []
+    shown = [base for base in bases if base != "Generic"]  # (typing's machinery: the signature shows the T)
+    if shown and all(base.startswith("_") for base in shown):
+        return f"::: {path}\n    options:\n      show_bases: false\n"
+    return f"::: {path}\n"
 
 
 def reference_pages() -> dict[str, str]:
@@ -242,6 +248,8 @@ def on_files(files: Any, config: Any) -> Any:
         files.append(File.generated(config, src, content=content))
     for path in sorted((ROOT / PUBLISHED).iterdir()):
         files.append(File.generated(config, f"{PUBLISHED}/{path.name}", abs_src_path=str(path)))
+    for file in typedoc_site.files(config):
+        files.append(file)
     return files
 
 

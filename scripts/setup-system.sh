@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Install what the full test suite needs beyond the Python venv (scripts/setup.sh): Debian packages, and the
 # separate Python 3.12 venv of the real-Aeron peer. Idempotent: a piece already present is left alone, and a
-# run with nothing to do prints one line. Prints what it installs and why. apt needs root (or sudo).
+# run with nothing to do prints one line. apt needs root (or sudo).
+# Before it installs anything it prints every Debian package it will install and why: the packages each piece
+# names, then the ones apt pulls in as their dependencies (from `apt-get -s`, the simulated install), so nothing
+# is installed unnamed. apt's own output (and debconf's notes) is kept back unless the install fails. It writes
+# nothing outside the clone but what apt and the pyaeron venv install (its lock is this script file itself).
 #
 #   scripts/setup-system.sh [PIECE...]          install the named pieces (default: all)
 #   scripts/setup-system.sh --check PIECE       exit 0 and print what was found if PIECE is present; else
@@ -18,11 +22,13 @@
 #               (tests/aeron_native/test_interop.py; aeron_compat/native/interop.py makes it)
 #   nats        Debian's nats-server, the program only (no service is started): the NATS rows of
 #               `aqueduct bench --peers` start their own on a free loopback port (tests/bench/test_peers.py)
+#   node        the TypeScript client's npm packages in a repo-local cache (scripts/setup-node.sh; Node.js 20
+#               and npm come with the machine): its tests (tests/typescript/) and the browser bundle
 # The tests call `--check` (tests/system_deps.py): a missing piece skips them with this script's reason,
 # and fails them under AQUEDUCT_REQUIRE_SYSTEM=1 (.ci/run).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ALL="chromium openweaver netns java aeron nats"
+ALL="chromium openweaver netns java aeron nats node"
 
 packages() {
   case "$1" in
@@ -32,6 +38,7 @@ packages() {
     java) echo "openjdk-17-jre-headless" ;;
     aeron) echo "" ;;
     nats) echo "nats-server" ;;
+    node) echo "" ;;
     *) echo "setup-system: unknown piece '$1' (pieces: $ALL)" >&2; exit 2 ;;
   esac
 }
@@ -44,6 +51,7 @@ why() {
     java) echo "Spark needs Java 17+" ;;
     aeron) echo "pyaeron (the real Aeron C driver) for the Aeron interop tests" ;;
     nats) echo "a NATS server beside Aqueduct in the benchmark's peer rows" ;;
+    node) echo "the TypeScript client's packages for its tests and the browser bundle" ;;
   esac
 }
 
@@ -70,6 +78,7 @@ check() {
     aeron)
       if out=$(python3 "$ROOT/aeron_compat/native/interop.py" --check); then echo "$out"; return 0; fi
       echo "$out"; return 1 ;;
+    node) bash "$ROOT/scripts/setup-node.sh" --check; return ;;
     java)
       if [ "$(java_major)" -ge 17 ]; then echo "Java $(java_major)"; return 0; fi
       missing=$(missing_packages java) ;;
@@ -108,7 +117,7 @@ if [ "$(id -u)" != 0 ]; then
   if [ -t 0 ]; then SUDO="sudo"; else SUDO="sudo -n"; fi  # no terminal (scripts/test.sh in CI): never prompt
 fi
 
-exec 9>"${TMPDIR:-/tmp}/aqueduct-setup-system-$(id -u).lock"  # concurrent runs do not run apt-get twice
+exec 9<"$0"  # concurrent runs do not run apt-get twice (the lock is this script: no file left in /tmp)
 flock 9
 todo="" present=""
 for piece in $pieces; do
@@ -118,17 +127,41 @@ if [ -z "$todo" ]; then
   echo "setup-system: present:$present (nothing to install)"
   exit 0
 fi
-updated=""
+APT="env DEBIAN_FRONTEND=noninteractive DEBCONF_NONINTERACTIVE_SEEN=true apt-get -o Dpkg::Use-Pty=0"
+quietly() {  # run a command with its output kept back; on failure show it and stop
+  local out
+  if ! out=$("$@" 2>&1); then echo "$out" >&2; echo "setup-system: failed: $*" >&2; exit 1; fi
+}
+
+# Name everything first: each piece's packages and why, then what apt adds as their dependencies.
+named=""
 for piece in $todo; do
   missing=$(missing_packages "$piece")
   if [ -n "$missing" ]; then
     echo "setup-system: $piece: apt-get install $missing ($(why "$piece"))"
-    if [ -n "$SUDO" ] && ! $SUDO true 2>/dev/null; then
-      echo "setup-system: not root and no usable sudo: cannot install $missing (run: sudo scripts/setup-system.sh $piece)" >&2
-      exit 1
-    fi
-    if [ -z "$updated" ]; then $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq; updated=1; fi
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    named="$named $missing"
+  fi
+done
+if [ -n "$named" ]; then
+  if [ -n "$SUDO" ] && ! $SUDO true 2>/dev/null; then
+    echo "setup-system: not root and no usable sudo: cannot install$named (run: sudo scripts/setup-system.sh$todo)" >&2
+    exit 1
+  fi
+  quietly $SUDO $APT update -qq  # (the package lists only: nothing is installed)
+  plan=$($SUDO $APT install -s --no-install-recommends $named 2>&1) \
+    || { echo "$plan" >&2; echo "setup-system: apt cannot install$named" >&2; exit 1; }
+  deps=""
+  for p in $(echo "$plan" | sed -n 's/^Inst \([^ ]*\).*/\1/p'); do
+    case " $named " in *" $p "*) ;; *) deps="$deps $p" ;; esac
+  done
+  if [ -n "$deps" ]; then
+    echo "setup-system: apt adds $(echo $deps | wc -w) packages the above depend on (no recommends):$deps"
+  fi
+  quietly $SUDO $APT install -y -qq --no-install-recommends $named
+fi
+for piece in $todo; do
+  if [ "$piece" = node ]; then
+    bash "$ROOT/scripts/setup-node.sh"
   fi
   if [ "$piece" = aeron ]; then
     echo "setup-system: aeron: creating .venv-aeron with pyaeron ($(why aeron))"

@@ -12,7 +12,14 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 stamp="$VENV/.aqueduct-installed"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ scripts/setup.sh -nt "$stamp" ]; then
-  echo "setup: installing aqueduct-py with its dev and spark extras (first time: a few minutes)" >&2
+  echo "setup: installing aqueduct-quic with its dev and spark extras (first time: a few minutes)" >&2
+  # a venv made before the distribution's rename holds it as aqueduct-py (the index's aqueduct-py is another
+  # project's): removed first, with the metadata its editable install left in the tree, so one distribution
+  # owns the package and the console scripts
+  rm -rf aqueduct_py.egg-info
+  if "$VENV/bin/python" -m pip show -q aqueduct-py >/dev/null 2>&1; then
+    "$VENV/bin/python" -m pip uninstall -q -y aqueduct-py
+  fi
   # an editable install that is one plain .pth path entry (pyproject's package-dir), so type checkers (mypy)
   # find the package from any directory (tests/scripts/test_editable_install.py)
   "$VENV/bin/python" -m pip install --quiet -e ".[dev,spark,otel]"

@@ -12,6 +12,7 @@ from ..native import compiled
 from ..quic.mtls import PeerIdentity
 from ..quic.settings import TransportSettings
 from ..quic.tickets import FileTicketStore, MemoryTicketStore
+from ..quic.webtransport import WebTransportOptions
 from .codec import CborCodec, Codec, RawCodec, RawMessage
 from .connection import CodecMismatch, Connection, Stats
 from .endpoints import Server
@@ -22,6 +23,7 @@ from .halves import Message, OneshotReceiver, OneshotSender, Receiver, Sender, c
 from .oneof import OneOf
 from .reconnect import Attempt, Backoff, reconnecting
 from .request import request
+from .runner import run
 from .schema import SchemaMismatch
 
 __all__ = [
@@ -50,9 +52,11 @@ __all__ = [
     "Stats",
     "TransportSettings",
     "Watch",
+    "WebTransportOptions",
     "channel",
     "compiled",
     "oneshot",
     "reconnecting",
     "request",
+    "run",
 ]

@@ -1,5 +1,5 @@
 """What the API's message path asks of the QUIC adapter, as a protocol: the API's modules that carry messages
-(link.py, prefetch.py, drops.py, halves/, moving.py, ...) know the adapter only through it.
+(link.py, prefetch.py, drops.py, halves/, ...) know the adapter only through it.
 
 The adapter (quic/protocol.py's AqueductProtocol) drives one engine per connection: it tells the link of the
 engine's application events (`listener`), takes the engine's writes when the API asks (`flush` at once,

@@ -5,19 +5,23 @@ engine, the aioquic adapter and the wake-ups; `connect` and `serve` create one
 `Connection` per link. Its members are the documented ones: the typed
 `entrypoint`, the peer's headers, RTT figures, counters, `close()` and
 `wait_closed()`, and `async with`. Library code that needs the link behind a
-Connection (metrics, recording, tests) asks `link_of(conn)`.
+Connection or a half (metrics, recording, the services, tests) asks `link_of(...)`: neither a Connection nor
+a half has a public path to the link or the engine.
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar, cast, overload
 
 from ..core import app
 from ..quic.mtls import PeerIdentity, handshake_identity
 from ..quic.protocol import AqueductProtocol
+from ..quic.webtransport import Transport, WebTransportProtocol
 from ..wire.headers import Headers
 from .auth import identity_of
 from .codec import Codec, CodecMismatch
+from .halves import Receiver, Sender
+from .halves.wiring import half_link
 from .link import ConnectionLink
 from .stats import Stats
 
@@ -57,6 +61,12 @@ class Connection(Generic[E]):
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's (host, port) on the current network path, if known."""
         return self._link.protocol.peer_address
+
+    @property
+    def transport(self) -> Transport:
+        """How the peer is connected: "quic" (an Aqueduct client) or "webtransport" (a browser's WebTransport session,
+        `serve(webtransport=True)`)."""
+        return "webtransport" if isinstance(self._link.protocol, WebTransportProtocol) else "quic"
 
     @property
     def peer_identity(self) -> PeerIdentity | None:
@@ -130,6 +140,14 @@ class Connection(Generic[E]):
         return f"<aqueduct.Connection {state} rtt={self.rtt * 1000:.2f} ms>"
 
 
-def link_of(conn: Connection[Any]) -> QuicLink:
-    """The library's side of `conn` (its engine, adapter and hooks): for metrics, recording and tests."""
-    return conn._link
+@overload
+def link_of(of: Connection[Any]) -> QuicLink: ...
+@overload
+def link_of(of: Sender[Any] | Receiver[Any]) -> QuicLink | None: ...
+def link_of(of: Connection[Any] | Sender[Any] | Receiver[Any]) -> QuicLink | None:
+    """The library's side of a connection (its engine, adapter and hooks), or of the connection a half talks (or
+    talked, if ended here) over (None for a local or moved half): for metrics, recording, the services and
+    tests."""
+    if isinstance(of, Connection):
+        return of._link
+    return cast("QuicLink | None", half_link(of))

@@ -29,6 +29,7 @@ from ..quic.mtls import ClientAuth
 from ..quic.protocol import AqueductProtocol
 from ..quic.settings import TransportSettings
 from ..quic.tickets import ClientTicketStore, ServerTicketStore
+from ..quic.webtransport import WebTransportOptions, WebTransportSessions
 from ..wire.errors import CloseCode
 from .auth import Admission, Authenticate, refusal
 from .codec import CODEC_HEADER, DEFAULT_CODEC, Codec
@@ -162,8 +163,10 @@ def connect(
     A server that refuses this client fails the connect with `AuthenticationFailed` (after it returned, with
     0-RTT: the connection then ends with that close code).
     Fails with `ConfigError` for an unusable CA, certificate or key file (before anything is sent), and with
-    `ConnectError` when nothing listens (at once, on ICMP port unreachable), when the handshake and the
-    server's headers do not complete within `connect_timeout` seconds, or when TLS verification fails.
+    `ConnectError` for everything that happens before the connection is usable: nothing listens (at once, on
+    ICMP port unreachable), the handshake and the server's headers do not complete within `connect_timeout`
+    seconds, TLS verification fails, the server refuses this client (`AuthenticationFailed`), speaks another
+    protocol version, or uses another codec (`CodecMismatch`) or entrypoint schema (`SchemaMismatch`).
     `entrypoint=T` (or `OneOf(A, B)` for a union): `conn.entrypoint` is a `Sender[T]`, checked as every typed
     Sender is; T's schema is
     announced, and a server announcing a different one fails the connect with `SchemaMismatch`
@@ -220,7 +223,9 @@ async def _connect(
         by_peer = not protocol.quic.closed_locally  # (our own TLS stack refusing the server is no refusal of us)
         protocol.close_connection(0, "connect failed")
         refused = refusal(exc.code, str(exc), by_peer=by_peer) if exc.code is not None else None
-        raise (refused or exc) from None
+        if refused is not None or isinstance(exc, ConnectError):
+            raise (refused or exc) from None
+        raise ConnectError(str(exc), exc.code) from None  # (ended before it was usable: no channel existed)
     except BaseException:
         protocol.close_connection(0, "connect failed")
         raise
@@ -234,17 +239,17 @@ class Server(Generic[C]):
 
     def __init__(self, codec: Codec, entrypoint_type: Any = None, schema_check: SchemaCheck = "exact",
                  authenticate: Authenticate | None = None) -> None:
-        self.codec = codec
-        self.authenticate = authenticate
-        self.entrypoint_type = entrypoint_type
-        self.schema = canonical(entrypoint_type) if entrypoint_type is not None else None
+        self._codec = codec
+        self._authenticate = authenticate
+        self._entrypoint_type = entrypoint_type
+        self._schema = canonical(entrypoint_type) if entrypoint_type is not None else None
         """The entrypoint type's canonical schema, announced in the `schema` header (api/schema.py)."""
-        self.schema_check: SchemaCheck = schema_check
+        self._schema_check: SchemaCheck = schema_check
         self.address: tuple[str, int] = ("", 0)
         self.connections: set[Connection[C]] = set()
         self._queue: asyncio.Queue[Connection[C] | None] = asyncio.Queue()
         self._closed = False
-        self.recorder: Any = None
+        self._recorder: Any = None
         """The `aqueduct.recording.Recorder` every connection is recorded into (`serve(record=...)`), or None."""
         self.admission: Any = None
         """The QUIC listener with its admission counters (`refused`, `per_address`, `start_timeouts`)."""
@@ -254,18 +259,20 @@ class Server(Generic[C]):
         """Where the Prometheus endpoint listens (`serve(metrics=(host, port))`; port 0 picks one)."""
         self.worker_dir: Path | None = None
         """With `workers=N`: the private directory of the workers' sockets (give it to workers 1..N-1)."""
+        self.webtransport: WebTransportSessions | None = None
+        """With `webtransport=`: the live browser sessions (`live`), the refused requests (`refused`), the options."""
 
-    def on_protocol(self, protocol: AqueductProtocol) -> None:
+    def _on_protocol(self, protocol: AqueductProtocol) -> None:
         """A QUIC connection was accepted (the listener's callback, set by `serve`): make its Connection, hand it
         to `accept` once the client's headers arrived."""
-        link = ConnectionLink(protocol, self.codec, self.entrypoint_type, self.schema, self.schema_check)
+        link = ConnectionLink(protocol, self._codec, self._entrypoint_type, self._schema, self._schema_check)
         conn: Connection[C] = Connection(link)
-        if self.authenticate is not None:
-            Admission(link, self.authenticate)
-        if self.recorder is not None:
+        if self._authenticate is not None:
+            Admission(link, self._authenticate)
+        if self._recorder is not None:
             from ..recording.hook import ConnectionRecording
 
-            ConnectionRecording(link, self.recorder)
+            ConnectionRecording(link, self._recorder)
         if self.metrics is not None:
             self.metrics.track(link, accepted=True)
         self.connections.add(conn)
@@ -357,6 +364,7 @@ class ServeOptions(TypedDict, total=False):
     workers: int
     worker: int
     worker_dir: str | Path | None
+    webtransport: bool | WebTransportOptions
 
 
 @overload
@@ -398,6 +406,11 @@ def serve(
     `authenticate`: `async def cb(headers, peer_identity) -> identity` runs once each client's headers arrive,
     before anything else of it is processed; it returns what `conn.identity` becomes, or raises to refuse the
     client (close code AUTHENTICATION_FAILED; see api/auth.py).
+    `webtransport=True` (or `aqueduct.WebTransportOptions(path=, origins=, max_sessions=)`): browsers' WebTransport
+    sessions are accepted on the same UDP port too (at `https://host:port/aqueduct` by default); they reach the
+    same `async for conn in server`, with `conn.transport == "webtransport"` (quic/webtransport.py). Browsers
+    accept a self-signed certificate through `serverCertificateHashes` only when it is ECDSA and valid for at
+    most 14 days (`aqueduct.quic.webtransport_cert.make_browser_cert`).
     """
     check_port(port)
     if isinstance(options.get("metrics"), tuple):
@@ -428,6 +441,7 @@ async def _serve(
     workers: int = 1,
     worker: int = 0,
     worker_dir: str | Path | None = None,
+    webtransport: bool | WebTransportOptions = False,
 ) -> AsyncIterator[Server[Any]]:
     server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check, authenticate)
     if allow_ca_client_cert and client_ca is None:
@@ -437,11 +451,14 @@ async def _serve(
                    if client_ca is not None else None)
     if authenticate is not None:
         engine_config = replace(engine_config or EngineConfig(), hold_until_accepted=True)
+    if webtransport:
+        options = webtransport if isinstance(webtransport, WebTransportOptions) else WebTransportOptions()
+        server.webtransport = WebTransportSessions(options)
     transport, quic_server = await open_server(
-        host, port, cert=cert, key=key, on_connection=lambda p: server.on_protocol(p),
-        headers=_headers(headers, server.codec, server.schema), settings=settings, engine_config=engine_config,
+        host, port, cert=cert, key=key, on_connection=lambda p: server._on_protocol(p),
+        headers=_headers(headers, server._codec, server._schema), settings=settings, engine_config=engine_config,
         tickets=ServerTicketStore(single_use=single_use_tickets), client_auth=client_auth, workers=workers,
-        worker=worker, worker_dir=worker_dir,
+        worker=worker, worker_dir=worker_dir, webtransport=server.webtransport,
     )
     server.worker_dir = quic_server.workers.directory if quic_server.workers is not None else None
     sockname = transport.get_extra_info("sockname")
@@ -461,7 +478,7 @@ async def _serve(
     if record is not None:
         from ..recording.hook import open_recorder
 
-        server.recorder, owned_recorder = open_recorder(record)
+        server._recorder, owned_recorder = open_recorder(record)
     try:
         yield server
     finally:
@@ -475,4 +492,4 @@ async def _serve(
             metrics_http.close()
             await metrics_http.wait_closed()
         if owned_recorder:
-            await asyncio.to_thread(server.recorder.close)
+            await asyncio.to_thread(server._recorder.close)

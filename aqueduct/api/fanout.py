@@ -32,6 +32,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 from ..errors import AqueductError, ChannelError
 from .halves import LagNotice, Receiver, Sender, channel, within
+from .halves.wiring import send_notice
 from .oneof import OneOf, type_of
 from .validation import spec_for
 
@@ -101,7 +102,7 @@ class _Fanout(Generic[T]):
                     await sub.wake.wait()
                 if sub.lagged:
                     n, sub.lagged = sub.lagged, 0
-                    await sub.tx.send_notice(LagNotice(n))
+                    await send_notice(sub.tx, LagNotice(n))
                     continue
                 value = sub.queue.popleft()
                 self._room.set()

@@ -8,10 +8,10 @@ surface.
 It turns engine application events into wake-ups (per receiver, per
 sender, the whole connection), runs the codec on every send and take, binds
 the halves a message carries (see halves/) to the handles the engine
-created for them (moving.py), and applies backpressure: a send waits, before
+created for them (halves/wiring.py), and applies backpressure: a send waits, before
 it writes, while the stream it would write to (or the connection, or for
 datagrams aioquic's queue) is over its bound, and never after it wrote, so a
-send cancelled or timed out has sent nothing; `send_nowait` refuses with
+send cancelled or timed out has sent nothing; `send_now` refuses with
 WouldBlock instead of waiting.
 
 The hot paths are short: a send goes to the engine's one send path (a
@@ -20,7 +20,7 @@ the adapter takes the engine's commands (`flush`: only it joins writes and
 talks to aioquic); a coroutine is made only when the send must wait; a
 receiver takes a bounded batch of messages at once into its own deque
 (`fill`), so most receives are a popleft. Its parts own their state:
-prefetch.py, drops.py, outcomes.py, moving.py; hooks.py holds its
+prefetch.py, drops.py, outcomes.py, halves/wiring.py (moving halves); hooks.py holds its
 observers' protocols. RTT and peer address are the adapter's (`protocol`).
 """
 
@@ -39,6 +39,7 @@ from ..errors import (
     ERROR_FOR_REASON,
     OUTCOME_FOR_END,
     ChannelError,
+    ConnectError,
     ConnectionLost,
     EndReason,
     LimitExceeded,
@@ -51,18 +52,9 @@ from ..wire.headers import Headers
 from .adapter import Adapter
 from .codec import CODEC_HEADER, Codec, CodecMismatch, codec_refusal
 from .drops import Drops
-from .halves import (
-    Half,
-    NetPort,
-    Prefetched,
-    Receiver,
-    Sender,
-    attach_kind,
-    networked_receiver,
-    networked_sender,
-)
+from .halves import Half, Prefetched, Receiver, Sender
+from .halves.wiring import attach_kind, bind_moved, networked_receiver, networked_sender, open_handle
 from .hooks import EventObserver, Recording
-from .moving import bind_moved
 from .outcomes import Outcomes
 from .prefetch import Prefetch
 from .schema import SCHEMA_HEADER, SchemaCheck, SchemaMismatch, check_peer
@@ -93,7 +85,7 @@ class ConnectionLink(Generic[A]):
         self._sender_ended: dict[int, EndReason] = {}
         self._last_stream: dict[int, int | None] = {}
         self._outcomes = Outcomes(self._loop)
-        self._prefetch = Prefetch(self, self._loop.time)
+        self._prefetch = Prefetch(self, protocol, codec, self.stats, self._loop.time)
         """The networked receivers' prefetch buffers (prefetch.py)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.drops = Drops(self, self._prefetch, self._loop)
@@ -116,8 +108,7 @@ class ConnectionLink(Generic[A]):
         if protocol.engine is not None:
             self._on_events(protocol.engine.events())
             if protocol.engine.entrypoint is not None and protocol.side.name == "CLIENT":
-                self._entrypoint = networked_sender(self, protocol.engine.entrypoint)
-                self._entrypoint.type_as(self._entrypoint_spec)
+                self._entrypoint = networked_sender(self, protocol.engine.entrypoint, self._entrypoint_spec)
 
     # ---- properties ----
     @property
@@ -190,30 +181,29 @@ class ConnectionLink(Generic[A]):
     def _on_headers(self, ev: app.HeadersReceived) -> None:
         self.peer_headers = ev.headers
         if ev.entrypoint is not None:
-            self._entrypoint = networked_receiver(self, ev.entrypoint)
-            self._entrypoint.type_as(self._entrypoint_spec)
+            self._entrypoint = networked_receiver(self, ev.entrypoint, self._entrypoint_spec)
         why = codec_refusal(self.codec, self.header(CODEC_HEADER), self.engine.side.name.lower())
         if why is not None:
             self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
             return
         refused = check_peer(self._schema, self.header(SCHEMA_HEADER), self._schema_check,
-                             self.engine.config.max_schema_depth)
+                             self.engine.config.max_schema_depth, self.engine.side.name.lower())
         if refused is not None:
             self._refuse(CloseCode.SCHEMA_MISMATCH, refused, SchemaMismatch)
             return
         if not self.ready.done():
             self.ready.set_result(self)
 
-    def _refuse(self, code: CloseCode, why: str, error: type[ConnectionLost]) -> None:
+    def _refuse(self, code: CloseCode, why: str, error: type[ConnectError]) -> None:
         self.engine.close(code, why, now=self._loop.time())
         self._loop.call_soon(self._protocol.flush)
         if not self.ready.done():
             self.ready.set_exception(error(why, code))
 
     def _on_closed(self, ev: app.ConnectionClosed) -> None:
-        if not self.ready.done():
+        if not self.ready.done():  # (closed before it was usable: no channel existed, a ConnectError)
             exc_type = {CloseCode.CODEC_MISMATCH: CodecMismatch, CloseCode.SCHEMA_MISMATCH: SchemaMismatch}.get(
-                ev.error_code, ConnectionLost)  # type: ignore[call-overload]
+                ev.error_code, ConnectError)  # type: ignore[call-overload]
             self.ready.set_exception(exc_type(ev.reason or "connection closed before it was ready", ev.error_code))
         if not self.closed.done():
             self.closed.set_result(ev)
@@ -276,53 +266,53 @@ class ConnectionLink(Generic[A]):
             return self._protocol.new_stream_blocked()
         return self._protocol.send_blocked(stream)
 
-    def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None:
-        """Send; None if it was sent, else a coroutine to await: it waits while the stream is over its send bound,
-        then sends (cancelled while it waits, it has sent nothing).
+    def send(
+        self, handle: int, obj: Any, delivery: Delivery, *, confirm: bool = False
+    ) -> Coroutine[Any, Any, Outcome | None] | asyncio.Future[Outcome] | None:
+        """Send, waiting while the stream is over its send bound: None once sent, else what to await (a
+        coroutine that waits, then sends: cancelled while it waits, it has sent nothing); with `confirm`, what
+        to await for the message's outcome (its future, or a coroutine that waits, sends and awaits it).
 
-        A message without attachments that need not wait (nor be recorded) goes to the engine's one send path
-        as a batch of one (`Engine.send_many`) and its write to the adapter (`flush`): no coroutine, no waiter,
-        no SendResult. A message carrying halves that need not wait is sent at once too (`_send_now`), its
-        halves bound before this returns."""
+        A message without attachments that need not wait (nor be recorded, nor confirmed) goes to the engine's
+        one send path as a batch of one (`Engine.send_many`) and its write to the adapter (`flush`): no
+        coroutine, no waiter, no SendResult. Any other message that need not wait is sent at once too
+        (`_send_now`), the halves it carries bound before this returns."""
         payload, halves = self.codec.encode(obj)
         protocol = self._protocol
         engine = protocol.engine
-        if self.recording is not None or engine is None or self.closed.done():
-            return self._send_waiting(handle, payload, halves, delivery)
-        if halves:
-            if delivery is _UNRELIABLE or self._blocked(handle, delivery):
-                return self._send_waiting(handle, payload, halves, delivery)
-            self._send_now(handle, payload, halves, delivery)
-            return None
-        stats = self.stats
+        if confirm or halves or self.recording is not None or engine is None or self.closed.done():
+            if delivery is _UNRELIABLE:
+                self._check_datagram(payload)
+            if engine is None or self.closed.done() or self._blocked(handle, delivery):
+                return self._send_waiting(handle, payload, halves, delivery, confirm)
+            result = self._send_now(handle, payload, halves, delivery)
+            return self._confirm(handle, delivery, result) if confirm else None
         if delivery is _UNRELIABLE:
             if len(payload) > protocol.datagram_payload_limit or protocol.send_blocked(None):
-                return self._send_waiting(handle, payload, halves, delivery)
+                return self._send_waiting(handle, payload, halves, delivery, False)
             engine.send_many(handle, (payload,), delivery, self._loop.time())
-            stats.unreliable_sent += 1
-            stats.unreliable_bytes_sent += len(payload)
         else:
             last = self._last_stream.get(handle) if delivery is _ORDERED else None
             if protocol.new_stream_blocked() if last is None else protocol.send_blocked(last):
-                return self._send_waiting(handle, payload, halves, delivery)
+                return self._send_waiting(handle, payload, halves, delivery, False)
             stream = engine.send_many(handle, (payload,), delivery, self._loop.time())
             if last is None:
                 self._last_stream[handle] = stream
-            if delivery is not _ORDERED:
-                stats.unordered_sent += 1
-                stats.unordered_bytes_sent += len(payload)
-        stats.messages_sent += 1
-        stats.bytes_sent += len(payload)
+        self.stats.count_sent(delivery, len(payload))
         protocol.flush()
         return None
 
-    async def _send_waiting(self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery) -> None:
-        """`send` when it must wait first, or carries attachments, or is recorded."""
-        if delivery is Delivery.UNRELIABLE:
+    async def _send_waiting(
+        self, handle: int, payload: bytes, halves: list[Half], delivery: Delivery, confirm: bool
+    ) -> Outcome | None:
+        """`send` when it must wait first (or the connection is not there to say): wait, then send (and with
+        `confirm`, wait for the outcome)."""
+        if delivery is _UNRELIABLE:
             self._check_datagram(payload)
         if self._blocked(handle, delivery):
             await self._wait_while(lambda: self._blocked(handle, delivery))
-        self._send_now(handle, payload, halves, delivery)
+        result = self._send_now(handle, payload, halves, delivery)
+        return await self._confirm(handle, delivery, result) if confirm else None
 
     async def _wait_while(self, blocked: Any) -> None:
         try:
@@ -330,36 +320,22 @@ class ConnectionLink(Generic[A]):
         except ConnectionLost:
             raise self._lost() from None
 
-    def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None:
-        """Send at once, or raise WouldBlock if the window is full (`force` skips that check)."""
-        self._send_nowait(handle, obj, delivery, force)
-
-    def _send_nowait(self, handle: int, obj: Any, delivery: Delivery, force: bool) -> app.SendResult:
+    def send_now(
+        self, handle: int, obj: Any, delivery: Delivery, *, confirm: bool = False, force: bool = False
+    ) -> asyncio.Future[Outcome] | None:
+        """Send at once, or raise WouldBlock if the window is full (`force` skips that check); with `confirm`
+        the future of the message's outcome."""
         payload, halves = self.codec.encode(obj)
-        if delivery is Delivery.UNRELIABLE:
+        if delivery is _UNRELIABLE:
             self._check_datagram(payload)
         if not force and self._blocked(handle, delivery):
             raise WouldBlock("the peer's window is full")
-        return self._send_now(handle, payload, halves, delivery)
+        result = self._send_now(handle, payload, halves, delivery)
+        return self._confirm(handle, delivery, result) if confirm else None
 
     # ---- per-message outcomes (send(..., confirm=True)) ----
-    async def send_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]:
-        """Send (waiting while blocked, as `send`); the future resolves once the message's fate is known."""
-        payload, halves = self.codec.encode(obj)
-        if delivery is Delivery.UNRELIABLE:
-            self._check_datagram(payload)
-        if self._blocked(handle, delivery):
-            await self._wait_while(lambda: self._blocked(handle, delivery))
-        return self._confirm(handle, delivery, self._send_now(handle, payload, halves, delivery))
-
-    def send_nowait_confirmed(
-        self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False
-    ) -> asyncio.Future[Outcome]:
-        """`send_nowait`, and a future of the message's outcome."""
-        return self._confirm(handle, delivery, self._send_nowait(handle, obj, delivery, force))
-
     def _confirm(self, handle: int, delivery: Delivery, result: app.SendResult) -> asyncio.Future[Outcome]:
-        reliable = delivery is not Delivery.UNRELIABLE
+        reliable = delivery is not _UNRELIABLE
         return self._outcomes.confirm(handle, reliable, result.number, self._sender_ended.get(handle))
 
     def finish(self, handle: int) -> None:
@@ -396,7 +372,7 @@ class ConnectionLink(Generic[A]):
         """Move the next queued messages of a receiver, decoded, into its (empty) `buf` (a batch: prefetch.py),
         waiting for one; StopAsyncIteration after a finish; typed errors otherwise."""
         while True:
-            if self._prefetch.take(handle, buf):
+            if self._prefetch.take(handle, buf, self.recording):
                 return
             reason = self._receiver_ended.get(handle)
             if reason is None and self.closed.done():
@@ -433,8 +409,7 @@ class ConnectionLink(Generic[A]):
         cleanly instead of raising ConnectionLost.
         """
         ep = self._entrypoint
-        if code == 0 and isinstance(ep, Sender) and isinstance(port := ep.port, NetPort) and not self.is_closed:
-            handle = port.handle
+        if code == 0 and isinstance(ep, Sender) and (handle := open_handle(ep)) is not None and not self.is_closed:
             with contextlib.suppress(ChannelError, TimeoutError):  # a silent server: close anyway
                 await ep.finish()
                 await asyncio.wait_for(self.sender_ended(handle), timeout)

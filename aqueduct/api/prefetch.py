@@ -12,27 +12,26 @@ receiver holds is discarded like the engine's queue (`forget`: on close,
 on a cancel or loss, when the connection ends).
 
 Prefetch owns the buffers, the batch sizes and the undecoded rests; the
-link (link.py) owns when a receiver waits, and lends itself through
-PrefetchHost.
+link (link.py) owns when a receiver waits. It is given what it uses when
+made (the adapter, whose engine it takes from, the codec, the counters,
+the Link new halves talk through) and each take's recording hook, so it
+never reaches back into the link.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
 
 from ..core import app
 from ..core.app import Delivery
 from ..wire.channel_id import ChannelId
 from .adapter import Adapter
 from .codec import Codec
-from .halves import Half, Link, Prefetched, networked_half
+from .halves import Half, Link, Prefetched
+from .halves.wiring import networked_half
 from .hooks import Recording
 from .stats import Stats
-
-if TYPE_CHECKING:
-    from ..core.engine import Engine
 
 PREFETCH_MESSAGES = 64
 """A networked receiver takes at most this many queued messages from the engine at once."""
@@ -42,29 +41,16 @@ PREFETCH_BYTES = 64 * 1024
 _ORDERED = Delivery.ORDERED
 
 
-class PrefetchHost(Link, Protocol):
-    """What prefetching needs of its connection (link.py's ConnectionLink is one)."""
-
-    codec: Codec
-    stats: Stats
-    recording: Recording | None
-
-    @property
-    def engine(self) -> Engine:
-        """The engine."""
-
-    @property
-    def protocol(self) -> Adapter:
-        """The QUIC adapter."""
-
-
 class Prefetch:
     """The prefetch buffers of one connection's networked receivers."""
 
-    __slots__ = ("_bufs", "_host", "_loop_time", "_sizes", "_undecoded")
+    __slots__ = ("_adapter", "_bufs", "_codec", "_link", "_loop_time", "_sizes", "_stats", "_undecoded")
 
-    def __init__(self, host: PrefetchHost, loop_time: Callable[[], float]) -> None:
-        self._host = host
+    def __init__(self, link: Link, adapter: Adapter, codec: Codec, stats: Stats,
+                 loop_time: Callable[[], float]) -> None:
+        self._link = link
+        """What the halves a message carries talk through."""
+        self._adapter, self._codec, self._stats = adapter, codec, stats
         self._loop_time = loop_time
         self._bufs: dict[int, deque[Prefetched]] = {}
         """Receiver handle -> the buffer its Receiver prefetches into (cleared when the engine would discard)."""
@@ -85,25 +71,28 @@ class Prefetch:
             if buf is not None:
                 buf.clear()
 
-    def take(self, handle: int, buf: deque[Prefetched]) -> bool:
-        """Take a batch into `buf`; False if the engine had none. Raises a decode error in its message's turn."""
+    def take(self, handle: int, buf: deque[Prefetched], recording: Recording | None) -> bool:
+        """Take a batch into `buf` (telling `recording` of each message); False if the engine had none. Raises a
+        decode error in its message's turn."""
         failed = self._undecoded.pop(handle, None)
         if failed is not None:  # a message of the last batch did not decode: its error comes now, then the rest
             exc, rest = failed
-            self._decode_into(handle, rest, buf)
+            self._decode_into(handle, rest, buf, recording)
             raise exc
-        host = self._host
-        taken = host.engine.take_many(handle, self._sizes.get(handle, PREFETCH_MESSAGES), self._loop_time())
+        adapter = self._adapter
+        engine = adapter.engine
+        assert engine is not None
+        taken = engine.take_many(handle, self._sizes.get(handle, PREFETCH_MESSAGES), self._loop_time())
         if not taken:
             return False
-        host.protocol.flush_soon()  # (a take writes only credit and acks: they can wait for the turn's end)
+        adapter.flush_soon()  # (a take writes only credit and acks: they can wait for the turn's end)
         self._bufs[handle] = buf
-        self._decode_into(handle, taken, buf)
-        return True if buf else self.take(handle, buf)  # (the first one failed: raise its error)
+        self._decode_into(handle, taken, buf, recording)
+        return True if buf else self.take(handle, buf, recording)  # (the first one failed: raise its error)
 
-    def _decode_into(self, handle: int, taken: Sequence[app.Delivered], buf: deque[Prefetched]) -> None:
-        host = self._host
-        decode, recording, stats = host.codec.decode, host.recording, host.stats
+    def _decode_into(self, handle: int, taken: Sequence[app.Delivered], buf: deque[Prefetched],
+                     recording: Recording | None) -> None:
+        link, decode, stats = self._link, self._codec.decode, self._stats
         nbytes = biggest = 0
         append = buf.append
         for i, d in enumerate(taken):
@@ -113,7 +102,7 @@ class Prefetch:
             if size > biggest:
                 biggest = size
             halves: Sequence[Half] = (
-                [networked_half(host, a.handle, is_sender=a.is_sender, oneshot=ChannelId(a.channel).oneshot)
+                [networked_half(link, a.handle, is_sender=a.is_sender, oneshot=ChannelId(a.channel).oneshot)
                  for a in attachments]
                 if attachments
                 else ()

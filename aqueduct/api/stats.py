@@ -40,7 +40,7 @@ class Stats:
         return {"ordered": ordered, "unordered": unordered, "unreliable": unreliable}  # type: ignore[dict-item]
 
     def count_sent(self, delivery: Delivery, nbytes: int) -> None:
-        """One message sent (the general path; the hot path in ConnectionLink.send counts inline)."""
+        """One message sent (ConnectionLink counts every send here)."""
         self.messages_sent += 1
         self.bytes_sent += nbytes
         if delivery is _UNRELIABLE:

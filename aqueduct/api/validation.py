@@ -148,10 +148,28 @@ _HALF_ORIGINS: dict[type, str] = {}
 """Half class -> what it is called in errors, registered by halves.py (it imports this module)."""
 
 
-def register_half_types(*classes: type) -> None:
-    """Called once by halves.py: these classes travel through msgspec untouched and are typed by `_adopt_hook`."""
-    global PASS_THROUGH
+def _unregistered(*_args: Any) -> Any:
+    raise RuntimeError("the halves' types are not registered (aqueduct.api.halves is not imported)")
+
+
+_SPEC_OF: Callable[[Any], TypeSpec | None] = _unregistered
+_TYPE_AS: Callable[[Any, TypeSpec | None], None] = _unregistered
+_ADOPT: Callable[[Any, TypeSpec | None], None] = _unregistered
+"""How a half's message type is read and given (halves/wiring.py registers them: the halves import this module)."""
+
+
+def register_half_types(
+    *classes: type,
+    spec_of: Callable[[Any], TypeSpec | None],
+    type_as: Callable[[Any, TypeSpec | None], None],
+    adopt: Callable[[Any, TypeSpec | None], None],
+) -> None:
+    """Called once by halves/wiring.py: these classes travel through msgspec untouched and are typed by
+    `_adopt_hook`; `spec_of` reads a half's spec, `type_as` gives it one, `adopt` gives it (and its untyped
+    local partner) the type a message declares."""
+    global PASS_THROUGH, _SPEC_OF, _TYPE_AS, _ADOPT
     PASS_THROUGH = (*PASS_THROUGH, *classes)
+    _SPEC_OF, _TYPE_AS, _ADOPT = spec_of, type_as, adopt
     for cls in classes:
         _HALF_ORIGINS[cls] = cls.__name__
         cls.__get_pydantic_core_schema__ = classmethod(_PYDANTIC_HALF)  # type: ignore[attr-defined]
@@ -178,9 +196,9 @@ def _check_hook(tp: Any, obj: Any) -> Any:
     if _CAPABILITY is not None and _CAPABILITY.declares(tp):
         return _CAPABILITY.check(tp, obj)
     half, inner = _matching_half(tp, obj)
-    spec = half.spec
+    spec = _SPEC_OF(half)
     if spec is None:
-        half.adopt(spec_for(inner))
+        _ADOPT(half, spec_for(inner))
     elif inner is not Any and spec.tp != inner:
         raise TypeError(f"Expected `{type_name(tp)}`, got a channel of `{spec.name}`")
     return half
@@ -191,8 +209,8 @@ def _adopt_hook(tp: Any, obj: Any) -> Any:
     if _CAPABILITY is not None and _CAPABILITY.declares(tp):
         return _CAPABILITY.arrive(tp, obj)
     half, inner = _matching_half(tp, obj)
-    if half.spec is None:
-        half.type_as(spec_for(inner))
+    if _SPEC_OF(half) is None:
+        _TYPE_AS(half, spec_for(inner))
     return half
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import aqueduct
 from aqueduct.errors import AqueductError
 
+from ..api.halves.wiring import adopt_type
 from ..api.validation import spec_for
 from .protocol import CHANNELS, ECHO, HOLD, PING, REQUEST, TYPED_CHANNELS, TYPED_SINK, encode_count, pack, unpack
 from .tally import Tally
@@ -26,7 +27,7 @@ from .typed import BenchCarrier, BenchOrder
 async def _command(codec: str, cmd: bytes, halves: list[Any], tally: Tally | None) -> None:
     rx, tx = halves
     if cmd in (TYPED_SINK, TYPED_CHANNELS):  # a typed service's receiver: every message converted to its type
-        rx.adopt(spec_for(BenchOrder if cmd == TYPED_SINK else BenchCarrier))
+        adopt_type(rx, spec_for(BenchOrder if cmd == TYPED_SINK else BenchCarrier))
     n = 0
     held: list[Any] = []
     if cmd == HOLD:

@@ -24,8 +24,8 @@ from ..errors import AqueductError
 GRPC_TLS = "grpcio TLS"
 """The peer row the request/reply rows compare with (the issue's targets name it)."""
 HOW = ("the peer and service rows run the repository's bench lab (benchmarks/): run `aqueduct bench --peers` "
-       "from a checkout of aqueduct-py (its root or a folder below), with the bench extra installed "
-       "(pip install 'aqueduct-py[bench]')")
+       "from a checkout of aqueduct-quic (its root or a folder below), with the bench extra installed "
+       "(pip install 'aqueduct-quic[bench]')")
 
 
 class LabNotFound(AqueductError):

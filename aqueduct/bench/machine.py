@@ -72,7 +72,7 @@ def facts() -> dict[str, Any]:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "aioquic": _version("aioquic"),
-        "aqueduct": _version("aqueduct-py"),
+        "aqueduct": _version("aqueduct-quic"),
         "compiled": _compiled(),
         "uvloop": _version("uvloop"),
         "load_average": list(os.getloadavg()),

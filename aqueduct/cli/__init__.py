@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra is None:
             raise
         print(f"aqueduct {args.command}: needs {missing}, which the {extra} extra installs: "
-              f"pip install 'aqueduct-py[{extra}]'", file=sys.stderr)
+              f"pip install 'aqueduct-quic[{extra}]'", file=sys.stderr)
         return 2
 
 

@@ -78,7 +78,7 @@ from .sender import Sender, SState
 from .sending import Senders
 from .startup import Startup
 from .streams import StreamTable
-from .timers import Timers
+from .timers import ACKS, PARTIAL_FRAME, SENT_UNRELIABLE, Timers
 from .transport import (
     CloseConnection,
     ConnectionTerminated,
@@ -212,11 +212,12 @@ class Engine:
             for key in self._timers.due(self._ctx.now):
                 assert isinstance(key, tuple)
                 kind, handle = key
-                if kind == "su":
+                if kind == SENT_UNRELIABLE:
                     self._tx.sent_unreliable_due(handle)
-                elif kind == "pf":
+                elif kind == PARTIAL_FRAME:
                     self._flow.partial_due(handle)
                 else:
+                    assert kind == ACKS
                     self._rx.due(handle)
                 if self._ctx.closed:
                     return

@@ -26,6 +26,7 @@ from ..wire.errors import CloseCode, ProtocolError
 from .context import Context
 from .receiver import Receiver
 from .streams import Role, StreamRec, StreamTable
+from .timers import PARTIAL_FRAME
 
 _NEW = (Role.NEW_UNI, Role.NEW_BIDI)
 
@@ -104,7 +105,7 @@ class Flow:
         if not rec.in_done and rec.stalled is None and (held or rec.role in _NEW):
             if sid not in since:
                 since[sid] = self._ctx.now
-                self._ctx.timers.set(("pf", sid), self._ctx.now + self._timeout)
+                self._ctx.timers.set((PARTIAL_FRAME, sid), self._ctx.now + self._timeout)
             elif before + nbytes > held:
                 since[sid] = self._ctx.now
         elif sid in since:
@@ -113,7 +114,7 @@ class Flow:
     def forget_partial(self, sid: int) -> None:
         """The stream ended or was reset: no deadline."""
         if self.partial_since.pop(sid, None) is not None:
-            self._ctx.timers.cancel(("pf", sid))
+            self._ctx.timers.cancel((PARTIAL_FRAME, sid))
 
     def partial_due(self, sid: int) -> None:
         """The partial-frame timer of a stream ran out: close (LIMIT_EXCEEDED) unless a frame completed since.
@@ -127,7 +128,7 @@ class Flow:
             return
         deadline = since + self._timeout
         if deadline > self._ctx.now:
-            self._ctx.timers.set(("pf", sid), deadline)
+            self._ctx.timers.set((PARTIAL_FRAME, sid), deadline)
         elif any(r.queue and r.exposed and not r.app_dropped for r in self._receivers.values()):
             del self.partial_since[sid]
         else:

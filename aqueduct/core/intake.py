@@ -46,6 +46,7 @@ from .queue import MessageQueue
 from .receiver import RState
 from .receiving import Receivers
 from .sending import Senders
+from .timers import ACKS
 
 _ROPEN = RState.OPEN
 _ORDERED = Delivery.ORDERED
@@ -187,7 +188,7 @@ class Intake:
             self._out.event(MessageAvailable(r.handle))
         if r.state is RState.FINISHING:
             self._rx.check_finished(r)
-        if not (reliable and not acks.declarations and self._ctx.timers.armed_at(("rx", r.handle)) == acks.ack_due):
+        if not (reliable and not acks.declarations and self._ctx.timers.armed_at((ACKS, r.handle)) == acks.ack_due):
             self._rx.schedule(r)
         return credit_sid is not None
 

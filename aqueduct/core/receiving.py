@@ -51,6 +51,7 @@ from .halves import Halves
 from .receiver import Receiver, RState
 from .sending import Senders
 from .streams import Role, StreamTable
+from .timers import ACKS
 
 _GONE = RState.GONE
 _EMPTY_ACKNACK = encode_frame(AckNackUnreliable(()))
@@ -185,7 +186,7 @@ class Receivers:
     # ---- timers and acks ----
     def schedule(self, r: Receiver) -> None:
         """Arm the receiver's ack timer where its acks and declarations put it (or cancel it)."""
-        key = ("rx", r.handle)
+        key = (ACKS, r.handle)
         if r.state is _GONE or not r.ctrl_open:
             self._timers.cancel(key)
             return
@@ -279,7 +280,7 @@ class Receivers:
         self._flow.room(r.handle)
         r.end_reason = reason
         self._halves.receiver_ended(r)
-        self._timers.cancel(("rx", r.handle))
+        self._timers.cancel((ACKS, r.handle))
         if r.ctrl is not None:
             self._streams.unbind(r.ctrl)
         ghost = self._halves.was_claimed(r.channel)

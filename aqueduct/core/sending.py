@@ -44,6 +44,7 @@ from .links import LinkTable, Node
 from .minting import Minting
 from .sender import Sender, SState
 from .streams import VERSION_BYTES, Role, StreamTable
+from .timers import SENT_UNRELIABLE
 from .transport import ResetStream, SendDatagram, SendStreamData
 
 _ORDERED = Delivery.ORDERED
@@ -254,7 +255,7 @@ class Senders:
         s.undeclared += 1
         if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
             half_rtt, cap = self._ctx.rtt / 2, self._config.sent_unreliable_delay
-            self._timers.set_earlier(("su", s.handle), self._ctx.now + (half_rtt if half_rtt < cap else cap))
+            self._timers.set_earlier((SENT_UNRELIABLE, s.handle), self._ctx.now + (half_rtt if half_rtt < cap else cap))
 
     def _head(self, s: Sender) -> bytes:
         """The bytes a sender's Message frames start with (made by its first plain write, kept on the record)."""
@@ -287,7 +288,7 @@ class Senders:
             frames.append(SentUnreliable(s.undeclared))
             s.undeclared = 0
         frames.append(FinishSender(s.next_rel))
-        self._timers.cancel(("su", s.handle))
+        self._timers.cancel((SENT_UNRELIABLE, s.handle))
         s.move(SState.FINISHED)
         s.ctrl_open = False
         assert s.ctrl is not None
@@ -299,7 +300,7 @@ class Senders:
             return
         s.move(SState.CANCEL_WAIT)
         self.reset_message_streams(s, ResetCode.CANCELLED)
-        self._timers.cancel(("su", s.handle))
+        self._timers.cancel((SENT_UNRELIABLE, s.handle))
         if s.ctrl is not None:
             self._do_cancel(s)
 
@@ -447,7 +448,7 @@ class Senders:
         """The sender ceased to exist: SenderEnded now; acks it still holds back are reported later."""
         s.move(_GONE)
         self._halves.sender_ended(s)
-        self._timers.cancel(("su", s.handle))
+        self._timers.cancel((SENT_UNRELIABLE, s.handle))
         if s.ctrl is not None:
             self._streams.unbind(s.ctrl)
         s.end_reason = reason

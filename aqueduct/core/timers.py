@@ -1,6 +1,7 @@
 """Deadlines keyed by what they are for.
 
-Each key (e.g. ("ack", handle)) has at most one deadline; setting it again
+Each key, a `(TimerKind, handle)` pair (the engine dispatches on the kind: `Engine.handle_timer`), has at
+most one deadline; setting it again
 replaces it, cancelling removes it. A heap with lazy deletion gives the
 earliest deadline cheaply; `due(now)` pops every key whose deadline passed.
 The engine never sleeps: it reports `next()` and is called back at that time.
@@ -12,6 +13,25 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Hashable
+from enum import IntEnum
+from typing import Final
+
+
+class TimerKind(IntEnum):
+    """What a deadline is for; its key is `(kind, handle)`."""
+
+    SENT_UNRELIABLE = 1
+    """A sender's SentUnreliable is due (sending.py; the handle: the sender's)."""
+    PARTIAL_FRAME = 2
+    """A stream's partial frame has waited too long (flow.py; the handle: the stream ID)."""
+    ACKS = 3
+    """A receiver's acks and nacks are due (receiving.py; the handle: the receiver's)."""
+
+
+SENT_UNRELIABLE: Final = TimerKind.SENT_UNRELIABLE
+PARTIAL_FRAME: Final = TimerKind.PARTIAL_FRAME
+ACKS: Final = TimerKind.ACKS
+"""The kinds as module constants (the hot paths read a constant, not an enum class's attribute)."""
 
 
 class Timers:

@@ -28,14 +28,15 @@ from aioquic.tls import SessionTicket
 
 from ..core.config import EngineConfig
 from ..wire.channel_id import Side
+from .aioquic_connection import PacedQuicConnection
 from .certs import normalize_fingerprint
 from .drain import MAX_DATAGRAM, drainable_socket
 from .limits import LimitedQuicServer
 from .mtls import ClientAuth
-from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
 from .settings import TransportSettings, client_configuration, server_configuration
 from .tickets import ClientTicketStore, ServerTicketStore, server_key
+from .webtransport import H3_ALPN, WebTransportProtocol, WebTransportSessions
 from .workers import WorkerGroup, reuse_port
 
 
@@ -102,7 +103,7 @@ async def _connected_endpoint(factory: Callable[[], AqueductProtocol], sock: soc
     """Run a client protocol on its connected socket, reading small (`_small_reads`), sending without address."""
     transport, protocol = await asyncio.get_running_loop().create_datagram_endpoint(factory, sock=sock)
     _small_reads(transport)
-    protocol._transport = ConnectedTransport(transport)
+    protocol.use_transport(ConnectedTransport(transport))
     return protocol
 
 
@@ -183,7 +184,7 @@ async def rebind(protocol: AqueductProtocol) -> tuple[str, int]:
     local address."""
     if protocol.side is not Side.CLIENT:
         raise ValueError("only a client connection moves to a new address")
-    old = protocol._transport
+    old = protocol.transport
     assert old is not None
     old_sock = old.get_extra_info("socket")
     sock = socket.socket(old_sock.family, socket.SOCK_DGRAM)
@@ -193,7 +194,7 @@ async def rebind(protocol: AqueductProtocol) -> tuple[str, int]:
     old.set_protocol(asyncio.DatagramProtocol())  # the old socket's end no longer concerns the connection
     old.close()
     await _connected_endpoint(lambda: protocol, sock)
-    quic = protocol._quic
+    quic = protocol.quic
     quic.change_connection_id()
     quic.send_ping(0)
     protocol.transmit()
@@ -216,6 +217,7 @@ async def open_server(
     workers: int = 1,
     worker: int = 0,
     worker_dir: str | Path | None = None,
+    webtransport: WebTransportSessions | None = None,
 ) -> tuple[asyncio.DatagramTransport, LimitedQuicServer]:
     """Listen on host:port; `on_connection` gets each new protocol (before its handshake completes).
 
@@ -226,18 +228,27 @@ async def open_server(
     is bound with SO_REUSEPORT, connection IDs carry the worker, and packets of this worker's connections
     that reach another worker are handed over (the first worker may use port 0; the others need its port, and
     `worker_dir`, the private directory of the group's sockets that worker 0 made: `server.workers.directory`).
-    Worker 0 refuses a port some other socket already has."""
+    Worker 0 refuses a port some other socket already has.
+
+    `webtransport`: also accept browsers' WebTransport sessions (ALPN h3) on the same port, admitted and
+    counted by it (webtransport.py); each connection decides at its ALPN which kind it is."""
     settings = settings or TransportSettings()
     tickets = tickets if tickets is not None else ServerTicketStore()
     config = server_configuration(settings, cert=cert, key=key)
+    if webtransport is not None:
+        config.alpn_protocols = [*(config.alpn_protocols or ()), H3_ALPN]
     # 0-RTT work may run before the handshake only with a single-use ticket store (see tickets.py).
     engine_config = replace(engine_config or EngineConfig(), replay_safe_0rtt=tickets.single_use)
     header_list = tuple(headers)
     loop = asyncio.get_running_loop()
 
     def create_protocol(quic: Any, stream_handler: Any = None) -> AqueductProtocol:
-        if client_auth is not None:  # before the first packet: its TLS context is built then (paced.py)
+        if client_auth is not None:  # before the first packet: its TLS context is built then (aioquic_connection.py)
             PacedQuicConnection.adopt(quic).client_auth = client_auth
+        if webtransport is not None:  # (it tells on_connection once it is a plain connection or a session)
+            return WebTransportProtocol(quic, stream_handler, side=Side.SERVER, headers=header_list,
+                                        engine_config=engine_config, settings=settings, webtransport=webtransport,
+                                        on_connection=on_connection)
         protocol = AqueductProtocol(
             quic, stream_handler, side=Side.SERVER, headers=header_list, engine_config=engine_config,
             settings=settings,

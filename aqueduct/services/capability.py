@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..api.connection import link_of
 from ..api.halves import Sender, channel
+from ..api.halves.wiring import ended_here, spec_of, type_as
 from ..api.validation import Carried, register_capabilities, spec_for
 from ..errors import ConnectionLost
 from .dispatch import serve_calls, spawn
@@ -49,16 +51,16 @@ class ServiceCapabilities:
         iface = interface_of(tp)
         if type(half) is not Sender:
             raise TypeError(f"Expected `{iface.name}` (a service's call sender), got `{type(half).__name__}`")
-        if half.spec is None:
-            half.type_as(spec_for(iface.call_type))
+        if spec_of(half) is None:
+            type_as(half, spec_for(iface.call_type))
         return make_stub(iface, half)
 
     def to_half(self, obj: Any) -> Sender[Any]:
         iface = interface_of(type(obj))
         if is_stub(obj):
             target = sender_of(obj)
-            link = target.link
-            if target.port.done is not None or (link is not None and link.is_closed):  # type: ignore[attr-defined]
+            link = link_of(target)
+            if ended_here(target) is not None or (link is not None and link.is_closed):
                 raise ConnectionLost(f"cannot pass this {iface.name} stub on: the connection it calls over is gone")
         tx, rx = channel(iface.call_type)
         spawn(serve_calls(rx, obj, iface))

@@ -44,6 +44,7 @@ import os
 from collections.abc import Coroutine, Generator
 from typing import Any
 
+from ..api.connection import link_of
 from ..api.halves import Receiver, Sender
 from ..errors import ChannelError
 from .context import (
@@ -125,7 +126,7 @@ class _Dispatcher:
                 method = self.by_call.get(type(call))
                 if method is None:  # (only an untyped local sender could put something else here)
                     continue
-                link = rx.link
+                link = link_of(rx)
                 settings = settings_of(link)
                 meta = call.meta
                 depth = meta.depth if meta is not None else 0
@@ -149,7 +150,7 @@ class _Dispatcher:
                     await slots.acquire()  # (at once while a slot is free; else the rest wait in the window)
                     held = 1
                     running = _run(self.impl, self.iface, method, call, link)
-                if link is not None and link.is_closed:  # type: ignore[attr-defined]
+                if link is not None and link.is_closed:
                     running.close()  # (its connection closed while it waited: nobody to answer, never started)
                     self._release(held)
                     del call, meta, running  # (nothing of it stays held while the next is awaited)
@@ -268,7 +269,7 @@ async def _run(impl: Service, iface: Interface, method: Method, call: Any, link:
                 value = await (intercepted(interceptors, info, last) if interceptors else last())
             out = method.reply(value=value)
         except Exception as exc:
-            out = method.reply(error=_failure(exc, iface, method, settings.limits))
+            out = method.failed(_failure(exc, iface, method, settings.limits), exc)
         await _answer(reply, out, method, settings.limits)
     finally:
         settings.running -= 1

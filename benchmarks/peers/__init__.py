@@ -18,7 +18,7 @@ and aqueduct.py (Aqueduct's own rows in the same harness: a request with a fresh
 request on a pre-opened channel pair, raw and typed streaming, connect 0-RTT and 1-RTT). measure.py
 measures one row in a process of its own, run.py drives rows and servers for the runner. A peer whose
 library or server program is missing is reported so (`unavailable`), never a crash. The libraries are
-the `bench` extra: `pip install 'aqueduct-py[bench]'`; nats-server: `scripts/setup-system.sh nats`.
+the `bench` extra: `pip install 'aqueduct-quic[bench]'`; nats-server: `scripts/setup-system.sh nats`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Kind:
     """The import name of its Python library (checked with find_spec)."""
     program: str | None = None
     """A server program it runs (checked on PATH)."""
-    install: str = "pip install 'aqueduct-py[bench]'"
+    install: str = "pip install 'aqueduct-quic[bench]'"
 
 
 KINDS = {

@@ -18,7 +18,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "aqueduct-wire.json"
-ORIGIN = "aqueduct-py"  # marks our vectors; the shared ones have no origin field
+ORIGIN = "aqueduct-quic"  # marks our vectors; the shared ones have no origin field
 
 U64 = (1 << 64) - 1
 MAGIC = bytes([80, 95, 166, 96, 15, 64, 142])

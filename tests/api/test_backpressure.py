@@ -13,6 +13,7 @@ import pytest
 import aqueduct
 from aqueduct import WouldBlock
 from aqueduct.api.connection import link_of
+from aqueduct.api.halves.wiring import open_handle
 from aqueduct.core.config import EngineConfig
 from aqueduct.quic.certs import DevCerts
 
@@ -53,7 +54,7 @@ async def test_send_blocks_while_the_reader_stalls_then_proceeds(
         protocol = link_of(conn).protocol
 
         def stream_id() -> int:
-            sid = link_of(conn)._last_stream.get(tx.port.handle)  # type: ignore[arg-type]
+            sid = link_of(conn)._last_stream.get(open_handle(tx))  # type: ignore[arg-type]
             assert sid is not None
             return sid
 

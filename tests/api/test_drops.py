@@ -14,6 +14,7 @@ import pytest
 import aqueduct
 from aqueduct import ChannelCancelled
 from aqueduct.api.connection import link_of
+from aqueduct.api.halves.wiring import ended_here, open_handle
 from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import DevCerts
 
@@ -70,7 +71,7 @@ async def test_drops_of_one_turn_reach_the_engine_in_one_batch_without_the_self_
             tx, rx = aqueduct.channel()
             await conn.entrypoint.send({"rx": rx, "n": n})
             senders.append(tx)
-        handles = [tx.port.handle for tx in senders]
+        handles = [open_handle(tx) for tx in senders]
         told: list[int | None] = []
         batches = 0
         engine_drop, run_drops = link_of(conn).engine.drop_sender, link_of(conn).drops.run
@@ -159,8 +160,8 @@ async def test_a_send_carrying_a_half_binds_it_without_a_coroutine(certs: DevCer
     async with running(certs, handler) as (url, _), aqueduct.connect(url, ca=certs.ca) as conn:
         tx, rx = aqueduct.channel()
         ep = conn.entrypoint
-        assert link_of(conn).send(ep.port.handle, {"rx": rx}, Delivery.ORDERED) is None
-        assert tx.networked and rx.port.done is not None
+        assert link_of(conn).send(open_handle(ep), {"rx": rx}, Delivery.ORDERED) is None
+        assert tx.networked and ended_here(rx) is not None
 
 
 @pytest.mark.parametrize("mode", ["ordered", "unordered"])
@@ -184,7 +185,7 @@ async def test_a_last_message_and_its_fin_are_one_write(certs: DevCerts, mode: s
             original(sid, data, end_stream)
 
         quic.send_stream_data = recording
-        handle = tx.port.handle
+        handle = open_handle(tx)
         await tx.send(b"last")
         await tx.finish()
         await _next_turn()

@@ -142,7 +142,7 @@ async def test_replayed_zero_rtt_flight_is_never_processed_twice(certs: DevCerts
 
             # The attacker replays every datagram the client sent, from another address.
             replayed: asyncio.Future[aqueduct.Connection] = loop.create_future()
-            original_on_protocol = server.on_protocol
+            original_on_protocol = server._on_protocol
 
             def spy(protocol: Any) -> None:
                 original_on_protocol(protocol)
@@ -150,7 +150,7 @@ async def test_replayed_zero_rtt_flight_is_never_processed_twice(certs: DevCerts
                 if new and not replayed.done():
                     replayed.set_result(new[0])
 
-            server.on_protocol = spy  # type: ignore[method-assign]
+            server._on_protocol = spy  # type: ignore[method-assign]
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             try:
                 for data in proxy.recorded:

@@ -1,8 +1,9 @@
 """The public surface has one name per concept, written once: `aqueduct.__all__` is its parts' lists joined
 (errors, api, services: no name written in aqueduct/__init__.py), no two names for one thing, every exported
 name resolves and is listed by `dir()`, every exported error derives from AqueductError, the guides and
-examples reach only public modules, and a `Connection` shows only its documented members (no engine,
-aioquic adapter, futures or hooks: those are the library's `ConnectionLink`)."""
+examples reach only public modules, and `Sender`, `Receiver`, `Server` and `Connection` show exactly what an
+application calls: no wiring (binding, moving, typing a half: halves/wiring.py), and no public path from a
+half or a connection to the link, the engine or the aioquic adapter (the library asks `link_of`)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,17 @@ from .conftest import guard, running
 
 CONNECTION_MEMBERS = {
     "entrypoint", "peer_headers", "header", "peer_address", "codec", "stats", "rtt", "rtt_min", "is_closed",
-    "close", "wait_closed", "peer_identity", "identity", "zero_rtt",
+    "close", "wait_closed", "peer_identity", "identity", "zero_rtt", "transport",
 }
 """What README and the docstrings promise a service author; anything else is the library's business."""
+SURFACE = {
+    "Sender": {"send", "try_send", "finish", "cancel", "clone", "ended", "mode", "message_type", "networked"},
+    "Receiver": {"recv", "recv_message", "close", "on_invalid", "message_type", "networked"},
+    "Server": {"accept", "stop_accepting", "drain", "address", "connections", "admission", "metrics",
+               "metrics_address", "worker_dir", "webtransport"},
+    "Connection": CONNECTION_MEMBERS,
+}
+"""The exact public names of the four classes an application holds, instances' attributes included."""
 
 
 def test_every_exported_name_resolves_and_is_listed() -> None:
@@ -41,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_MODULES = {
     "aqueduct", "aqueduct.errors", "aqueduct.testing", "aqueduct.recording", "aqueduct.metrics",
     "aqueduct.metrics_otel", "aqueduct.spark", "aqueduct.services.otel", "aqueduct.quic.certs",
+    "aqueduct.quic.webtransport_cert",
 }
 """Where a user may reach besides `aqueduct` itself (decision API-27): the tools'
 packages, the ENDINGS table's module and the dev certificates; every other module is the library's own."""
@@ -100,6 +110,23 @@ def test_every_exported_error_is_an_aqueduct_error() -> None:
               if inspect.isclass(obj) and issubclass(obj, BaseException)]
     assert len(errors) >= 10
     assert [e.__name__ for e in errors if not issubclass(e, aqueduct.AqueductError)] == []
+
+
+async def test_the_halves_server_and_connection_show_exactly_their_public_names(certs: DevCerts) -> None:
+    tx, rx = aqueduct.channel()
+
+    async def hold(conn: aqueduct.Connection) -> None:
+        await conn.wait_closed()
+
+    async with running(certs, hold) as (url, server), aqueduct.connect(url, ca=certs.ca) as conn:
+        held = {"Sender": tx, "Receiver": rx, "Server": server, "Connection": conn}
+        shown = {name: {n for n in dir(obj) if not n.startswith("_")} for name, obj in held.items()}
+        assert shown == SURFACE
+        assert len(SURFACE["Sender"]) <= 10 and len(SURFACE["Receiver"]) <= 10
+        for half in (tx, rx, conn.entrypoint):
+            for internal in ("link", "port", "binding", "engine", "spec", "bind", "adopt", "join", "hand_on"):
+                assert not hasattr(half, internal), internal
+        assert link_of(conn.entrypoint) is link_of(conn) and link_of(tx) is None  # the library's door
 
 
 def test_connection_shows_only_its_documented_members() -> None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import aqueduct
 from aqueduct.api.connection import link_of
+from aqueduct.api.halves.wiring import open_handle
 from aqueduct.core.app import Delivery
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.protocol import AqueductProtocol
@@ -58,7 +59,7 @@ async def test_a_send_waits_before_writing_when_another_channel_filled_the_conne
             pass
         assert p.connection_blocked()
         before = _true_unacked(p)
-        waiting = link_of(conn).send(conn.entrypoint.port.handle, b"a2", Delivery.ORDERED)
+        waiting = link_of(conn).send(open_handle(conn.entrypoint), b"a2", Delivery.ORDERED)
         assert waiting is not None
         assert _true_unacked(p) == before  # nothing written over the bound: it waits first
         await guard(waiting)

@@ -121,7 +121,7 @@ def test_a_missing_peer_is_reported_and_the_run_goes_on(monkeypatch: pytest.Monk
     assert main(["bench", "--peers", "--only", "zeromq", "--only", "nats", "--only", "tcp", "--rounds", "1",
                  "--window", "0.02", "--setups", "1", "--api-channels", "0", "--engine-channels", "0", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "peer zeromq: not measured: no_such_zmq_library not installed (pip install 'aqueduct-py[bench]')" in out
+    assert "peer zeromq: not measured: no_such_zmq_library not installed (pip install 'aqueduct-quic[bench]')" in out
     assert "peer nats: not measured: no-such-nats-server not installed (scripts/setup-system.sh nats)" in out
     assert "64 B one way (msgs/s)" in out and " tcp " in out  # the rest of the run was measured
 

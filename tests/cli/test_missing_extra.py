@@ -30,7 +30,7 @@ def test_missing_spark_extra_is_one_line_naming_the_install(
     assert out.returncode == 2
     line = out.stderr.strip()
     assert "\n" not in line and "Traceback" not in line
-    assert "pip install 'aqueduct-py[spark]'" in line and "pyarrow" in line
+    assert "pip install 'aqueduct-quic[spark]'" in line and "pyarrow" in line
 
 
 def test_other_missing_modules_still_raise(monkeypatch: pytest.MonkeyPatch) -> None:

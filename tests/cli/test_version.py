@@ -25,7 +25,7 @@ def _pyproject_version() -> str:
 
 
 def test_the_installed_version_is_pyprojects() -> None:
-    assert version("aqueduct-py") == _pyproject_version()
+    assert version("aqueduct-quic") == _pyproject_version()
     assert aqueduct.__version__ == _pyproject_version()
     assert "__version__" in dir(aqueduct)
 

@@ -27,6 +27,7 @@ from aqueduct.core.app import AttachKind, Delivered, Delivery, SendResult
 from aqueduct.core.config import EngineConfig
 from aqueduct.core.engine import Engine
 from aqueduct.core.receiver import RState
+from aqueduct.core.timers import ACKS
 from aqueduct.core.transport import (
     DatagramReceived,
     HandshakeCompleted,
@@ -321,7 +322,7 @@ class _PlainChecked(Engine):
         for r in list(self._receivers.values()):
             if r.state is RState.GONE or (r.acks is not None and r.acks.owed() and r.acks.ack_due is None):
                 continue  # gone, or due "now" (a time that moves): nothing fixed to compare
-            key = ("rx", r.handle)
+            key = (ACKS, r.handle)
             armed = self._timers.armed_at(key)
             self._rx.schedule(r)
             if self._timers.armed_at(key) != armed:

@@ -100,6 +100,8 @@ def _package_copy(tmp: Path) -> Path:
 
 def test_no_build_an_edited_source_or_another_interpreter_mean_pure(tmp_path: Path) -> None:
     pkg = _package_copy(tmp_path)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "build-compiled.py").write_text("")  # a checkout
     assert stale_reason(pkg) == "not built: scripts/setup.sh builds them"
     manifest = native.current_manifest(pkg)
     manifest["files"] = {"aqueduct.wire.varint": "aqueduct/wire/varint.so"}
@@ -125,3 +127,18 @@ def test_every_pure_python_test_runs_in_cis_pure_pass() -> None:
     assert marked, "no test is marked pure_python (then this check and the marker can go)"
     unreached = [str(p.relative_to(ROOT)) for p in marked if not any(p == q or q in p.parents for q in paths)]
     assert unreached == [], f"add to the AQUEDUCT_PURE=1 line of .ci/run: {unreached}"
+
+
+def test_an_install_without_compiled_modules_says_what_the_user_can_do(tmp_path: Path) -> None:
+    """An installed wheel has no scripts/setup.sh: its text names the reinstall that builds them, and a wheel
+    built where nothing could be compiled says why (build_backend/aqueduct_build.py writes the reason)."""
+    pkg = _package_copy(tmp_path)  # (no scripts/ beside it: site-packages)
+    reinstall = f"pip install --force-reinstall --no-deps --no-cache-dir --no-binary {native.DISTRIBUTION} "
+    why = stale_reason(pkg)
+    assert why is not None and why.startswith("not built: with a C compiler") and reinstall in why
+    assert "setup.sh" not in why
+    (pkg / native.DIRNAME).mkdir()
+    (pkg / native.DIRNAME / native.MANIFEST).write_text(json.dumps({"not_built": "no C compiler ('cc')"}))
+    why = stale_reason(pkg)
+    assert why is not None and why.startswith("not built when this was installed: no C compiler ('cc');")
+    assert reinstall in why

@@ -98,3 +98,30 @@ def test_nack_oldest_lets_the_oldest_unreliable_holes_be_decided() -> None:
     acks.nack_oldest(3)
     acks.take_acknack(acks.decided_end())
     assert len(acks.unrel_received) == 2 and acks.unrel_start == 15  # the boundary range is acked too
+
+
+def test_timer_keys_are_a_kind_and_a_handle() -> None:
+    """Every deadline the engine arms is keyed by a TimerKind (an enum, dispatched by `Engine.handle_timer`),
+    never by a string: each literal key tuple in aqueduct/core starts with one of the kinds' constants."""
+    import ast
+    from pathlib import Path
+
+    import aqueduct
+    from aqueduct.core import timers
+
+    kinds = {kind.name for kind in timers.TimerKind}
+    assert kinds == {"SENT_UNRELIABLE", "PARTIAL_FRAME", "ACKS"}
+    assert all(getattr(timers, name) is timers.TimerKind[name] for name in kinds)
+    keys = []
+    for path in sorted((Path(aqueduct.__file__).parent / "core").glob("*.py")):  # (the sources, compiled or not)
+        tree = ast.parse(path.read_text())
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr in ("set", "set_earlier", "cancel", "armed_at")]
+        named = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "key" for t in n.targets)]
+        for node in [arg for call in calls for arg in call.args[:1]] + named:
+            if isinstance(node, ast.Tuple) and len(node.elts) == 2:
+                first = node.elts[0]
+                named_kind = isinstance(first, ast.Name) and first.id in kinds
+                keys.append("kind" if named_kind else f"{path.name}:{node.lineno}")
+    assert keys and set(keys) == {"kind"}, keys

@@ -23,7 +23,7 @@ from .conftest import ROOT
 SHOTS = ROOT / "out" / "docs-screenshots"
 # path on the site -> (its title, a line of its first code block)
 PAGES = {
-    "": ("aqueduct-py", block("README.md", "./scripts/demo.sh").code.splitlines()[0]),
+    "": ("aqueduct-quic", block("README.md", "./scripts/demo.sh").code.splitlines()[0]),
     "typed-channels/": ("Typed channels", block("docs/typed-channels.md", "class Quote").code.splitlines()[0]),
     "reference/aqueduct/Sender/": ("aqueduct.Sender", "Sender("),
 }
@@ -75,7 +75,7 @@ def test_page_renders_title_and_first_code_block(browser: Any, served: str, path
     page, problems = _open(browser, served + path)
     heading = page.locator("article h1").first
     assert heading.is_visible() and heading.inner_text().strip().rstrip("¶").strip() == title
-    assert title.rsplit(".", 1)[-1] in page.title()  # the nav name: "Sender - aqueduct-py"
+    assert title.rsplit(".", 1)[-1] in page.title()  # the nav name: "Sender - aqueduct-quic"
     first_code = page.locator("article pre code").first
     first_code.scroll_into_view_if_needed()
     assert first_code.is_visible()
@@ -84,6 +84,22 @@ def test_page_renders_title_and_first_code_block(browser: Any, served: str, path
     page.screenshot(path=str(SHOTS / f"{path.strip('/').replace('/', '-') or 'home'}.png"))
     assert problems == []
     page.close()
+
+
+def test_no_code_block_is_cut_off_at_1280_px(browser: Any, served: str) -> None:
+    """Every code block of the guides shows its whole width: none scrolls sideways (its lines wrap instead)."""
+    cut = {}
+    for page_md in sorted((ROOT / "docs").glob("*.md")):
+        path = "" if page_md.stem == "index" else f"{page_md.stem}/"
+        page, problems = _open(browser, served + path)
+        widths = page.eval_on_selector_all("article pre > code", "els => els.map(e => [e.scrollWidth, e.clientWidth])")
+        cut[page_md.name] = sum(1 for scroll, client in widths if scroll > client + 1)
+        if page_md.stem == "services":
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "services.png"), full_page=True)
+        assert problems == [], page_md.name
+        page.close()
+    assert {name: n for name, n in cut.items() if n} == {}
 
 
 def test_search_finds_oneshot(browser: Any, served: str) -> None:

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aqueduct.api.connection import Connection, link_of
-from aqueduct.api.halves import NetPort, Receiver, Sender, channel
+from aqueduct.api.halves import Receiver, Sender, channel
+from aqueduct.api.halves.wiring import open_handle
 from aqueduct.api.link import ConnectionLink
 from aqueduct.core.app import AppEvent, Delivery, MessagesAcked, MessagesNacked
 from aqueduct.errors import ChannelError, ChannelFinished, EndReason
@@ -384,11 +385,11 @@ class TreeTraffic:
                     del rec.sent[seq]
                     raise
                 finally:
-                    port = tx.port
-                    if rec.sender_key is None and isinstance(port, NetPort):
-                        rec.sender_key = (id(port.link), port.handle)
-                        assert isinstance(port.link, ConnectionLink)
-                        rec.sender_conn = port.link
+                    link, handle = link_of(tx), open_handle(tx)
+                    if rec.sender_key is None and link is not None and handle is not None:
+                        rec.sender_key = (id(link), handle)
+                        assert isinstance(link, ConnectionLink)
+                        rec.sender_conn = link
                 counts[reliable] += 1
                 self.log.messages_sent += 1
             if rng.random() < shape.cancel_probability:

@@ -10,6 +10,7 @@ from typing import Any
 import aqueduct
 from aqueduct import Delivery
 from aqueduct.api.connection import link_of
+from aqueduct.api.halves.wiring import open_handle
 from aqueduct.core.app import MessagesAcked
 from aqueduct.quic.certs import DevCerts
 from aqueduct.recording import read_events
@@ -41,7 +42,7 @@ async def test_both_sides_record_what_they_send_take_and_learn(certs: DevCerts, 
             data_tx, data_rx = aqueduct.channel()
             reply_tx, reply_rx = aqueduct.channel()
             await conn.entrypoint.send({"data": data_rx, "reply": reply_tx})
-            all_acked = _spy_acks(conn, data_tx.port.handle, 20)
+            all_acked = _spy_acks(conn, open_handle(data_tx), 20)
             for i in range(20):
                 await data_tx.send(b"x" * i)
             await data_tx.send("dgram", mode=Delivery.UNRELIABLE)

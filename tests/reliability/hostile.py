@@ -29,8 +29,8 @@ from aqueduct.api.codec import RawCodec, RawMessage
 from aqueduct.api.connection import link_of
 from aqueduct.api.echo import echo_connection
 from aqueduct.core.config import EngineConfig
+from aqueduct.quic.aioquic_connection import PacedQuicConnection
 from aqueduct.quic.certs import DevCerts
-from aqueduct.quic.paced import PacedQuicConnection
 from aqueduct.quic.settings import ALPN, TransportSettings
 from aqueduct.wire.frames import ConnectionControl, Frame, Version, encode_frames
 
@@ -239,7 +239,7 @@ class PeakTracker:
 
             proto.pump = pump
 
-        original = server.on_protocol
+        original = server._on_protocol
 
         def on_protocol(protocol: Any) -> None:
             original(protocol)
@@ -248,7 +248,7 @@ class PeakTracker:
                     seen.add(id(conn))
                     hook(conn)
 
-        server.on_protocol = on_protocol  # type: ignore[method-assign]
+        server._on_protocol = on_protocol  # type: ignore[method-assign]
 
     async def server_close(self) -> int:
         """Wait until a watched server connection ends; its close code."""

@@ -22,6 +22,7 @@ from harness.traffic import TrafficLog, TrafficShape, TreeTraffic
 import aqueduct
 from aqueduct import ConnectionLost, Delivery
 from aqueduct.api.connection import link_of
+from aqueduct.api.halves.wiring import open_handle
 from aqueduct.errors import EndReason
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings
@@ -102,7 +103,7 @@ async def test_one_channel_every_mode_sender_view_matches_receiver(certs: DevCer
             counts[reliable] += 1
             await tx.send({"c": rec.cid, "s": seq, "h": []}, mode=mode)
             if rec.sender_key is None:
-                rec.sender_key, rec.sender_conn = (id(link_of(conn)), tx.port.handle), link_of(conn)
+                rec.sender_key, rec.sender_conn = (id(link_of(conn)), open_handle(tx)), link_of(conn)
         await tx.finish()
         rec.sender_end = await asyncio.wait_for(tx.ended(), GUARD)
         traffic._done(rec)

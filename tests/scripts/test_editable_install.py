@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _copy_project(to: Path) -> Path:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("aqueduct", "aeron_compat"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "_compiled")  # (a checkout's own build: not copied)
+    for name in ("aqueduct", "aeron_compat", "build_backend"):  # (the build backend: pyproject's backend-path)
         shutil.copytree(ROOT / name, to / name, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
         shutil.copy(ROOT / name, to / name)
     return to
 
@@ -42,6 +42,9 @@ def test_first_editable_install_prints_no_banner_and_mypy_finds_the_package(tmp_
     assert "transitional" not in output and "Warning" not in output, output
     pth = list((env_dir / "lib").glob("python3*/site-packages/__editable__.*.pth"))
     assert len(pth) == 1 and pth[0].read_text().strip() == str(project)
+    # an editable install compiles nothing (mypyc is for wheels: build_backend/aqueduct_build.py); a checkout
+    # compiles with scripts/build-compiled.py, and AQUEDUCT_PURE=1 runs the pure modules whatever was built
+    assert not (project / "aqueduct" / "_compiled").exists() and "mypy" not in output
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "use.py").write_text("import aqueduct\n\nreveal_type(aqueduct.connect)\n")

@@ -53,7 +53,7 @@ def test_shared_vectors_kept_unchanged() -> None:
 def test_own_vectors_are_many_and_named_uniquely() -> None:
     own = VECTORS[SHARED_COUNT:]
     assert len(own) >= 150
-    assert all(v["origin"] == "aqueduct-py" for v in own)
+    assert all(v["origin"] == "aqueduct-quic" for v in own)
     assert len({v["name"] for v in VECTORS}) == len(VECTORS)
 
 

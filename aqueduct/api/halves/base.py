@@ -1,5 +1,5 @@
 """What every half is made of: the message and mode types, the in-process pipe two local halves share and the
-`Link` protocol a networked half talks through (a half's port, ports.py, holds one or the other)."""
+`Link` protocol (a connection, as a networked half sees it); a half's binding (bindings.py) holds one or the other."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ _SKIPPED: Any = object()
 DEFAULT_LOCAL_CAPACITY = 1024
 ModeLike = Delivery | str
 Prefetched = tuple[Any, Delivery, int]
-"""A message a networked receiver took from its engine ahead of the application: (value, delivery, number)."""
+"""A message queued for a receiver: (value, delivery, number); in a local pipe, or taken from the engine ahead of
+the application into a networked receiver's buffer."""
 
 
 def as_delivery(mode: ModeLike) -> Delivery:
@@ -63,11 +64,13 @@ class Link(Protocol):
     @property
     def closed(self) -> asyncio.Future[ConnectionClosed]: ...
 
-    def send(self, handle: int, obj: Any, delivery: Delivery) -> Coroutine[Any, Any, None] | None: ...
+    def send(
+        self, handle: int, obj: Any, delivery: Delivery, *, confirm: bool = False
+    ) -> Coroutine[Any, Any, Outcome | None] | asyncio.Future[Outcome] | None: ...
+    def send_now(
+        self, handle: int, obj: Any, delivery: Delivery, *, confirm: bool = False, force: bool = False
+    ) -> asyncio.Future[Outcome] | None: ...
     def channel_name(self, handle: int) -> str: ...
-    async def send_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]: ...
-    def send_nowait_confirmed(self, handle: int, obj: Any, delivery: Delivery) -> asyncio.Future[Outcome]: ...
-    def send_nowait(self, handle: int, obj: Any, delivery: Delivery, *, force: bool = False) -> None: ...
     def finish(self, handle: int) -> None: ...
     def cancel(self, handle: int) -> None: ...
     async def fill(self, handle: int, buf: deque[Prefetched]) -> None: ...
@@ -83,7 +86,7 @@ class _Pipe:
     __slots__ = ("_waiters", "capacity", "confirms", "count", "ended", "items", "receiver", "receiver_gone", "sender")
 
     def __init__(self, capacity: int) -> None:
-        self.items: deque[Message[Any]] = deque()
+        self.items: deque[Prefetched] = deque()
         self.capacity = capacity
         self.ended: EndReason | None = None
         self.receiver_gone = False
@@ -115,9 +118,20 @@ class _Pipe:
                 self.settle_all(Outcome.CANCELLED)
             self.wake()
 
-    def taken(self, msg: Message[Any]) -> None:
-        """The receiver took `msg`: a confirmed send learns it was delivered."""
-        fut = self.confirms.pop(msg.number, None)
+    def push(self, value: Any, delivery: Delivery, confirm: bool) -> asyncio.Future[Outcome] | None:
+        """Queue one message (the caller checked there is room); with `confirm`, the future of its outcome."""
+        number = self.count
+        self.items.append((value, delivery, number))
+        self.count = number + 1
+        fut: asyncio.Future[Outcome] | None = None
+        if confirm:
+            fut = self.confirms[number] = asyncio.get_running_loop().create_future()
+        self.wake()
+        return fut
+
+    def taken(self, number: int) -> None:
+        """The receiver took message `number`: a confirmed send learns it was delivered."""
+        fut = self.confirms.pop(number, None)
         if fut is not None and not fut.done():
             fut.set_result(Outcome.ACKED)
 

@@ -1,18 +1,18 @@
-"""Making halves: `channel()` and `oneshot()` pairs, halves bound to a network channel, and the engine
-attachment kind a half travels as."""
+"""Making halves: the `channel()` and `oneshot()` pairs an application asks for (the library's own halves,
+bound to network channels, are made in wiring.py)."""
 
 from __future__ import annotations
 
 from typing import Any, overload
 
-from ...core.app import AttachKind, Delivery
+from ...core.app import Delivery
 from ..oneof import OneOf, type_of
 from ..validation import spec_for
-from .base import DEFAULT_LOCAL_CAPACITY, Link, ModeLike, OnInvalid, T, _Pipe
-from .oneshot import Half, OneshotReceiver, OneshotSender
-from .ports import LocalPort
+from .base import DEFAULT_LOCAL_CAPACITY, ModeLike, OnInvalid, T
+from .oneshot import OneshotReceiver, OneshotSender
 from .receiver import Receiver
 from .sender import Sender
+from .wiring import pair
 
 
 @overload
@@ -61,47 +61,4 @@ def oneshot(message_type: Any = None) -> tuple[OneshotSender[Any], OneshotReceiv
 
 
 def _pair(tx: Sender[Any], rx: Receiver[Any], message_type: Any, capacity: int) -> None:
-    port = LocalPort(_Pipe(capacity))  # (both halves share one port: a port never changes in place)
-    spec = spec_for(type_of(message_type)) if message_type is not None else None
-    tx.type_as(spec)
-    rx.type_as(spec)
-    tx.join(port)
-    rx.join(port)
-
-
-def networked_half(link: Link, handle: int, *, is_sender: bool, oneshot: bool = False) -> Half:
-    """A half bound to a network channel (an attachment we received); untyped until a message type types it.
-
-    A receiver that arrived in a message may be a broadcast subscription: it takes lag notices as Lagged."""
-    half: Half
-    if is_sender:
-        half = OneshotSender() if oneshot else Sender()
-    else:
-        half = OneshotReceiver() if oneshot else Receiver()
-        half.accept_lags()
-    half.bind(link, handle)
-    return half
-
-
-def networked_sender(link: Link, handle: int) -> Sender[Any]:
-    """A Sender bound to a network channel."""
-    tx: Sender[Any] = Sender()
-    tx.bind(link, handle)
-    return tx
-
-
-def networked_receiver(link: Link, handle: int) -> Receiver[Any]:
-    """A Receiver bound to a network channel."""
-    rx: Receiver[Any] = Receiver()
-    rx.bind(link, handle)
-    return rx
-
-
-_KINDS = {Sender: AttachKind.SENDER, Receiver: AttachKind.RECEIVER, OneshotSender: AttachKind.ONESHOT_SENDER,
-          OneshotReceiver: AttachKind.ONESHOT_RECEIVER}
-
-
-def attach_kind(half: Half) -> AttachKind:
-    """The engine attachment for handing `half` to the peer."""
-    half.check_travel()
-    return _KINDS[type(half)]
+    pair(tx, rx, spec_for(type_of(message_type)) if message_type is not None else None, capacity)

@@ -5,13 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar, Literal, overload
 
-from ...errors import (
-    EndReason,
-    Outcome,
-)
-from ..validation import register_half_types
+from ...errors import ChannelClosed, Outcome
 from .base import ModeLike, T, within
-from .ports import NetPort, talks_through
 from .receiver import Receiver
 from .sender import Sender
 
@@ -34,21 +29,15 @@ class OneshotSender(Sender[T]):
         self, obj: T, mode: ModeLike | None = None, *, timeout: float | None = None, confirm: bool = False
     ) -> Outcome | None:
         """Send the one message (ChannelClosed if it was sent already); the channel is then finished."""
-        self._check()
+        done = self._binding.done
+        if done is not None:
+            raise ChannelClosed(f"sender is {done}")
         if confirm:
-            fut = self._try_send_confirmed(obj, mode)  # (a oneshot pipe or a fresh channel has room)
-            self._sent_one()
+            fut = self.try_send(obj, mode, confirm=True)  # (a oneshot pipe or a fresh channel has room)
             return await within(timeout, fut, f"send on {self._where()}")
         await super().send(obj, mode, timeout=timeout)
-        self._sent_one()
+        self._binding.sent_one(self)
         return None
-
-    def _sent_one(self) -> None:
-        port = self._port
-        if isinstance(talks_through(port), NetPort):  # (on a connection the engine finishes it after its message)
-            self._close("finished", drops=port.drops)
-        else:
-            self._end(EndReason.FINISHED)
 
     @overload
     def try_send(self, obj: T, mode: ModeLike | None = ..., *, confirm: Literal[False] = ...) -> None: ...
@@ -59,7 +48,7 @@ class OneshotSender(Sender[T]):
     ) -> asyncio.Future[Outcome] | None:
         """Send the one message now, or WouldBlock."""
         fut = super().try_send(obj, mode, confirm=True) if confirm else super().try_send(obj, mode)
-        self._sent_one()
+        self._binding.sent_one(self)
         return fut
 
     def __repr__(self) -> str:
@@ -76,7 +65,5 @@ class OneshotReceiver(Receiver[T]):
 
 
 
-
-register_half_types(Sender, Receiver, OneshotSender, OneshotReceiver)
 
 Half = Sender[Any] | Receiver[Any]
