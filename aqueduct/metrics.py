@@ -198,14 +198,15 @@ class Metrics(Collector):
 
     @staticmethod
     def _state_sizes(live: list[QuicLink]) -> GaugeMetricFamily:
-        """Every engine table of `state_sizes()`, summed over live connections (what peers make us hold)."""
-        family = GaugeMetricFamily("aqueduct_state_size", "Engine state held for peers, summed over live "
-                                   "connections (Engine.state_sizes)", labels=["table"])
+        """Every table of each connection's `state_sizes()` (the engine's and the services'), summed over live
+        connections (what peers make us hold)."""
+        family = GaugeMetricFamily("aqueduct_state_size", "State held for peers, summed over live connections "
+                                   "(ConnectionLink.state_sizes: the engine's tables and the services' calls)",
+                                   labels=["table"])
         totals: dict[str, int] = {}
         for conn in live:
-            engine = conn.protocol.engine
-            if engine is not None and not conn.is_closed:
-                for table, n in engine.state_sizes().items():
+            if conn.protocol.engine is not None and not conn.is_closed:
+                for table, n in conn.state_sizes().items():
                     totals[table] = totals.get(table, 0) + n
         for table, n in sorted(totals.items()):
             family.add_metric([table], n)

@@ -359,6 +359,7 @@ class ServeOptions(TypedDict, total=False):
     schema_check: SchemaCheck
     client_ca: str | Path | None
     require_client_cert: bool
+    allow_ca_client_cert: bool
     authenticate: Authenticate | None
     workers: int
     worker: int
@@ -398,7 +399,9 @@ def serve(
     impossible, so 0-RTT messages are processed before the handshake completes (see quic/tickets.py).
 
     `client_ca`: request a client certificate in every handshake and verify it against this CA file (mutual TLS;
-    `require_client_cert=False` also admits clients without one); `conn.peer_identity` names the client. No
+    `require_client_cert=False` also admits clients without one); `conn.peer_identity` names the client. A client
+    certificate that is itself a CA (basicConstraints CA:TRUE) is refused unless `allow_ca_client_cert=True`
+    (without `client_ca`: ConfigError). No
     session tickets are issued then (a resumed session shows no certificate), so there is no 0-RTT.
     `authenticate`: `async def cb(headers, peer_identity) -> identity` runs once each client's headers arrive,
     before anything else of it is processed; it returns what `conn.identity` becomes, or raises to refuse the
@@ -433,6 +436,7 @@ async def _serve(
     schema_check: SchemaCheck = "exact",
     client_ca: str | Path | None = None,
     require_client_cert: bool = True,
+    allow_ca_client_cert: bool = False,
     authenticate: Authenticate | None = None,
     workers: int = 1,
     worker: int = 0,
@@ -440,7 +444,11 @@ async def _serve(
     webtransport: bool | WebTransportOptions = False,
 ) -> AsyncIterator[Server[Any]]:
     server: Server[Any] = Server(codec or DEFAULT_CODEC, entrypoint, schema_check, authenticate)
-    client_auth = ClientAuth.load(client_ca, required=require_client_cert) if client_ca is not None else None
+    if allow_ca_client_cert and client_ca is None:
+        raise ConfigError("allow_ca_client_cert=True needs client_ca (the CA file client certificates are checked "
+                          "against)")
+    client_auth = (ClientAuth.load(client_ca, required=require_client_cert, allow_ca_leaf=allow_ca_client_cert)
+                   if client_ca is not None else None)
     if authenticate is not None:
         engine_config = replace(engine_config or EngineConfig(), hold_until_accepted=True)
     if webtransport:

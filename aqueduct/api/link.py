@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..aio import mark_seen
@@ -101,6 +101,9 @@ class ConnectionLink(Generic[A]):
         """Set by `record=` (aqueduct/recording/hook.py): told of every event, send and take."""
         self.metrics: EventObserver | None = None
         """Set by `aqueduct.metrics.Metrics.track`: told of every batch of engine events."""
+        self.size_sources: dict[str, Callable[[], Mapping[str, int]]] = {}
+        """What the layers above hold for this connection, by layer (the services' calls): `state_sizes()` adds
+        their tables to the engine's."""
         protocol.listener = self._on_events
         if protocol.engine is not None:
             self._on_events(protocol.engine.events())
@@ -125,6 +128,14 @@ class ConnectionLink(Generic[A]):
         if self._entrypoint is None:
             raise ConnectionLost("the connection has no entrypoint (peer headers not received)")
         return self._entrypoint
+
+    def state_sizes(self) -> dict[str, int]:
+        """What the peer makes this connection hold: the engine's tables (`Engine.state_sizes()`) and those of the
+        layers above (`size_sources`: the services' `calls_running`, `nested_calls`, `call_metadata_bytes`)."""
+        sizes = self.engine.state_sizes()
+        for source in self.size_sources.values():
+            sizes.update(source())
+        return sizes
 
     def channel_name(self, handle: int) -> str:
         """How errors name the channel behind an engine handle: its channel ID, as the wire spells it."""

@@ -41,6 +41,11 @@ class EngineConfig:
     """Messages queued in one receiver, not yet taken by the application."""
     max_receiver_queue_bytes: int = 16 * 1024 * 1024
     """Payload bytes queued in one receiver, not yet taken by the application."""
+    max_receiver_queue_halves: int = 1024
+    """Halves (channels) carried by the messages queued in one receiver, not yet taken by the application: each
+    holds a channel's engine state (its records and control stream, ~2.3 KB) for a few bytes of frame, so past
+    this the stream stalls (backpressure, as for a full queue) with the rest of its frames unprocessed. A message
+    reaching an empty queue is queued whatever it carries."""
     max_buffered_bytes: int = 64 * 1024 * 1024
     """Bytes held across the connection: partial frames, early frames held before headers or handshake."""
     max_ack_ranges: int = 4096

@@ -381,6 +381,7 @@ class Engine:
             + sum(s.acks.ranges_held() for s in self._senders.values() if s.acks is not None),
             "partial_frames": len(self._flow.partial_since),
             "peer_header_bytes": self._startup.peer_header_bytes,
+            "queued_halves": sum(r.queue.halves for r in self._receivers.values() if r.queue is not None),
         }
 
     # ---- internals ----

@@ -75,6 +75,7 @@ class Intake:
         self._tx = tx
         self._queue_max = ctx.config.max_receiver_queue_messages
         self._queue_max_bytes = ctx.config.max_receiver_queue_bytes
+        self._queue_max_halves = ctx.config.max_receiver_queue_halves
         self._overhead = ctx.config.held_item_overhead
         self._ack_delay = ctx.config.ack_delay
 
@@ -164,6 +165,10 @@ class Intake:
                     f"a message on channel {channel} is larger than a receiver queue may hold", CloseCode.LIMIT_EXCEEDED
                 )
             raise QueueFull(r.handle)
+        if attachments and queue and queue.halves + len(attachments) > self._queue_max_halves:
+            if not reliable:
+                return False  # (as for a full queue: dropped, then nacked)
+            raise QueueFull(r.handle)  # (each queued half costs a channel's state: ~2.3 KB for ~40 B of frame)
         taken = self._take_attachments(attachments)
         r.messages_seen += 1
         if reliable:

@@ -9,7 +9,8 @@ window). The queue counts its payload bytes plus `overhead` per message
 (EngineConfig.held_item_overhead: empty messages are not free); `max_messages`
 and `max_bytes` (EngineConfig.max_receiver_queue_*) bound it. Every change of the count of
 bytes happens here: callers add with `offer`/`put`/`put_run` and remove
-with `take`/`take_many`.
+with `take`/`take_many`, and so every change of the count of halves the queued messages carry (`halves`:
+only `put` queues a message with attachments).
 
 A receiver allocates its queue with its first message (an idle channel
 holds none). The queue is a deque, so the per-message calls on the hot
@@ -31,12 +32,14 @@ it holds (None: a datagram), and that credit. (A tuple: one is made per message.
 class MessageQueue(deque[Queued]):
     """Messages waiting for the application, with their payload bytes counted against two bounds."""
 
-    __slots__ = ("max_bytes", "max_messages", "nbytes", "overhead")
+    __slots__ = ("halves", "max_bytes", "max_messages", "nbytes", "overhead")
 
     def __init__(self, max_messages: int, max_bytes: int, overhead: int = 0) -> None:
         super().__init__()
         self.nbytes = 0
         """Payload bytes queued, plus `overhead` per message."""
+        self.halves = 0
+        """Halves the queued messages carry (each holds a channel's engine state: Intake bounds them)."""
         self.max_messages = max_messages
         self.max_bytes = max_bytes
         self.overhead = overhead
@@ -59,6 +62,8 @@ class MessageQueue(deque[Queued]):
         """Queue `item` whose room `has_room` confirmed."""
         self.append(item)
         self.nbytes += nbytes + self.overhead
+        if item[0].attachments:
+            self.halves += len(item[0].attachments)
 
     def put_run(self, items: Iterable[Queued], nbytes: int, count: int) -> None:
         """Queue a run of `count` items (`nbytes` payload bytes in all) whose room `fitting` or `has_room`
@@ -82,6 +87,8 @@ class MessageQueue(deque[Queued]):
         """Remove and return the oldest entry (the queue must not be empty)."""
         item = self.popleft()
         self.nbytes -= len(item[0].payload) + self.overhead
+        if self.halves:
+            self.halves -= len(item[0].attachments)
         return item
 
     def take_many(self, limit: int) -> list[Queued]:
@@ -89,4 +96,6 @@ class MessageQueue(deque[Queued]):
         pop = self.popleft
         items = [pop() for _ in range(min(limit, len(self)))]
         self.nbytes -= sum([len(d.payload) for d, _, _ in items]) + len(items) * self.overhead
+        if self.halves:
+            self.halves -= sum([len(d.attachments) for d, _, _ in items])
         return items

@@ -15,7 +15,8 @@ Bounds (SECURITY.md, "Typed services"). Every number a peer's call carries is ch
 never runs. Nesting: a call made while serving a call (`CURRENT` is set, so its depth is one more) takes no
 slot of `max_concurrent_calls`, which its outer call may be holding (that was a deadlock: 64 outer calls
 whose callbacks called back); it takes one of `max_nested_calls` at once or fails at once with
-`CallLimitExceeded`, so it never waits on a slot. `service_sizes(link)` counts what a connection's calls hold.
+`CallLimitExceeded`, so it never waits on a slot. `service_sizes(link)` counts what a connection's calls
+hold; `configure` makes them part of the link's `state_sizes()` (and so of the `aqueduct_state_size` metric).
 """
 
 from __future__ import annotations
@@ -134,6 +135,10 @@ class Settings:
     metadata_bytes: int = 0
     """Bytes of metadata the running calls hold (each within `limits`)."""
 
+    def sizes(self) -> dict[str, int]:
+        """What the peer's calls hold on the connection (its tables in `ConnectionLink.state_sizes()`)."""
+        return {"calls_running": self.running, "nested_calls": self.nested, "call_metadata_bytes": self.metadata_bytes}
+
 
 _DEFAULT = Settings()
 _SETTINGS: weakref.WeakKeyDictionary[QuicLink, Settings] = weakref.WeakKeyDictionary()
@@ -146,6 +151,7 @@ def configure(link: QuicLink, interceptors: Sequence[Interceptor], max_concurren
         raise ConfigError(f"max_concurrent_calls must be at least 1, not {max_concurrent_calls}")
     found = _SETTINGS[link] = Settings(tuple(interceptors), max_concurrent_calls,
                                        asyncio.Semaphore(max_concurrent_calls), limits or ServiceLimits())
+    link.size_sources["services"] = found.sizes  # (the link's state_sizes() and aqueduct_state_size count them)
     return found
 
 
@@ -156,10 +162,9 @@ def settings_of(link: Any) -> Settings:
 
 
 def service_sizes(link: Any) -> dict[str, int]:
-    """What the peer's calls hold on this connection (its state sizes above the engine's `state_sizes()`):
-    calls running, this side's nested calls in flight, bytes of metadata held by running calls."""
-    s = settings_of(link)
-    return {"calls_running": s.running, "nested_calls": s.nested, "call_metadata_bytes": s.metadata_bytes}
+    """What the peer's calls hold on this connection (part of `link.state_sizes()`): calls running, this side's
+    nested calls in flight, bytes of metadata held by running calls."""
+    return settings_of(link).sizes()
 
 
 def _utf8(text: str) -> int:

@@ -175,6 +175,25 @@ def test_a_full_receiver_queue_stalls_its_stream_until_the_application_takes() -
     assert sizes["stalled_streams"] == 0 and sizes["held_bytes"] == 0 and sizes["streams"] == 2  # FIN ran too
 
 
+def test_halves_carried_by_queued_messages_are_bounded_and_the_rest_stall_unprocessed() -> None:
+    """Each attached half becomes a channel on arrival (decision SEC-30): past max_receiver_queue_halves the
+    stream stalls before the next message is processed (no channel made for it), and runs on once taken."""
+    s = server_ready(EngineConfig(max_receiver_queue_halves=3))
+    rx = s.entrypoint or 0
+    ids = [ChannelId.make(to=Side.CLIENT, minted_by=Side.CLIENT, oneshot=True, index=i) for i in range(1, 6)]
+    frames = [Message(0, 0, (ids[0], ids[1]), b"two"), Message(0, 1, (ids[2],), b"one"),
+              Message(0, 2, (ids[3], ids[4]), b"two more")]
+    s.handle_event(StreamDataReceived(2, encode_frames(frames), True), 0.0)
+    assert not s.closed
+    sizes = s.state_sizes()
+    assert sizes["queued_halves"] == 3 and sizes["senders"] == 3 and sizes["stalled_streams"] == 1
+    assert s.take_message(rx).payload == b"two"  # type: ignore[union-attr]
+    sizes = s.state_sizes()  # (one queued half left: the stalled message's two fit now)
+    assert sizes["queued_halves"] == 3 and sizes["senders"] == 5 and sizes["stalled_streams"] == 0
+    assert [m.payload for m in iter(lambda: s.take_message(rx), None)] == [b"one", b"two more"]  # type: ignore[union-attr]
+    assert s.state_sizes()["queued_halves"] == 0
+
+
 def test_a_message_larger_than_a_whole_queue_closes_with_limit_exceeded() -> None:
     s = server_ready(EngineConfig(max_receiver_queue_bytes=10))
     feed(s, 2, [Message(0, 0, (), b"x" * 11)])

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -78,8 +79,10 @@ def client_ca(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make_ca(tmp_path_factory.mktemp("openssl-ca"), "clients-ca")
 
 
-async def _served_name(certs: DevCerts, client_ca: Path, cert: tuple[Path, Path]) -> aqueduct.PeerIdentity:
-    """Connect with `cert` to a server verifying clients against `client_ca`; the identity the server saw."""
+async def _served_name(certs: DevCerts, client_ca: Path, cert: tuple[Path, Path],
+                       **serve_kw: Any) -> aqueduct.PeerIdentity:
+    """Connect with `cert` to a server verifying clients against `client_ca` (and served with `serve_kw`); the
+    identity the server saw."""
     seen: list[aqueduct.PeerIdentity | None] = []
 
     async def handler(conn: aqueduct.Connection) -> None:
@@ -87,7 +90,7 @@ async def _served_name(certs: DevCerts, client_ca: Path, cert: tuple[Path, Path]
         async for msg in conn.entrypoint:
             assert msg == "hi"
 
-    async with running(certs, handler, client_ca=client_ca) as (url, _server):
+    async with running(certs, handler, client_ca=client_ca, **serve_kw) as (url, _server):
         async with await guard(aqueduct.connect(url, ca=certs.ca, cert=cert[0], key=cert[1])) as conn:
             await conn.entrypoint.send("hi")
     assert len(seen) == 1 and seen[0] is not None
@@ -196,6 +199,13 @@ async def test_a_ca_certificate_is_refused_as_a_client_leaf(certs: DevCerts, cli
     await _refused(certs, client_ca, (client_ca, client_ca.with_suffix(".key")), "is a CA certificate")
     auth = ClientAuth.load(client_ca, allow_ca_leaf=True)  # (configured: accepted)
     auth.verify(x509.load_pem_x509_certificate(sub[0].read_bytes()), [])
+    assert (await _served_name(certs, client_ca, sub, allow_ca_client_cert=True)).name == "sub-ca"
+
+
+async def test_allowing_ca_client_certificates_needs_a_client_ca(certs: DevCerts) -> None:
+    with pytest.raises(aqueduct.ConfigError, match="allow_ca_client_cert=True needs client_ca"):
+        async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, allow_ca_client_cert=True):
+            pass
 
 
 def test_the_dev_ca_takes_an_intermediate(tmp_path: Path) -> None:

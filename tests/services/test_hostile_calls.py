@@ -20,6 +20,7 @@ import pytest
 import aqueduct
 from aqueduct.api.connection import link_of
 from aqueduct.api.request import request
+from aqueduct.metrics import Metrics
 from aqueduct.quic.certs import DevCerts
 from aqueduct.services.context import CURRENT, DEFAULT_MAX_CONCURRENT_CALLS, ServiceLimits, service_sizes
 from aqueduct.services.dispatch import dispatchers
@@ -103,6 +104,28 @@ async def test_call_metadata_within_the_bounds_is_counted_while_its_call_runs(ce
         assert await guard(task) == "k"
         assert service_sizes(link_of(server_conn)) == {"calls_running": 0, "nested_calls": 0,
                                                        "call_metadata_bytes": 0}
+
+
+async def test_the_calls_sizes_are_part_of_the_connections_state_sizes_and_its_metric(certs: DevCerts) -> None:
+    """`service_sizes` are tables of the connection's `state_sizes()` (beside the engine's) and of the
+    `aqueduct_state_size` metric, so an operator sees what a peer's calls hold where the rest is counted."""
+    metrics = Metrics()
+    async with served(certs, server_kw={"metrics": metrics}) as (impl, conn, server):
+        (server_conn,) = server.connections
+        link = link_of(server_conn)
+        with aqueduct.call_options(metadata={"who": "me" * 100}):
+            task = asyncio.ensure_future(conn.service.wait("k"))
+            await guard(impl.started.get())
+        sizes = link.state_sizes()
+        assert sizes["calls_running"] == 1 and sizes["call_metadata_bytes"] == len("who") + 200
+        assert sizes["nested_calls"] == 0 and sizes["senders"] == link.engine.state_sizes()["senders"]
+        text = metrics.exposition().decode()
+        assert 'aqueduct_state_size{table="call_metadata_bytes"} 203.0' in text
+        assert 'aqueduct_state_size{table="calls_running"} 1.0' in text
+        impl.running["k"].set()
+        assert await guard(task) == "k"
+        assert link.state_sizes()["call_metadata_bytes"] == 0
+        assert 'aqueduct_state_size{table="call_metadata_bytes"} 0.0' in metrics.exposition().decode()
 
 
 class CallsBack(Listener):
