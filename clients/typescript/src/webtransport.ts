@@ -266,7 +266,7 @@ export async function connect<T = unknown>(url: string, options: ConnectOptions 
       }),
     ]);
   } catch (err) {
-    conn.close(0, "connect failed");
+    void conn.close(0, "connect failed");
     throw err;
   } finally {
     clearTimeout(timer);

@@ -153,12 +153,20 @@ test("over a WebTransport session: control stream first, frames both ways, reset
   await assert.rejects(rx.recv());
 });
 
-test("a connection's close closes its session with the code and reason", async () => {
+test("a connection's graceful close finishes the entrypoint, then closes its session with the code and reason", async () => {
   const connecting = connect("https://x/aqueduct", { WebTransport: FakeSession as never });
   await settle();
   const session = FakeSession.last;
   session.clientBidi[0]!.source.send(hello);
   const conn = await connecting;
-  conn.close(0, "bye");
+  const closing = conn.close(0, "bye");
+  await settle();
+  assert.equal(session.closeInfo, null); // graceful: the entrypoint finishes first, the server ends it
+  const ctrl = session.openBidi();
+  ctrl.source.send([{ type: "ChannelControl", channel: 0n }]);
+  await settle();
+  assert.deepEqual(ctrl.sink.frames(), [{ type: "FinishSender", reliableCount: 0n }]);
+  ctrl.source.send([{ type: "CloseReceiver", ranges: [] }]);
+  await closing;
   assert.deepEqual(session.closeInfo, { closeCode: 0, reason: "bye" });
 });
