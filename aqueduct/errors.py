@@ -89,7 +89,9 @@ class ConnectionLost(ChannelError):
 
 
 class ConnectError(AqueductError):
-    """The connection was never established: nothing listening, no answer in time, or TLS verification failed.
+    """The connection was never usable: nothing listening, no answer in time, TLS verification failed, the server
+    refused this client (`AuthenticationFailed`) or speaks another protocol version, codec (`CodecMismatch`) or
+    entrypoint schema (`SchemaMismatch`).
 
     Not a `ChannelError`: no channel existed yet. `code` is the QUIC close code when the peer sent one.
     (`aqueduct.reconnecting` retries it, as it retries a `ConnectionLost`.)"""

@@ -40,7 +40,7 @@ async def receiver(args: argparse.Namespace) -> None:
     if args.unpaced:  # for comparison only: aioquic's own window updates (grow as data arrives)
         from aioquic.quic.connection import QuicConnection
 
-        from aqueduct.quic.paced import PacedQuicConnection
+        from aqueduct.quic.aioquic_connection import PacedQuicConnection
 
         PacedQuicConnection._write_connection_limits = QuicConnection._write_connection_limits  # type: ignore[method-assign]
         PacedQuicConnection._write_stream_limits = QuicConnection._write_stream_limits  # type: ignore[method-assign]

@@ -1,4 +1,5 @@
-"""Shared by the examples: a throwaway dev certificate, a served-in-the-background server, and `run`."""
+"""Shared by the examples: a throwaway dev certificate, a served-in-the-background server, and `exit_with` (the
+synchronous examples' quiet runner; the asynchronous ones use `aqueduct.run`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import contextlib
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aqueduct
@@ -37,14 +38,6 @@ async def running_server(
                 acceptor.cancel()
                 for task in tasks:
                     task.cancel()
-
-
-def run(main: Coroutine[Any, Any, None]) -> None:
-    """Run an example's `main()`; Ctrl-C stops it quietly (exit status 130, no traceback)."""
-    try:
-        asyncio.run(main)
-    except KeyboardInterrupt:
-        sys.exit(130)
 
 
 def exit_with(main: Callable[[], int | None]) -> None:

@@ -9,12 +9,14 @@ finishing `say` leaves the room.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Any
 
-from _common import run, running_server
+from _common import running_server
 
 import aqueduct
 
-inboxes: dict[str, aqueduct.Sender] = {}
+inboxes: dict[str, aqueduct.Sender[Any]] = {}
 
 
 async def broadcast(text: str) -> None:
@@ -22,7 +24,7 @@ async def broadcast(text: str) -> None:
         await inbox.send({"line": text})
 
 
-async def member(name: str, say_rx: aqueduct.Receiver) -> None:
+async def member(name: str, say_rx: aqueduct.Receiver[Any]) -> None:
     await broadcast(f"* {name} joined")
     async for line in say_rx:
         await broadcast(f"<{name}> {line}")
@@ -31,7 +33,7 @@ async def member(name: str, say_rx: aqueduct.Receiver) -> None:
     await inbox.finish()
 
 
-async def chat_server(conn: aqueduct.Connection) -> None:
+async def chat_server(conn: aqueduct.Connection[aqueduct.Receiver[Any]]) -> None:
     tasks = []
     async for join in conn.entrypoint:
         say_tx, say_rx = aqueduct.channel()
@@ -41,12 +43,12 @@ async def chat_server(conn: aqueduct.Connection) -> None:
     await asyncio.gather(*tasks)
 
 
-async def client(url: str, ca: object, name: str, lines: list[str], ready: asyncio.Barrier) -> list[str]:
+async def client(url: str, ca: str | Path, name: str, lines: list[str], ready: asyncio.Barrier) -> list[str]:
     async with aqueduct.connect(url, ca=ca) as conn:
         inbox_tx, inbox_rx = aqueduct.channel()
         await conn.entrypoint.send({"name": name, "inbox": inbox_tx})
         welcome = await inbox_rx.recv()
-        say: aqueduct.Sender = welcome["say"]
+        say: aqueduct.Sender[Any] = welcome["say"]
         await ready.wait()
         seen: list[str] = []
         async with say:
@@ -72,4 +74,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line

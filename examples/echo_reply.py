@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from _common import run, running_server
+from typing import Any
+
+from _common import running_server
 
 import aqueduct
 
 
-async def echo(conn: aqueduct.Connection) -> None:
+async def echo(conn: aqueduct.Connection[aqueduct.Receiver[Any]]) -> None:
     async for request in conn.entrypoint:
         async with request["reply"] as reply:  # the reply Sender arrived inside the message
             await reply.send({"echo": request["text"]})
@@ -22,4 +24,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
-from _common import run, running_server
+from _common import running_server
 
 import aqueduct
 
-feeds: dict[str, list[aqueduct.Sender]] = defaultdict(list)
+feeds: dict[str, list[aqueduct.Sender[Any]]] = defaultdict(list)
 subscribed = asyncio.Event()
 
 
-async def broker(conn: aqueduct.Connection) -> None:
+async def broker(conn: aqueduct.Connection[aqueduct.Receiver[Any]]) -> None:
     async for msg in conn.entrypoint:
         if "subscribe" in msg:
             feeds[msg["subscribe"]].append(msg["feed"])
@@ -32,7 +34,7 @@ async def broker(conn: aqueduct.Connection) -> None:
                 await feed.finish()
 
 
-async def subscriber(url: str, ca: object, name: str) -> list[str]:
+async def subscriber(url: str, ca: str | Path, name: str) -> list[str]:
     async with aqueduct.connect(url, ca=ca) as conn:
         feed_tx, feed_rx = aqueduct.channel()
         await conn.entrypoint.send({"subscribe": "news", "feed": feed_tx})
@@ -55,4 +57,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line

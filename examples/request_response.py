@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
-from _common import run, running_server
+from _common import running_server
 
 import aqueduct
 
-METHODS = {"add": lambda a, b: a + b, "upper": lambda s: s.upper()}
+METHODS: dict[str, Callable[..., Any]] = {"add": lambda a, b: a + b, "upper": lambda s: s.upper()}
 
 
-async def rpc_server(conn: aqueduct.Connection) -> None:
+async def rpc_server(conn: aqueduct.Connection[aqueduct.Receiver[Any]]) -> None:
     async for call in conn.entrypoint:
         async with call["reply"] as reply:
             try:
@@ -21,7 +22,7 @@ async def rpc_server(conn: aqueduct.Connection) -> None:
                 await reply.send({"error": f"{type(exc).__name__}: {exc}"})
 
 
-async def call(conn: aqueduct.Connection, method: str, *args: Any) -> Any:
+async def call(conn: aqueduct.Connection[aqueduct.Sender[Any]], method: str, *args: Any) -> Any:
     reply_tx, reply_rx = aqueduct.channel()
     await conn.entrypoint.send({"method": method, "args": list(args), "reply": reply_tx})
     answer = await reply_rx.recv()
@@ -42,4 +43,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line

@@ -16,8 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import run
-
 import aqueduct
 from aqueduct import Receiver
 from aqueduct.quic.certs import make_dev_certs
@@ -100,7 +98,7 @@ async def client(url: str, ca: Path) -> None:
         calc = conn.service                                        # mypy: Calculator
         print("client: add(2, 40) =", await calc.add(2, 40))
         try:
-            await calc.add("2", 40)  # type: ignore[arg-type]      # mypy error; at run time:
+            await calc.add("2", 40)  # type: ignore[arg-type]      # mypy rejects it; at run time:
         except aqueduct.ValidationError as exc:
             print("client: not sent:", exc.path, "expected", exc.expected)
         print("client: count(4) streams", [i async for i in await calc.count(4)])
@@ -138,4 +136,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line

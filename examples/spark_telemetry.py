@@ -62,7 +62,7 @@ class Hub:
         self.changed.set()
         self.changed = asyncio.Event()
 
-    async def connection(self, conn: aqueduct.Connection) -> None:
+    async def connection(self, conn: aqueduct.Connection[aqueduct.Receiver[Any]]) -> None:
         try:
             async for req in conn.entrypoint:
                 self.spawn(self.request(req))
@@ -209,7 +209,7 @@ def main() -> None:
         try:
             deadline = time.monotonic() + args.seconds
             while not enough.is_set() and time.monotonic() < deadline:
-                if query.awaitTermination(0.5):  # True once the query ended; raises if it failed
+                if query.awaitTermination(1):  # True once the query ended; raises if it failed
                     break
         finally:
             query.stop()

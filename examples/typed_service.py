@@ -15,7 +15,7 @@ import asyncio
 import sys
 
 import msgspec
-from _common import run, running_server
+from _common import running_server
 
 import aqueduct
 from aqueduct import Connection, OneshotSender, Receiver, Sender
@@ -140,4 +140,4 @@ async def serve_desk(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    run(main())
+    aqueduct.run(main())  # Ctrl-C ends it with one line

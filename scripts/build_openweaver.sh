@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build OpenWeaver's Stream example server and client from the vendored sources (third_party/openweaver)
 # with its patches applied (third_party/openweaver/patches, `patch -p1` on a copy) into a cache directory
-# keyed by a hash of the sources, the patches, this script and the compiler; print that directory.
+# keyed by a hash of the sources, the patches, this script and the compiler; print that directory. The cache is
+# the clone's build/openweaver (ignored by git; OPENWEAVER_CACHE overrides it): nothing is written outside the clone.
 # Installs nothing: without the build packages it exits 3 naming them and `scripts/setup-system.sh openweaver`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +12,7 @@ if ! why=$(bash "$ROOT/scripts/setup-system.sh" --check openweaver); then echo "
 
 KEY=$( (cd "$SRC" && find . -type f | LC_ALL=C sort | xargs sha256sum; \
         sha256sum "$ROOT/scripts/build_openweaver.sh"; g++ --version | head -1) | sha256sum | cut -c1-16)
-OUT=${OPENWEAVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aqueduct-openweaver}/$KEY
+OUT=${OPENWEAVER_CACHE:-$ROOT/build/openweaver}/$KEY
 if [ -x "$OUT/ow_server" ] && [ -x "$OUT/ow_client" ]; then echo "$OUT"; exit 0; fi
 
 mkdir -p "$(dirname "$OUT")"

@@ -133,15 +133,21 @@ reference leaves those out of their class's page, which shows what an applicatio
 
 
 def _directive(path: str, obj: griffe.Object | griffe.Alias) -> str:
-    """The mkdocstrings directive of one reference page: a class's wiring members filtered out."""
+    """The mkdocstrings directive of one reference page: a class's wiring members filtered out, and its bases
+    left unshown when every one is private (`Bases: _Half` tells a reader nothing they can use)."""
     wiring = sorted(
         name
         for name, member in (obj.members.items() if obj.is_class else ())
         if not member.is_alias and member.docstring and member.docstring.value.startswith(WIRING)
     )
-    if not wiring:
-        return f"::: {path}\n"
-    return f"::: {path}\n    options:\n      filters: [\"!^_\", \"!^({'|'.join(wiring)})$\"]\n"
+    options = []
+    if wiring:
+        options.append(f"      filters: [\"!^_\", \"!^({'|'.join(wiring)})$\"]\n")
+    bases = [str(base).split("[", 1)[0].rsplit(".", 1)[-1] for base in obj.bases] if obj.is_class else []
+    shown = [base for base in bases if base != "Generic"]  # (typing's machinery: the signature shows the T)
+    if shown and all(base.startswith("_") for base in shown):
+        options.append("      show_bases: false\n")
+    return f"::: {path}\n" + (f"    options:\n{''.join(options)}" if options else "")
 
 
 def reference_pages() -> dict[str, str]:

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Install what the full test suite needs beyond the Python venv (scripts/setup.sh): Debian packages, and the
 # separate Python 3.12 venv of the real-Aeron peer. Idempotent: a piece already present is left alone, and a
-# run with nothing to do prints one line. Prints what it installs and why. apt needs root (or sudo).
+# run with nothing to do prints one line. apt needs root (or sudo).
+# Before it installs anything it prints every Debian package it will install and why: the packages each piece
+# names, then the ones apt pulls in as their dependencies (from `apt-get -s`, the simulated install), so nothing
+# is installed unnamed. apt's own output (and debconf's notes) is kept back unless the install fails. It writes
+# nothing outside the clone but what apt and the pyaeron venv install (its lock is this script file itself).
 #
 #   scripts/setup-system.sh [PIECE...]          install the named pieces (default: all)
 #   scripts/setup-system.sh --check PIECE       exit 0 and print what was found if PIECE is present; else
@@ -113,7 +117,7 @@ if [ "$(id -u)" != 0 ]; then
   if [ -t 0 ]; then SUDO="sudo"; else SUDO="sudo -n"; fi  # no terminal (scripts/test.sh in CI): never prompt
 fi
 
-exec 9>"${TMPDIR:-/tmp}/aqueduct-setup-system-$(id -u).lock"  # concurrent runs do not run apt-get twice
+exec 9<"$0"  # concurrent runs do not run apt-get twice (the lock is this script: no file left in /tmp)
 flock 9
 todo="" present=""
 for piece in $pieces; do
@@ -123,18 +127,39 @@ if [ -z "$todo" ]; then
   echo "setup-system: present:$present (nothing to install)"
   exit 0
 fi
-updated=""
+APT="env DEBIAN_FRONTEND=noninteractive DEBCONF_NONINTERACTIVE_SEEN=true apt-get -o Dpkg::Use-Pty=0"
+quietly() {  # run a command with its output kept back; on failure show it and stop
+  local out
+  if ! out=$("$@" 2>&1); then echo "$out" >&2; echo "setup-system: failed: $*" >&2; exit 1; fi
+}
+
+# Name everything first: each piece's packages and why, then what apt adds as their dependencies.
+named=""
 for piece in $todo; do
   missing=$(missing_packages "$piece")
   if [ -n "$missing" ]; then
     echo "setup-system: $piece: apt-get install $missing ($(why "$piece"))"
-    if [ -n "$SUDO" ] && ! $SUDO true 2>/dev/null; then
-      echo "setup-system: not root and no usable sudo: cannot install $missing (run: sudo scripts/setup-system.sh $piece)" >&2
-      exit 1
-    fi
-    if [ -z "$updated" ]; then $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq; updated=1; fi
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    named="$named $missing"
   fi
+done
+if [ -n "$named" ]; then
+  if [ -n "$SUDO" ] && ! $SUDO true 2>/dev/null; then
+    echo "setup-system: not root and no usable sudo: cannot install$named (run: sudo scripts/setup-system.sh$todo)" >&2
+    exit 1
+  fi
+  quietly $SUDO $APT update -qq  # (the package lists only: nothing is installed)
+  plan=$($SUDO $APT install -s --no-install-recommends $named 2>&1) \
+    || { echo "$plan" >&2; echo "setup-system: apt cannot install$named" >&2; exit 1; }
+  deps=""
+  for p in $(echo "$plan" | sed -n 's/^Inst \([^ ]*\).*/\1/p'); do
+    case " $named " in *" $p "*) ;; *) deps="$deps $p" ;; esac
+  done
+  if [ -n "$deps" ]; then
+    echo "setup-system: apt adds $(echo $deps | wc -w) packages the above depend on (no recommends):$deps"
+  fi
+  quietly $SUDO $APT install -y -qq --no-install-recommends $named
+fi
+for piece in $todo; do
   if [ "$piece" = node ]; then
     bash "$ROOT/scripts/setup-node.sh"
   fi

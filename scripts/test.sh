@@ -9,6 +9,10 @@
 # others wait on JVMs, subprocesses and sockets (decision PROJ-10).
 # The longest files start first, as the runs before measured them (kept in .pytest_cache), and files sharing
 # an expensive session fixture run on one worker (tests/scheduling.py), so the workers end together.
+# The summary gives each skip's reason (-rs). Pytest's temporary directories are the clone's .pytest-tmp (kept
+# for a look after a failure, as pytest keeps its own), and scripts/leftovers.py runs the suite: whatever a test
+# or bench leaves outside the clone (in /tmp, $TMPDIR, the home directory or its cache) is listed and fails the
+# run (AQUEDUCT_LEFTOVERS=list only lists them, for a machine shared with other work).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,4 +20,5 @@ bash scripts/setup-system.sh || echo "test.sh: system pieces missing (above): th
 VENV="${AQUEDUCT_VENV:-.venv}"
 CORES=$(nproc 2>/dev/null || echo 2)
 WORKERS="${AQUEDUCT_TEST_WORKERS:-$(( CORES + 1 < 8 ? CORES + 1 : 8 ))}"
-exec "$VENV/bin/python" -m pytest -q -n "$WORKERS" --dist loadfile "$@"
+exec "$VENV/bin/python" scripts/leftovers.py -- \
+  "$VENV/bin/python" -m pytest -q -rs -n "$WORKERS" --dist loadfile --basetemp=.pytest-tmp "$@"

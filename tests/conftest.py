@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -83,6 +83,26 @@ def _io_modules_loaded_by(names: list[str]) -> str:
 def io_modules_loaded_by() -> Callable[[list[str]], str]:
     """Import the named modules in a fresh interpreter; its printout lists the asyncio/aioquic/socket modules loaded."""
     return _io_modules_loaded_by
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_user_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The run's own cache, config and state directories, matplotlib's and aeron_compat's base directory, under
+    pytest's temporary directory: what the code under test and the programs it starts (Chromium, matplotlib,
+    Aeron drivers) keep per user lands there, not in the home directory or /tmp (scripts/leftovers.py checks)."""
+    base = tmp_path_factory.mktemp("user-dirs")
+    dirs = {"XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config", "XDG_STATE_HOME": "state",
+            "MPLCONFIGDIR": "matplotlib", "AERON_COMPAT_DIR": "aeron_compat"}
+    saved = {name: os.environ.get(name) for name in dirs}
+    for name, sub in dirs.items():
+        (base / sub).mkdir(mode=0o700)
+        os.environ[name] = str(base / sub)
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

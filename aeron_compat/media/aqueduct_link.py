@@ -26,9 +26,19 @@ from ..client.directory import private_dir
 from .link import ControlLink, OnControl
 
 
+def dev_certs_dir() -> Path:
+    """Where the user's development certificates live: `$AERON_COMPAT_DIR/dev-certs` when that is set, else
+    `$XDG_STATE_HOME/aeron_compat/dev-certs` (~/.local/state/...). Never the shared temporary directory: the CA's
+    private key is in it (it was once /tmp/aeron_compat-$USER/dev-certs)."""
+    if os.environ.get("AERON_COMPAT_DIR"):
+        return private_dir(base_dir()) / "dev-certs"
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return private_dir(state / "aeron_compat") / "dev-certs"
+
+
 def dev_certs(directory: Path | None = None) -> DevCerts:
-    """The user's shared development CA and loopback certificate (made once, atomically)."""
-    target = directory or private_dir(base_dir()) / "dev-certs"  # (another user's base could plant a CA)
+    """The user's shared development CA and loopback certificate (made once, atomically; see `dev_certs_dir`)."""
+    target = directory or dev_certs_dir()  # (private_dir: another user's directory could plant a CA)
     names = DevCerts(target / "ca.pem", target / "ca.key", target / "cert.pem", target / "key.pem")
     if not names.key.exists():
         target.parent.mkdir(parents=True, exist_ok=True)

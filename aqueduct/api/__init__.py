@@ -23,6 +23,7 @@ from .halves import Message, OneshotReceiver, OneshotSender, Receiver, Sender, c
 from .oneof import OneOf
 from .reconnect import Attempt, Backoff, reconnecting
 from .request import request
+from .runner import run
 from .schema import SchemaMismatch
 
 __all__ = [
@@ -57,4 +58,5 @@ __all__ = [
     "oneshot",
     "reconnecting",
     "request",
+    "run",
 ]

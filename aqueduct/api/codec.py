@@ -34,7 +34,7 @@ import cbor2
 import msgspec
 
 from ..errors import CodecError as CodecError  # (defined with the other public errors; its home is here)
-from ..errors import ConnectionLost
+from ..errors import ConnectError
 from . import validation
 from .halves import Half, LagNotice, Receiver, Sender, end_halves
 
@@ -189,12 +189,15 @@ DEFAULT_CODEC = CborCodec()
 def codec_refusal(ours: Codec, theirs: bytes | None, side: str) -> str | None:
     """Why the peer's announced codec (its CODEC_HEADER) is refused by `side` ("client"/"server"), or None.
 
-    A peer that names none is served. The reason is worded for both ends: the peer may be the one that reads
-    it (as the close reason)."""
+    A peer that names none is served. The reason names the server's codec and the client's, the same text
+    whichever side refuses: the client may be the one that reads it (as the close reason)."""
     if theirs is None or theirs == ours.name.encode():
         return None
-    return f"codec mismatch: the {side} uses {ours.name!r}, its peer announced {theirs!r}"
+    peer = theirs.decode(errors="replace")
+    server, client = (ours.name, peer) if side == "server" else (peer, ours.name)
+    return f"codec mismatch: the server uses {server!r}, this client {client!r}"
 
 
-class CodecMismatch(ConnectionLost):
-    """The peer announced a different codec than ours."""
+class CodecMismatch(ConnectError):
+    """The server and the client use different codecs: `connect` fails with it (a ConnectError: no channel
+    existed yet, and retrying will not help)."""

@@ -163,8 +163,10 @@ def connect(
     A server that refuses this client fails the connect with `AuthenticationFailed` (after it returned, with
     0-RTT: the connection then ends with that close code).
     Fails with `ConfigError` for an unusable CA, certificate or key file (before anything is sent), and with
-    `ConnectError` when nothing listens (at once, on ICMP port unreachable), when the handshake and the
-    server's headers do not complete within `connect_timeout` seconds, or when TLS verification fails.
+    `ConnectError` for everything that happens before the connection is usable: nothing listens (at once, on
+    ICMP port unreachable), the handshake and the server's headers do not complete within `connect_timeout`
+    seconds, TLS verification fails, the server refuses this client (`AuthenticationFailed`), speaks another
+    protocol version, or uses another codec (`CodecMismatch`) or entrypoint schema (`SchemaMismatch`).
     `entrypoint=T` (or `OneOf(A, B)` for a union): `conn.entrypoint` is a `Sender[T]`, checked as every typed
     Sender is; T's schema is
     announced, and a server announcing a different one fails the connect with `SchemaMismatch`
@@ -221,7 +223,9 @@ async def _connect(
         by_peer = not protocol.quic.closed_locally  # (our own TLS stack refusing the server is no refusal of us)
         protocol.close_connection(0, "connect failed")
         refused = refusal(exc.code, str(exc), by_peer=by_peer) if exc.code is not None else None
-        raise (refused or exc) from None
+        if refused is not None or isinstance(exc, ConnectError):
+            raise (refused or exc) from None
+        raise ConnectError(str(exc), exc.code) from None  # (ended before it was usable: no channel existed)
     except BaseException:
         protocol.close_connection(0, "connect failed")
         raise

@@ -39,6 +39,7 @@ from ..errors import (
     ERROR_FOR_REASON,
     OUTCOME_FOR_END,
     ChannelError,
+    ConnectError,
     ConnectionLost,
     EndReason,
     LimitExceeded,
@@ -186,23 +187,23 @@ class ConnectionLink(Generic[A]):
             self._refuse(CloseCode.CODEC_MISMATCH, why, CodecMismatch)
             return
         refused = check_peer(self._schema, self.header(SCHEMA_HEADER), self._schema_check,
-                             self.engine.config.max_schema_depth)
+                             self.engine.config.max_schema_depth, self.engine.side.name.lower())
         if refused is not None:
             self._refuse(CloseCode.SCHEMA_MISMATCH, refused, SchemaMismatch)
             return
         if not self.ready.done():
             self.ready.set_result(self)
 
-    def _refuse(self, code: CloseCode, why: str, error: type[ConnectionLost]) -> None:
+    def _refuse(self, code: CloseCode, why: str, error: type[ConnectError]) -> None:
         self.engine.close(code, why, now=self._loop.time())
         self._loop.call_soon(self._protocol.flush)
         if not self.ready.done():
             self.ready.set_exception(error(why, code))
 
     def _on_closed(self, ev: app.ConnectionClosed) -> None:
-        if not self.ready.done():
+        if not self.ready.done():  # (closed before it was usable: no channel existed, a ConnectError)
             exc_type = {CloseCode.CODEC_MISMATCH: CodecMismatch, CloseCode.SCHEMA_MISMATCH: SchemaMismatch}.get(
-                ev.error_code, ConnectionLost)  # type: ignore[call-overload]
+                ev.error_code, ConnectError)  # type: ignore[call-overload]
             self.ready.set_exception(exc_type(ev.reason or "connection closed before it was ready", ev.error_code))
         if not self.closed.done():
             self.closed.set_result(ev)

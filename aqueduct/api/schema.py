@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..errors import ConnectionLost
+from ..errors import ConnectError
 from .pydantic_models import describe_messages_with
 from .pydantic_models import json_schema as pydantic_schema
 from .validation import capabilities
@@ -43,8 +43,9 @@ CANONICAL_KEPT = 256
 SchemaCheck = Literal["exact", "compatible"]
 
 
-class SchemaMismatch(ConnectionLost):
-    """The peer's entrypoint schema differs from ours (`schema_check` decides what counts)."""
+class SchemaMismatch(ConnectError):
+    """The server's entrypoint schema differs from the client's (`schema_check` decides what counts): `connect`
+    fails with it (a ConnectError: no channel existed yet)."""
 
 
 def describe(tp: Any) -> dict[str, Any]:
@@ -273,19 +274,23 @@ def nesting_exceeds(doc: bytes, limit: int) -> bool:
 
 
 def check_peer(ours: bytes | None, theirs: bytes | None, mode: SchemaCheck,
-               max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
-    """Why the peer's announced schema is refused, or None if it is accepted (`max_depth`: see nesting_exceeds)."""
+               max_depth: int = DEFAULT_MAX_DEPTH, side: str = "client") -> str | None:
+    """Why the peer's announced schema is refused by `side` ("client"/"server"), or None if it is accepted
+    (`max_depth`: see nesting_exceeds). The reason names the server's schema and the client's, the same text
+    whichever side refuses: the client may be the one that reads it (as the close reason)."""
     if ours is None or theirs is None or ours == theirs:
         return None
+    peer = "this client" if side == "server" else "the server"
     if nesting_exceeds(theirs, max_depth):
-        return (f"schema mismatch: the peer's schema header nests deeper than {max_depth} (max_schema_depth; "
+        return (f"schema mismatch: {peer}'s schema header nests deeper than {max_depth} (max_schema_depth; "
                 f"fingerprint {fingerprint(theirs)})")
     try:
         a, b = json.loads(ours), json.loads(theirs)
     except ValueError:
-        return f"schema mismatch: the peer's schema header is not JSON (fingerprint {fingerprint(theirs)})"
+        return f"schema mismatch: {peer}'s schema header is not JSON (fingerprint {fingerprint(theirs)})"
     if mode == "compatible" and compatible(a, b):
         return None
-    where = first_difference(a, b) or "$"
-    return (f"schema mismatch: ours {fingerprint(ours)}, the peer's {fingerprint(theirs)}; "
+    (server, s), (client, c) = ((ours, a), (theirs, b)) if side == "server" else ((theirs, b), (ours, a))
+    where = first_difference(s, c) or "$"
+    return (f"schema mismatch: the server's schema {fingerprint(server)}, this client's {fingerprint(client)}; "
             f"first difference at {where}")

@@ -100,7 +100,8 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
     """Inside the namespace: start the peer, measure every (round, loss, path), print the samples."""
     from ..quic.certs import make_dev_certs
 
-    certs = make_dev_certs(tempfile.mkdtemp(prefix="aqueduct-netloss-"))
+    scratch = tempfile.TemporaryDirectory(prefix="aqueduct-netloss-")  # (private, removed however this ends)
+    certs = make_dev_certs(scratch.name)
     proc, ports = peer.spawn(str(certs.cert), str(certs.key))
     samples: dict[str, dict[str, list[float]]] = {p: {} for p in PATHS}
     try:
@@ -121,6 +122,7 @@ async def _inner(window: float, rounds: int, losses: list[float]) -> None:
     finally:
         _drop(0)
         peer.stop(proc)
+        scratch.cleanup()
     print(json.dumps({"samples": samples}), flush=True)
 
 

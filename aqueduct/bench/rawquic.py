@@ -66,7 +66,7 @@ class RawClientProtocol(QuicConnectionProtocol):
     async def wait_until(self, ready: Callable[[], bool]) -> None:
         """Wait until `ready()` (checked after each transmit, i.e. after each batch of incoming packets)."""
         while not ready():
-            fut = self._loop.create_future()
+            fut = asyncio.get_running_loop().create_future()
             self._waiters.append((ready, fut))
             await fut
 

@@ -16,7 +16,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `aqueduct report`."""
     parser = sub.add_parser("report", help="analyze a recording with Spark into one HTML file with embedded charts")
-    add_analyze_arguments(parser)
+    add_analyze_arguments(parser, html=False)
     parser.add_argument("-o", "--output", dest="html", required=True, metavar="FILE",
                         help="the HTML file to write")  # fmt: skip
     parser.set_defaults(func=_run)

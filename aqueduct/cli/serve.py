@@ -1,8 +1,9 @@
-"""`aqueduct serve`: run the echo service (raw codec) until killed.
+"""`aqueduct serve`: run the echo service (raw codec), or a service of yours, until stopped.
 
-The echo service is the only one so far, so it is the default; `--echo`
-names it explicitly (decision PROJ-6). Ports
-beyond 0-65535 are refused (ConfigError) before anything starts.
+Two services: `--echo` (the default: the interop echo service, raw codec) or `--service MODULE:CLASS`, an
+implementation of an `aqueduct.Service` interface made with no arguments (`aqueduct serve --service
+calc:Calc` serves the Services guide's calculator; the module is imported from the current directory
+first; decision PROJ-6). Ports beyond 0-65535 are refused (ConfigError) before anything starts.
 
 Prints `listening on HOST:PORT` as the first stdout line (flushed; port 0
 picks a free port) and one line per connection when it ends. SIGTERM drains
@@ -33,6 +34,8 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import importlib
+import inspect
 import os
 import signal
 import sys
@@ -40,13 +43,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..api.codec import RawCodec
 from ..api.echo import echo_connection
-from ..api.endpoints import Server, check_port, serve
+from ..api.endpoints import Server, check_port
 from ..core.config import EngineConfig
 from ..errors import ConfigError
 from ..metrics import Metrics
 from ..quic.settings import TransportSettings
 from ..quic.webtransport import WebTransportOptions
 from ..quic.workers import MAX_WORKERS
+from ..services.endpoints import serve as serve_service
+from ..services.interface import Service
 from ._record import add_record_arguments, recorder
 
 if TYPE_CHECKING:
@@ -55,9 +60,13 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the `serve` subcommand."""
-    p = sub.add_parser("serve", help="run an Aqueduct service (the interop echo service, the default)")
-    p.add_argument("--echo", action="store_true",
-                   help="run the echo service (raw codec; the default, as the only service so far)")
+    p = sub.add_parser("serve", help="run an Aqueduct service: the interop echo service, or a service of yours")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--echo", action="store_true",
+                       help="run the interop echo service (raw codec; the default)")
+    which.add_argument("--service", metavar="MODULE:CLASS",
+                       help="run your aqueduct.Service implementation CLASS of MODULE (made with no arguments; "
+                            "MODULE is looked for in the current directory first), e.g. calc:Calc")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=4433, help="UDP port (default: 4433; 0: pick a free one)")
     p.add_argument("--cert", required=True, help="server certificate chain (PEM)")
@@ -97,7 +106,8 @@ async def _start_workers(args: argparse.Namespace, port: int, worker_dir: object
     """Worker 0 starts workers 1..N-1 on its port; each has printed its first line when this returns."""
     procs = []
     for i in range(1, args.workers):
-        cmd = [sys.executable, "-m", "aqueduct", "serve", "--echo", "--host", args.host, "--port", str(port),
+        service = ["--service", args.service] if args.service else ["--echo"]
+        cmd = [sys.executable, "-m", "aqueduct", "serve", *service, "--host", args.host, "--port", str(port),
                "--cert", args.cert, "--key", args.key, "--grace", str(args.grace), "--workers", str(args.workers),
                "--worker", str(i), "--worker-dir", str(worker_dir),
                *(["--single-use-tickets"] if args.single_use_tickets else []),
@@ -166,11 +176,12 @@ async def _main(args: argparse.Namespace, record: object) -> None:
 
         if metrics is None:
             metrics = Metrics()
-    async with serve(args.host, args.port, cert=args.cert, key=args.key, codec=RawCodec(),
-                     single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
-                     engine_config=engine_config, settings=settings, client_ca=args.client_ca,
-                     workers=args.workers, worker=args.worker, worker_dir=args.worker_dir,
-                     webtransport=_webtransport(args)) as server:
+    served: dict[str, Any] = {"service": service_of(args.service)} if args.service else {"codec": RawCodec()}
+    async with serve_service(args.host, args.port, cert=args.cert, key=args.key, **served,
+                             single_use_tickets=args.single_use_tickets, record=record, metrics=metrics,
+                             engine_config=engine_config, settings=settings, client_ca=args.client_ca,
+                             workers=args.workers, worker=args.worker, worker_dir=args.worker_dir,
+                             webtransport=_webtransport(args)) as server:
         export: OtlpExport | None = None
         if args.otlp_endpoint is not None:
             from ..metrics_otel import export_otlp
@@ -194,6 +205,7 @@ def _webtransport(args: argparse.Namespace) -> WebTransportOptions | bool:
 
 async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
     drained: list[asyncio.Task[None]] = []
+    stopping = asyncio.Event()
     host, port = server.address
     others = await _start_workers(args, port, server.worker_dir) if args.worker == 0 else []
     relays = [asyncio.ensure_future(_relay(proc, i + 1)) for i, proc in enumerate(others)]
@@ -205,6 +217,7 @@ async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGTERM)
             drained.append(asyncio.ensure_future(server.drain(args.grace)))
+            stopping.set()
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
     print(f"listening on {host}:{port}", flush=True)
@@ -212,18 +225,23 @@ async def _serve(server: Server[Any], args: argparse.Namespace) -> None:
         print(f"workers: {args.workers} processes sharing the port, pids "
               f"{', '.join(str(p) for p in [os.getpid(), *(proc.pid for proc in others)])}", flush=True)
     try:
-        await _serve_connections(server, args, drained)
+        await _serve_connections(server, args, drained, stopping)
     finally:
         await _stop_workers(others, relays)
 
 
 async def _serve_connections(server: Server[Any], args: argparse.Namespace,
-                             drained: list[asyncio.Task[None]]) -> None:
-    """Accept and serve connections (the echo rule) until the server stops accepting."""
+                             drained: list[asyncio.Task[None]], stopping: asyncio.Event) -> None:
+    """Accept and serve connections (the echo rule) until the server stops accepting; a service's server
+    accepts and serves its connections itself, until SIGTERM's drain (or Ctrl-C)."""
     if server.metrics_address is not None:
         print(f"metrics on http://{server.metrics_address[0]}:{server.metrics_address[1]}/metrics", flush=True)
     if args.otlp_endpoint is not None:
         print(f"metrics pushed over OTLP to {args.otlp_endpoint} every {args.otlp_interval:g} s", flush=True)
+    if args.service:
+        await stopping.wait()
+        await drained[0]
+        return
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(conn: object) -> None:
@@ -249,6 +267,24 @@ async def _serve_connections(server: Server[Any], args: argparse.Namespace,
     if drained:  # the drain ended the loop: let it finish before the server closes what is left
         await drained[0]
         await asyncio.gather(*tasks, return_exceptions=True)  # each prints its connection's line
+
+
+def service_of(spec: str) -> Any:
+    """An instance of the `aqueduct.Service` implementation `module:Class` (ConfigError saying why not)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"--service {spec}: expected MODULE:CLASS, e.g. calc:Calc")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        cls: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            cls = getattr(cls, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"--service {spec}: cannot load it: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Service)) or inspect.isabstract(cls):
+        raise ConfigError(f"--service {spec}: not an implementation of an aqueduct.Service interface")
+    return cls()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,10 +36,8 @@ from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 
 if TYPE_CHECKING:
-    from aioquic.quic.connection import QuicConnection
-
     from ..core.engine import Engine
-    from .paced import PacedQuicConnection
+    from .aioquic_connection import PacedQuicConnection
 
 log = logging.getLogger("aqueduct.quic")
 
@@ -61,9 +59,8 @@ class Endings:
         side: Side
         handshake: asyncio.Future[Any]
         terminated: asyncio.Future[tp.ConnectionTerminated]
-        _quic: QuicConnection
-        _loop: asyncio.AbstractEventLoop
-        _transport: asyncio.DatagramTransport | None
+        quic: PacedQuicConnection
+        loop: asyncio.AbstractEventLoop
         _peer: str
         _trust: str
         _closing_locally: bool
@@ -72,11 +69,11 @@ class Endings:
         _keepalive: asyncio.TimerHandle | None
 
         @property
-        def quic(self) -> PacedQuicConnection: ...
+        def transport(self) -> asyncio.DatagramTransport | None: ...
         @property
         def peer_address(self) -> tuple[str, int] | None: ...
         def _pump(self) -> None: ...
-        def _transmit_soon(self) -> None: ...
+        def transmit_soon(self) -> None: ...
         def close_connection(self, error_code: int, reason: str) -> None: ...
 
     def _fail_handshake(self, why: str, code: int) -> None:
@@ -87,7 +84,7 @@ class Endings:
         reason = event.reason or f"connection closed (code {event.error_code})"
         if self.side is Side.CLIENT and _is_tls_alert(event.error_code) and self.quic.closed_locally:
             # our TLS stack refused the server's certificate: say what it was checked against
-            name = self._quic.configuration.server_name
+            name = self.quic.configuration.server_name
             return ConnectError(f"TLS verification of {name} failed against {self._trust}: {reason}", event.error_code)
         return ConnectError(reason, event.error_code)
 
@@ -100,9 +97,9 @@ class Endings:
             self.handshake.set_exception(self._handshake_failure(event))
         if not self.terminated.done():
             self.terminated.set_result(event)
-        if self.side is Side.CLIENT and self._transport is not None:
+        if self.side is Side.CLIENT and (transport := self.transport) is not None:
             # a client owns its UDP socket (open_client made it): release it, or each connection leaks one
-            self._loop.call_soon(self._transport.close)
+            self.loop.call_soon(transport.close)
 
     def error_received(self, exc: Exception) -> None:
         """An ICMP error on a client's (connected) socket: port unreachable before the handshake ends the attempt;
@@ -115,13 +112,13 @@ class Endings:
             return
         self._unreachable += 1
         if self._unreachable < UNREACHABLE_CONFIRMATIONS:
-            self._quic.send_ping(0)
-            self._transmit_soon()
+            self.quic.send_ping(0)
+            self.transmit_soon()
             return
         reason = f"the server at {self._peer} is gone (ICMP port unreachable)"
         engine = self.engine
         if engine is not None:  # the application hears it now, not after aioquic's closing period
-            engine.handle_event(tp.ConnectionTerminated(0, reason, False), self._loop.time())
+            engine.handle_event(tp.ConnectionTerminated(0, reason, False), self.loop.time())
             self._pump()
         self.close_connection(0, reason)
 
@@ -134,7 +131,7 @@ class Endings:
         engine = self.engine
         if engine is not None and not engine.closed:
             try:
-                engine.close(CloseCode.INTERNAL_ERROR, reason, now=self._loop.time())
+                engine.close(CloseCode.INTERNAL_ERROR, reason, now=self.loop.time())
                 self._pump()
             except Exception:  # the fault is in what hears the close: the QUIC close below still ends it
                 log.debug("telling the application of the close failed too", exc_info=True)

@@ -28,11 +28,11 @@ from aioquic.tls import SessionTicket
 
 from ..core.config import EngineConfig
 from ..wire.channel_id import Side
+from .aioquic_connection import PacedQuicConnection
 from .certs import normalize_fingerprint
 from .drain import MAX_DATAGRAM, drainable_socket
 from .limits import LimitedQuicServer
 from .mtls import ClientAuth
-from .paced import PacedQuicConnection
 from .protocol import AqueductProtocol
 from .settings import TransportSettings, client_configuration, server_configuration
 from .tickets import ClientTicketStore, ServerTicketStore, server_key
@@ -103,7 +103,7 @@ async def _connected_endpoint(factory: Callable[[], AqueductProtocol], sock: soc
     """Run a client protocol on its connected socket, reading small (`_small_reads`), sending without address."""
     transport, protocol = await asyncio.get_running_loop().create_datagram_endpoint(factory, sock=sock)
     _small_reads(transport)
-    protocol._transport = ConnectedTransport(transport)
+    protocol.use_transport(ConnectedTransport(transport))
     return protocol
 
 
@@ -184,7 +184,7 @@ async def rebind(protocol: AqueductProtocol) -> tuple[str, int]:
     local address."""
     if protocol.side is not Side.CLIENT:
         raise ValueError("only a client connection moves to a new address")
-    old = protocol._transport
+    old = protocol.transport
     assert old is not None
     old_sock = old.get_extra_info("socket")
     sock = socket.socket(old_sock.family, socket.SOCK_DGRAM)
@@ -194,7 +194,7 @@ async def rebind(protocol: AqueductProtocol) -> tuple[str, int]:
     old.set_protocol(asyncio.DatagramProtocol())  # the old socket's end no longer concerns the connection
     old.close()
     await _connected_endpoint(lambda: protocol, sock)
-    quic = protocol._quic
+    quic = protocol.quic
     quic.change_connection_id()
     quic.send_ping(0)
     protocol.transmit()
@@ -243,7 +243,7 @@ async def open_server(
     loop = asyncio.get_running_loop()
 
     def create_protocol(quic: Any, stream_handler: Any = None) -> AqueductProtocol:
-        if client_auth is not None:  # before the first packet: its TLS context is built then (paced.py)
+        if client_auth is not None:  # before the first packet: its TLS context is built then (aioquic_connection.py)
             PacedQuicConnection.adopt(quic).client_auth = client_auth
         if webtransport is not None:  # (it tells on_connection once it is a plain connection or a session)
             return WebTransportProtocol(quic, stream_handler, side=Side.SERVER, headers=header_list,

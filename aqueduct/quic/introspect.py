@@ -3,13 +3,15 @@
 aioquic keeps the figures a user or a benchmark wants (smoothed and minimum
 RTT, the peer's address, congestion window, bytes in flight, lost packets,
 a stream's unacknowledged bytes, the datagrams waiting to be sent) in
-private attributes. This module is the one room outside the adapter's own
-classes (protocol.py, paced.py, which subclass aioquic and read it on their
-hot paths) where they are read, so an aioquic upgrade that moves them
-breaks here and nowhere else: api/, cli/, recording/, bench/ and
-aeron_compat/ call these functions, and
-tests/architecture/test_aioquic_stays_in_quic.py fails if any of them
-reaches into aioquic itself.
+private attributes. This module is where they are read: one of the doors
+to aioquic's private state, beside the classes that subclass aioquic
+(aioquic_connection.py, aioquic_protocol.py, aioquic_server.py,
+aioquic_tls.py; ARCHITECTURE.md lists them and says why), so an aioquic
+upgrade that moves them breaks there and nowhere else: api/, cli/,
+recording/, bench/, aeron_compat/ and the rest of the adapter (writes.py's
+backpressure) call these functions, and
+tests/architecture/test_aioquic_stays_in_quic.py fails if any module
+outside the doors names an aioquic private.
 
 Two kinds of read: the adapter's figures (`smoothed_rtt`, `min_rtt`,
 `rtt_initialized`, `peer_address`) are read directly (aioquic 1.2+ has
@@ -64,6 +66,16 @@ def stream_unacked(quic: QuicConnection, stream_id: int) -> int:
     """Bytes written to a stream and not yet acknowledged (0 for an unknown stream)."""
     stream = quic._streams.get(stream_id)
     return len(stream.sender._buffer) if stream is not None else 0
+
+
+def unacked_total(quic: QuicConnection) -> int:
+    """Bytes written and not yet acknowledged, over every stream aioquic keeps."""
+    return sum(len(s.sender._buffer) for s in quic._streams.values())
+
+
+def new_streams_waiting(quic: QuicConnection) -> bool:
+    """Whether aioquic holds a stream we opened that the peer's MAX_STREAMS does not allow yet."""
+    return bool(quic._streams_blocked_uni)
 
 
 def live_streams(quic: QuicConnection) -> Container[int]:

@@ -12,11 +12,9 @@ complete its TLS handshake *and* deliver the client's Aqueduct headers
 slow-loris client cannot hold a slot longer than that. A connection's slot
 is freed when it terminates.
 
-Termination costs O(1) per connection (its own IDs), not aioquic's scan of every
-connection ID of every connection: `_ids` keeps each connection's IDs beside
-aioquic's table (the first two filed when the connection is made, then each
-issued and retired one), so connections ending together (a mass idle expiry)
-cost time linear in their number.
+What it needs of aioquic's private connection table (which IDs it knows,
+whether a datagram opens a connection, an O(1) termination) is
+aioquic_server.py's, the door it subclasses.
 """
 
 from __future__ import annotations
@@ -26,12 +24,8 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from aioquic._buffer import Buffer
-from aioquic.asyncio.server import QuicServer
-from aioquic.quic.configuration import SMALLEST_MAX_DATAGRAM_SIZE
-from aioquic.quic.packet import QuicPacketType, pull_quic_header
-
 from ..wire.errors import CloseCode
+from .aioquic_server import AioquicServer
 from .burst import Burst
 from .drain import drain, drainable_socket
 from .protocol import AqueductProtocol
@@ -39,7 +33,7 @@ from .settings import TransportSettings
 from .workers import WorkerGroup
 
 
-class LimitedQuicServer(QuicServer):
+class LimitedQuicServer(AioquicServer):
     """A QuicServer that bounds connections per address and in total, and how long start-up may take."""
 
     def __init__(self, *, settings: TransportSettings, create_protocol: Callable[..., Any],
@@ -60,9 +54,6 @@ class LimitedQuicServer(QuicServer):
         """Connections closed for not finishing start-up within handshake_timeout."""
         self._drain_sock: socket.socket | None = None
         self._burst = Burst()
-        self._ids: dict[Any, set[bytes]] = {}
-        """Each connection's IDs in aioquic's table `_protocols` (the reverse of that table)."""
-        self._opening_cid = b""
 
     @property
     def live(self) -> int:
@@ -74,7 +65,6 @@ class LimitedQuicServer(QuicServer):
         if self.workers is not None:
             self.workers.close()
         super().close()
-        self._ids.clear()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -97,7 +87,7 @@ class LimitedQuicServer(QuicServer):
         group = self.workers
         if group is not None and data and not data[0] & 0x80:  # a short header: is it another worker's?
             cid = data[1:1 + group.cid_length]
-            if cid not in self._protocols:
+            if not self.knows(cid):
                 owner = group.owner(cid)
                 if owner is not None:
                     group.forward(owner, data, addr)
@@ -112,14 +102,14 @@ class LimitedQuicServer(QuicServer):
         version negotiation."""
         group = self.workers
         assert group is not None
-        if data[0] & 0x80 or data[1:1 + group.cid_length] not in self._protocols:
+        if data[0] & 0x80 or not self.knows(data[1:1 + group.cid_length]):
             group.dropped += 1
             return
         self._own_datagram(data, addr)
 
     def _own_datagram(self, data: bytes, addr: Any) -> None:
         host = str(addr[0])
-        if self._opens_connection(data) and (
+        if self.opens_connection(data) and (
             not self.accepting
             or self.per_address.get(host, 0) >= self._settings.max_connections_per_address
             or self.live >= self._settings.max_connections
@@ -129,23 +119,12 @@ class LimitedQuicServer(QuicServer):
         self._addr = host
         super().datagram_received(data, addr)
 
-    def _opens_connection(self, data: bytes) -> bool:
-        """Whether aioquic would create a connection for this datagram (its own test)."""
-        if len(data) < SMALLEST_MAX_DATAGRAM_SIZE:
-            return False
-        try:
-            header = pull_quic_header(Buffer(data=data), host_cid_length=self._configuration.connection_id_length)
-        except ValueError:
-            return False
-        self._opening_cid = header.destination_cid
-        return header.packet_type == QuicPacketType.INITIAL and header.destination_cid not in self._protocols
-
     def _create(self, quic: Any, stream_handler: Any = None) -> Any:
         protocol = self._inner_create(quic, stream_handler=stream_handler)
         if self.workers is not None and isinstance(protocol, AqueductProtocol):
             protocol.quic.tag_connection_ids(self.workers.worker)  # before aioquic files it under its first ID
         # aioquic files it under the client's chosen ID and its own first one right after this returns
-        self._ids[protocol] = {self._opening_cid, quic.host_cid}
+        self.file_connection(protocol, quic.host_cid)
         host = self._addr
         self.per_address[host] = self.per_address.get(host, 0) + 1
         loop = asyncio.get_running_loop()
@@ -163,22 +142,6 @@ class LimitedQuicServer(QuicServer):
             protocol.burst = self._burst
             protocol.terminated.add_done_callback(release)
         return protocol
-
-    # ---- aioquic's connection-ID table, kept with its reverse ----
-    def _connection_id_issued(self, cid: bytes, protocol: Any) -> None:
-        super()._connection_id_issued(cid, protocol=protocol)
-        self._ids.setdefault(protocol, set()).add(cid)
-
-    def _connection_id_retired(self, cid: bytes, protocol: Any) -> None:
-        super()._connection_id_retired(cid, protocol=protocol)
-        self._ids.get(protocol, set()).discard(cid)
-
-    def _connection_terminated(self, protocol: Any) -> None:
-        """Remove the connection's own IDs (aioquic scans the whole table here: O(n) per connection)."""
-        table = self._protocols
-        for cid in self._ids.pop(protocol, ()):
-            if table.get(cid) is protocol:
-                del table[cid]
 
     def _check_started(self, protocol: AqueductProtocol) -> None:
         if protocol.terminated.done():

@@ -4,8 +4,9 @@ aioquic's TLS code can send a CertificateRequest only behind a test-only flag
 (`Context._request_client_certificate`), checks only the signature of the
 client's CertificateVerify (key possession, not who issued the certificate),
 accepts an empty Certificate as "no client authentication", and offers no
-API to read the certificate. `require_client_certificates(tls, auth)` turns
-one connection's TLS context into a `ClientVerifyingContext`, which:
+API to read the certificate. `aioquic_tls.require_client_certificates(tls, auth)` turns
+one connection's TLS context into a `ClientVerifyingContext` (aioquic_tls.py: the door to aioquic's private
+TLS state, which this module's policy is hooked into), which:
 
 - sends a CertificateRequest in every full handshake;
 - refuses an empty Certificate with the `certificate_required` alert when
@@ -43,12 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from aioquic import tls
-from aioquic._buffer import Buffer
 from aioquic.quic.packet import QuicErrorCode
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from OpenSSL import crypto
 
+from .aioquic_tls import peer_certificate
 from .certs import fingerprint
 from .credentials import check_ca_file
 
@@ -79,12 +80,6 @@ class PeerIdentity:
         common_names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
         name = sans[0] if sans else str(common_names[0].value) if common_names else subject
         return cls(subject, sans, fingerprint(cert), name)
-
-
-class AlertCertificateRequired(tls.Alert):
-    """TLS alert 116: the server requires a client certificate and none was sent."""
-
-    description = tls.AlertDescription.certificate_required
 
 
 @dataclass(frozen=True)
@@ -155,35 +150,6 @@ def _client_use_refusal(verified: list[x509.Certificate]) -> str | None:
     return None if usage.digital_signature else "its key usage does not allow digitalSignature"
 
 
-class ClientVerifyingContext(tls.Context):
-    """aioquic's server TLS context that requests, verifies and requires client certificates (see module doc)."""
-
-    client_auth: ClientAuth
-
-    def _server_handle_certificate(self, input_buf: Buffer) -> None:
-        super()._server_handle_certificate(input_buf)
-        if self._peer_certificate is None and self.client_auth.required:
-            raise AlertCertificateRequired("a client certificate is required")
-
-    def _server_handle_certificate_verify(self, input_buf: Buffer) -> None:
-        super()._server_handle_certificate_verify(input_buf)  # the client holds the certificate's key
-        assert self._peer_certificate is not None
-        self.client_auth.verify(self._peer_certificate, self._peer_certificate_chain)
-
-    def _server_handle_finished(self, input_buf: Buffer, output_buf: Buffer) -> None:
-        if self._peer_certificate is None and self.client_auth.required:
-            raise AlertCertificateRequired("a client certificate is required")
-        super()._server_handle_finished(input_buf, output_buf)
-
-
-def require_client_certificates(context: tls.Context, auth: ClientAuth) -> None:
-    """Make a server's fresh TLS context request and verify client certificates under `auth`."""
-    context.__class__ = ClientVerifyingContext
-    assert isinstance(context, ClientVerifyingContext)
-    context.client_auth = auth
-    context._request_client_certificate = True
-
-
 CERTIFICATE_ALERTS = {
     tls.AlertDescription.certificate_required: "the server requires a client certificate: pass cert= and key=",
     tls.AlertDescription.bad_certificate: "the server did not accept our client certificate",
@@ -205,7 +171,7 @@ def certificate_refusal(error_code: int) -> str | None:
 
 def peer_identity(context: tls.Context | None) -> PeerIdentity | None:
     """The identity of the certificate the peer presented in this handshake (None: none, or a resumed session)."""
-    cert = getattr(context, "_peer_certificate", None)
+    cert = peer_certificate(context)
     return PeerIdentity.of(cert) if cert is not None else None
 
 

@@ -1,10 +1,10 @@
 """The aioquic adapter: one `AqueductProtocol` drives one Engine from one QUIC connection.
 
 Events flow up: aioquic events are translated 1:1 into transport events and
-fed to the engine in order; after every batch the adapter executes the
-engine's commands (stream writes, resets, datagrams, credit grants, close),
-hands the engine's application events to a listener, re-arms a loop timer at
-`engine.next_deadline()`, reports aioquic's smoothed RTT, and transmits.
+fed to the engine in order; after every batch the adapter reports aioquic's
+smoothed RTT, executes the engine's commands (stream writes, resets,
+datagrams, credit grants, close), hands the engine's application events to a
+listener, re-arms a loop timer at `engine.next_deadline()`, and transmits.
 
 The adapter takes no protocol decisions. The transport checks it does make
 at HandshakeCompleted are transport matters: the peer must support RFC 9221
@@ -27,11 +27,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.quic import events as qe
 from aioquic.quic.connection import QuicConnection
 from aioquic.quic.packet import QuicErrorCode, QuicFrameType
-from aioquic.tls import Epoch
 
 from ..aio import mark_seen
 from ..core import transport as tp
@@ -41,11 +39,12 @@ from ..errors import ConnectionLost
 from ..wire.channel_id import Side
 from ..wire.errors import CloseCode
 from . import introspect
+from .aioquic_protocol import AioquicProtocol
+from .aioquic_tls import peer_certificate
 from .burst import Burst
 from .certs import fingerprint
 from .drain import drain, drainable_socket
 from .endings import Endings
-from .paced import PacedQuicConnection
 from .settings import TransportSettings, paced_engine_config
 from .writes import StreamWrites
 
@@ -67,7 +66,7 @@ BAD_CERTIFICATE = QuicErrorCode.CRYPTO_ERROR + 42  # TLS alert bad_certificate a
 AppListener = Callable[[list[AppEvent]], None]
 
 
-class AqueductProtocol(Endings, QuicConnectionProtocol):
+class AqueductProtocol(Endings, AioquicProtocol):
     """Feeds aioquic events to an Engine and executes the Engine's commands."""
 
     def __init__(
@@ -83,9 +82,6 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         peer: str = "",
         trust: str = "",
     ) -> None:
-        if type(quic) is QuicConnection:
-            # aioquic's QuicServer builds plain QuicConnections; ours only adds methods, so re-class it.
-            PacedQuicConnection.adopt(quic)
         super().__init__(quic, stream_handler)
         self.side = side
         self.settings = settings or TransportSettings()
@@ -96,9 +92,9 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self._trust = trust  # what a client verifies the server against, for TLS failure messages
         self.engine: Engine | None = None
         self.listener: AppListener | None = None
-        self.handshake: asyncio.Future[qe.HandshakeCompleted] = self._loop.create_future()
+        self.handshake: asyncio.Future[qe.HandshakeCompleted] = self.loop.create_future()
         self.handshake.add_done_callback(mark_seen)
-        self.terminated: asyncio.Future[tp.ConnectionTerminated] = self._loop.create_future()
+        self.terminated: asyncio.Future[tp.ConnectionTerminated] = self.loop.create_future()
         self.early_data_attempted = False
         self.datagram_payload_limit = self.settings.datagram_payload_limit(self.settings.max_datagram_frame_size)
         self.writes = StreamWrites(quic, self.settings)
@@ -115,8 +111,6 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self._engine_timer: asyncio.TimerHandle | None = None
         self._drain_sock: socket.socket | None = None
         self._engine_timer_at: float | None = None
-        self._timer_armed = 0.0
-        """The deadline aioquic's loop timer (`_timer`) was armed for (`_arm_quic_timer`)."""
         self._keepalive: asyncio.TimerHandle | None = None
         self._writers: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._rtt_told = 0.0  # the smoothed RTT last given to the engine
@@ -125,42 +119,36 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self._unreachable = 0  # ICMP port unreachables since the server's last packet (a client's)
 
     @property
-    def quic(self) -> PacedQuicConnection:
-        """The paced aioquic connection."""
-        assert isinstance(self._quic, PacedQuicConnection)
-        return self._quic
-
-    @property
     def peer_address(self) -> tuple[str, int] | None:
         """The peer's address on the current network path ((host, port), IPv4-mapped prefix removed), if known."""
-        return introspect.peer_address(self._quic)
+        return introspect.peer_address(self.quic)
 
     @property
     def rtt_smoothed(self) -> float:
         """aioquic's smoothed RTT estimate in seconds."""
-        return introspect.smoothed_rtt(self._quic)
+        return introspect.smoothed_rtt(self.quic)
 
     @property
     def rtt_min(self) -> float:
         """The smallest RTT sample aioquic has seen, in seconds (inf before the first)."""
-        return introspect.min_rtt(self._quic)
+        return introspect.min_rtt(self.quic)
 
     # ---- engine lifecycle ----
     def start_engine(self) -> Engine:
         """Create the engine (client: before connecting; server: once the ClientHello's parameters are known)."""
         if self.engine is None:
-            peer = self._quic._remote_max_datagram_frame_size
+            peer = self.quic.peer_max_datagram_frame_size
             if peer is not None:
                 self.datagram_payload_limit = self.settings.datagram_payload_limit(peer)
             from ..core.engine import Engine
 
             config = paced_engine_config(self._engine_config, self.settings, self.datagram_payload_limit)
-            self.engine = Engine(self.side, headers=self._headers, config=config, now=self._loop.time())
+            self.engine = Engine(self.side, headers=self._headers, config=config, now=self.loop.time())
             self._arm_keepalive()
         return self.engine
 
     # ---- events up ----
-    def _process_events(self) -> None:
+    def process_events(self) -> None:
         """Feed aioquic's events to the engine, then pump.
 
         Stream data and datagrams at the head of aioquic's queue (nearly all events; one per datagram
@@ -168,11 +156,11 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         aioquic's own dispatch (connection IDs, waiters) and then `quic_event_received`."""
         try:
             engine = self.engine
-            if engine is None and not self._quic._is_client:
+            if engine is None and not self.quic.is_client:
                 engine = self.start_engine()
             if engine is not None:
-                queue = self._quic._events
-                now = self._loop.time()
+                queue = self.pending_events
+                now = self.loop.time()
                 while queue:
                     event = queue[0]
                     translated: tp.TransportEvent
@@ -184,16 +172,28 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
                         break
                     queue.popleft()
                     engine.handle_event(translated, now)
-            super()._process_events()
+            self.dispatch_events()
+            self._report_rtt()
         except Exception as exc:
             self._internal_error(exc)
         self.pump()
+
+    def _report_rtt(self) -> None:
+        """Give the engine aioquic's smoothed RTT if it moved: after the events of received datagrams (an ACK is
+        the only thing that moves it), before the pump that follows them."""
+        engine, quic = self.engine, self.quic
+        if engine is None:
+            return
+        rtt = introspect.smoothed_rtt(quic)
+        if rtt != self._rtt_told and introspect.rtt_initialized(quic):
+            self._rtt_told = rtt
+            engine.update_rtt(rtt)
 
     def quic_event_received(self, event: qe.QuicEvent) -> None:
         engine = self.engine
         if engine is None:
             return
-        now = self._loop.time()
+        now = self.loop.time()
         translated: tp.TransportEvent | None = None
         if isinstance(event, qe.StreamDataReceived):
             translated = tp.StreamDataReceived(event.stream_id, event.data, event.end_stream)
@@ -214,19 +214,19 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
             engine.handle_event(translated, now)
 
     def _check_handshake(self, event: qe.HandshakeCompleted) -> bool:
-        if self._quic._remote_max_datagram_frame_size is None:
+        if self.quic.peer_max_datagram_frame_size is None:
             self.close_connection(CloseCode.DATAGRAMS_UNSUPPORTED, "peer does not support QUIC datagrams (RFC 9221)")
             self._fail_handshake("peer does not support QUIC datagrams", CloseCode.DATAGRAMS_UNSUPPORTED)
             return False
         if self._pinned is not None and not event.session_resumed:
             # (A resumed session shows no certificate; its ticket came from a server that passed this check.)
-            cert = self._quic.tls._peer_certificate
+            cert = peer_certificate(self.quic.tls)
             if cert is None or fingerprint(cert) != self._pinned:
                 self._closing_locally = True
-                self._quic.close(BAD_CERTIFICATE, QuicFrameType.CRYPTO, "certificate fingerprint mismatch")
+                self.quic.close(BAD_CERTIFICATE, QuicFrameType.CRYPTO, "certificate fingerprint mismatch")
                 self._fail_handshake("server certificate does not match the pinned fingerprint", BAD_CERTIFICATE)
                 return False
-        self.datagram_payload_limit = self.settings.datagram_payload_limit(self._quic._remote_max_datagram_frame_size)
+        self.datagram_payload_limit = self.settings.datagram_payload_limit(self.quic.peer_max_datagram_frame_size)
         self._handshake_ok = True
         if not self.handshake.done():
             self.handshake.set_result(event)
@@ -245,10 +245,6 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         engine = self.engine
         if engine is None:
             return
-        rtt = self._quic._loss._rtt_smoothed
-        if rtt != self._rtt_told and self._quic._loss._rtt_initialized:
-            self._rtt_told = rtt
-            engine.update_rtt(rtt)
         for cmd in engine.commands():
             self._execute(cmd)
         events = engine.events()
@@ -280,8 +276,8 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self._wrote = True  # (`wrote`, inline)
         if writes.unsent >= TRANSMIT_EARLY:
             self._transmit_now()
-        elif self._transmit_task is None:
-            self._transmit_soon()
+        else:
+            self.transmit_soon()  # (once per turn however often asked)
 
     def flush_if_any(self) -> None:
         """After an application call that usually writes nothing (a drop, closing an ended receiver): as `flush`
@@ -307,24 +303,23 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         if self.writes.unsent >= TRANSMIT_EARLY:
             self._transmit_now()
         else:
-            self._transmit_soon()
+            self.transmit_soon()
 
     def _transmit_now(self) -> None:
         """Transmit at once (a pending end-of-turn transmit is dropped: this one replaces it)."""
-        if self._transmit_task is not None:
-            self._transmit_task.cancel()
+        self.cancel_transmit_soon()
         self.transmit()
 
     def flush_soon(self) -> None:
         """After an application call that wrote nothing backpressure must see at once (a take: credit, acks):
         leave the engine's commands to the pump and transmit at the end of this loop turn."""
         if self.engine is not None:
-            self._transmit_soon()
+            self.transmit_soon()
 
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
         """A packet: process it now (in a server's burst: when it ends, burst.py), transmit at the end of the turn,
         after the tasks it woke, so their answers share packets with aioquic's ACKs (no extra packet or wake-up)."""
-        self._quic.receive_datagram(data, addr, now=self._loop.time())  # type: ignore[arg-type]
+        self.quic.receive_datagram(data, addr, now=self.loop.time())  # type: ignore[arg-type]
         self._unreachable = 0
         if (burst := self.burst) is not None and burst.open:
             burst.joined[self] = None
@@ -336,11 +331,11 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
     def end_burst(self) -> None:
         """Handle the events of the datagrams received (a burst's, or one) and transmit at the end of the turn.
         Never raises (nor does `_process_events`): a failure closes this connection and leaves the burst's others."""
-        self._process_events()
-        self._transmit_soon()
+        self.process_events()
+        self.transmit_soon()
 
     def _receive_more(self, data: bytes, addr: Any) -> None:
-        self._quic.receive_datagram(data, addr, now=self._loop.time())
+        self.quic.receive_datagram(data, addr, now=self.loop.time())
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -360,41 +355,10 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         self.writes.write_held()
         if wrote or self.writes.unsent:
             self._wrote = False
-            space = self._quic._spaces.get(Epoch.ONE_RTT)
-            if space is not None and space.ack_at is not None:
-                space.ack_at = self._loop.time()
-        self._transmit_task = None
-        quic, send = self._quic, self._transport.sendto  # type: ignore[union-attr]
-        for data, addr in quic.datagrams_to_send(now=self._loop.time()):
-            send(data, addr)
-        self._arm_quic_timer(quic.get_timer())
+            self.quic.ack_now(self.loop.time())
+        self.send_packets()
         if self._writers:
             self._wake_writers()
-
-    def _arm_quic_timer(self, timer_at: float | None) -> None:
-        """aioquic's timer, re-armed lazily: its deadline moves on nearly every packet (loss detection, ACK
-        delay), mostly later, and aioquic cancels and makes a loop timer each time. A timer already armed no
-        later than the new deadline is kept; when it fires early, `_handle_timer` arms the current deadline."""
-        handle = self._timer
-        if handle is not None:
-            if timer_at is not None and self._timer_armed <= timer_at:
-                self._timer_at = timer_at
-                return
-            handle.cancel()
-            self._timer = None
-        if timer_at is not None:
-            self._timer = self._loop.call_at(timer_at, self._handle_timer)
-            self._timer_armed = timer_at  # (uvloop's handle for a past deadline has no `when()`)
-        self._timer_at = timer_at
-
-    def _handle_timer(self) -> None:
-        """aioquic's timer fired: run it, or, fired for a deadline since moved later, arm that one instead."""
-        timer_at = self._timer_at
-        if self._timer is not None and timer_at is not None and self._timer_armed < timer_at:
-            self._timer = self._loop.call_at(timer_at, self._handle_timer)
-            self._timer_armed = timer_at
-            return
-        super()._handle_timer()
 
     def _execute(self, cmd: tp.TransportCommand) -> None:
         """Run one engine command on aioquic; writes join per stream (writes.py), held until any other command
@@ -424,8 +388,8 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         """Close the QUIC connection with an application error code."""
         self.writes.write_held()
         self._closing_locally = True
-        self._quic.close(error_code=error_code, reason_phrase=reason)
-        self._transmit_soon()
+        self.quic.close(error_code=error_code, reason_phrase=reason)
+        self.transmit_soon()
 
     # ---- timers ----
     def _arm_engine_timer(self) -> None:
@@ -438,14 +402,14 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
             self._engine_timer = None
         self._engine_timer_at = deadline
         if deadline is not None and not self.terminated.done():
-            self._engine_timer = self._loop.call_at(deadline, self._on_engine_timer)
+            self._engine_timer = self.loop.call_at(deadline, self._on_engine_timer)
 
     def _on_engine_timer(self) -> None:
         self._engine_timer = None
         self._engine_timer_at = None
         if self.engine is not None:
             try:
-                self.engine.handle_timer(self._loop.time())
+                self.engine.handle_timer(self.loop.time())
                 self.flush()
             except Exception as exc:
                 self._internal_error(exc)
@@ -453,12 +417,12 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
     def _arm_keepalive(self) -> None:  # the client's job: its PINGs reset both ends' idle timers
         interval = self.settings.keepalive
         if interval is not None and self.side is Side.CLIENT:
-            self._keepalive = self._loop.call_later(interval, self._on_keepalive)
+            self._keepalive = self.loop.call_later(interval, self._on_keepalive)
 
     def _on_keepalive(self) -> None:
         if self.terminated.done():
             return
-        self._quic.send_ping(0)
+        self.quic.send_ping(0)
         self.transmit()
         self._arm_keepalive()
 
@@ -472,7 +436,7 @@ class AqueductProtocol(Endings, QuicConnectionProtocol):
         while blocked():
             if self.terminated.done():
                 raise ConnectionLost("connection lost while waiting to send")
-            fut = self._loop.create_future()
+            fut = self.loop.create_future()
             self._writers.append((blocked, fut))
             await fut
 

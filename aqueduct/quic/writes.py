@@ -29,6 +29,7 @@ from collections import deque
 
 from aioquic.quic.connection import QuicConnection
 
+from . import introspect
 from .settings import TransportSettings
 
 log = logging.getLogger("aqueduct.quic")
@@ -40,11 +41,11 @@ DATAGRAM_QUEUE_LIMIT = 64
 class StreamWrites:
     """One connection's writes to aioquic, joined per stream, and its unacked-bytes accounting."""
 
-    __slots__ = ("_held", "_quic", "_settings", "datagrams_queued", "held_bytes", "held_sid", "unacked_upper",
+    __slots__ = ("_held", "_settings", "datagrams_queued", "held_bytes", "held_sid", "quic", "unacked_upper",
                  "unsent")
 
     def __init__(self, quic: QuicConnection, settings: TransportSettings) -> None:
-        self._quic = quic
+        self.quic = quic
         self._settings = settings
         self.held_sid: int | None = None
         """The stream whose writes are held back, if any."""
@@ -54,7 +55,7 @@ class StreamWrites:
         """At least the connection's unacknowledged bytes (see connection_blocked)."""
         self.unsent = 0
         """Bytes written since the last transmit (protocol.py's TRANSMIT_EARLY)."""
-        self.datagrams_queued: deque[bytes] = quic._datagrams_pending
+        self.datagrams_queued: deque[bytes] = introspect.datagrams_pending(quic)
         """aioquic's queue of datagrams not yet in a packet (unbounded: senders wait at DATAGRAM_QUEUE_LIMIT)."""
 
     # ---- writes ----
@@ -63,7 +64,7 @@ class StreamWrites:
         self.unsent += len(data)
         if self.held_sid is not None:
             self.write_held()
-        self._quic.send_datagram_frame(data)
+        self.quic.send_datagram_frame(data)
 
     def stream(self, sid: int, data: bytes, end_stream: bool) -> None:
         """Write to a stream: held back to join the next writes to it, unless it opens and ends a stream."""
@@ -93,7 +94,7 @@ class StreamWrites:
 
     def _send_stream_data(self, sid: int, data: bytes, end_stream: bool) -> None:
         try:
-            self._quic.send_stream_data(sid, data, end_stream)
+            self.quic.send_stream_data(sid, data, end_stream)
         except (ValueError, AssertionError) as exc:
             # The stream is already gone at the QUIC level (e.g. the peer reset it): nothing to write to.
             log.debug("dropped a write to stream %d: %s", sid, exc)
@@ -101,13 +102,12 @@ class StreamWrites:
     # ---- backpressure ----
     def unacked(self, stream_id: int) -> int:
         """Bytes written to a stream and not yet acknowledged."""
-        stream = self._quic._streams.get(stream_id)
         held = self.held_bytes if stream_id == self.held_sid else 0
-        return held + len(stream.sender._buffer) if stream is not None else held
+        return held + introspect.stream_unacked(self.quic, stream_id)
 
     def unacked_total(self) -> int:
         """Bytes written and not yet acknowledged, over all streams (sums every stream)."""
-        total = sum(len(s.sender._buffer) for s in self._quic._streams.values()) + self.held_bytes
+        total = introspect.unacked_total(self.quic) + self.held_bytes
         self.unacked_upper = total
         return total
 
@@ -120,17 +120,16 @@ class StreamWrites:
         """Whether a send that opens a stream must wait: the connection bound, or aioquic already holds a new
         stream the peer's MAX_STREAMS does not allow yet (unbounded, they would pile up, and aioquic walks
         every stream it holds on every packet: sends that open streams got slower the more were waiting)."""
-        return bool(self._quic._streams_blocked_uni) or self.connection_blocked()
+        return introspect.new_streams_waiting(self.quic) or self.connection_blocked()
 
     def send_blocked(self, stream_id: int | None) -> bool:
         """Whether a send to `stream_id` (None: a datagram) must wait for the peer."""
         if stream_id is None:
             return len(self.datagrams_queued) >= DATAGRAM_QUEUE_LIMIT
         # (`unacked(stream_id) >= send_buffer or connection_blocked()`, inline: two checks per message send)
-        stream = self._quic._streams.get(stream_id)
-        unacked = self.held_bytes if stream_id == self.held_sid else 0
-        if stream is not None:
-            unacked += len(stream.sender._buffer)
+        unacked = introspect.stream_unacked(self.quic, stream_id)
+        if stream_id == self.held_sid:
+            unacked += self.held_bytes
         settings = self._settings
         if unacked >= settings.send_buffer:
             return True

@@ -268,7 +268,7 @@ async def _run(impl: Service, iface: Interface, method: Method, call: Any, link:
                 value = await (intercepted(interceptors, info, last) if interceptors else last())
             out = method.reply(value=value)
         except Exception as exc:
-            out = method.reply(error=_failure(exc, iface, method, settings.limits))
+            out = method.failed(_failure(exc, iface, method, settings.limits), exc)
         await _answer(reply, out, method, settings.limits)
     finally:
         settings.running -= 1

@@ -9,6 +9,14 @@ interfaces defined later resolve) into an `Interface`: per method a msgspec Stru
 optional `meta`) and one for its reply (`value`, or `error`: a `Failure`). The interface's call type is the
 tagged union of its methods' call structs: a service's channel is a channel of that type, so validation,
 conversion and the schema agreed at connect are the typed channels' own (decisions SVC-2, SVC-8).
+
+Declared errors (`errors=[...]`) keep their fields. Each is read when the interface class is made
+(`declared_error`): an exception with a constructor of its own travels as a msgspec Struct of that constructor's
+typed parameters (tagged with its name, so its schema is part of the interface's, like a message type's), its
+values read from the attributes of the same names; one with the built-in constructor travels as its message.
+A constructor whose parameters could not travel (no annotation, `*args`, a type msgspec cannot carry) is refused
+there and then with a ConfigError that says what is needed. A method's reply then has a `fields` member, the
+union of those structs; the caller remakes the exception from it (stub.py, `raised`; decision SVC-6).
 """
 
 from __future__ import annotations
@@ -50,6 +58,91 @@ class Service(abc.ABC):  # noqa: B024  (the interfaces have the abstract methods
         super().__init_subclass__(**kwargs)
         if Service in cls.__bases__:
             cls._aq_errors = tuple(errors)
+            for error in cls._aq_errors:
+                declared_error(error, cls.__qualname__)  # (refused here, at class creation, if it cannot travel)
+
+
+ERROR_TAG = "error"
+"""The tag field of a declared error's fields struct (its value: the exception's qualified name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredError:
+    """How one declared exception type travels: the struct of its constructor's parameters (None: its message)."""
+
+    cls: type[BaseException]
+    fields: type[msgspec.Struct] | None
+    keyword_only: frozenset[str]
+
+    def encode(self, exc: BaseException) -> msgspec.Struct | str:
+        """`exc`'s fields struct (read from its attributes), or why it cannot be made (an attribute missing)."""
+        assert self.fields is not None
+        values = {}
+        for name in self.fields.__struct_fields__:
+            if not hasattr(exc, name):
+                return (f"declared error {self.cls.__qualname__} keeps no attribute {name!r} for its constructor's "
+                        f"parameter of that name (a declared error travels as its parameters, read from its "
+                        f"attributes; it said: {exc})")
+            values[name] = getattr(exc, name)
+        return self.fields(**values)
+
+    def decode(self, message: str, fields: msgspec.Struct | None) -> BaseException:
+        """The exception remade from what arrived (its fields, or its message); TypeError if it cannot be."""
+        if self.fields is None:
+            return self.cls(message)
+        if type(fields) is not self.fields:
+            raise TypeError(f"no fields of {self.cls.__qualname__} arrived")
+        args = [getattr(fields, n) for n in self.fields.__struct_fields__ if n not in self.keyword_only]
+        kwargs = {n: getattr(fields, n) for n in self.keyword_only}
+        return self.cls(*args, **kwargs)
+
+
+_DECLARED: dict[type[BaseException], DeclaredError] = {}
+
+
+def declared_error(cls: type[BaseException], interface: str = "") -> DeclaredError:
+    """How `cls`, declared by an interface, travels (read once); ConfigError saying what is needed if it cannot."""
+    found = _DECLARED.get(cls)
+    if found is not None:
+        return found
+    name = cls.__qualname__
+    where = f"{interface}: declared error {name}" if interface else f"declared error {name}"
+    need = ("a declared error travels as its constructor's parameters, each annotated with a type a message can "
+            "carry and kept as an attribute of the same name (or make it a dataclass)")
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        raise ConfigError(f"{where} is not an Exception subclass")
+    owner = next(k for k in cls.__mro__ if "__init__" in vars(k))
+    if owner.__module__ == "builtins":  # the built-in constructor: its message is all there is
+        found = _DECLARED[cls] = DeclaredError(cls, None, frozenset())
+        return found
+    init = vars(owner)["__init__"]
+    try:
+        hints = typing.get_type_hints(init, include_extras=True)
+    except Exception as exc:  # (a forward reference that does not resolve, ...)
+        raise ConfigError(f"{where}: its constructor's annotations do not resolve ({exc}); {need}") from None
+    fields: list[Any] = []
+    keyword_only: set[str] = set()
+    for i, p in enumerate(inspect.signature(init).parameters.values()):
+        if i == 0:
+            continue  # self
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+            raise ConfigError(f"{where}: its constructor takes {star}{p.name}, which cannot travel; {need}")
+        if p.name not in hints:
+            raise ConfigError(f"{where}: its constructor's parameter {p.name!r} has no type annotation; {need}")
+        if p.name == ERROR_TAG:
+            raise ConfigError(f"{where}: a parameter may not be called {ERROR_TAG!r} (the tag of its fields)")
+        if p.kind is p.KEYWORD_ONLY:
+            keyword_only.add(p.name)
+        fields.append((p.name, hints[p.name]) if p.default is p.empty else (p.name, hints[p.name], p.default))
+    try:
+        struct = msgspec.defstruct(name, fields, kw_only=True, tag=name, tag_field=ERROR_TAG,
+                                   module=cls.__module__)
+        msgspec.json.schema(struct)  # (a type msgspec cannot carry is refused here, not at the first raise)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: its constructor's parameters cannot travel ({exc}); {need}") from None
+    found = _DECLARED[cls] = DeclaredError(cls, struct, frozenset(keyword_only))
+    return found
 
 
 class Failure(msgspec.Struct, omit_defaults=True):
@@ -79,6 +172,18 @@ class Method:
     call: type[msgspec.Struct]
     reply: type[msgspec.Struct]
     result: Any
+    errors: dict[type[BaseException], DeclaredError]
+    """The interface's declared errors that travel with fields (their structs are the reply's `fields` union)."""
+
+    def failed(self, failure: Failure, exc: BaseException) -> msgspec.Struct:
+        """The reply carrying `failure`, and `exc`'s fields when it is a declared error that has them."""
+        declared = self.errors.get(type(exc))
+        if declared is None:
+            return self.reply(error=failure)
+        fields = declared.encode(exc)
+        if isinstance(fields, str):
+            return self.reply(error=Failure(failure.type, fields, failure.method))
+        return self.reply(error=failure, fields=fields)
 
     def fields(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The call's fields from a stub call's arguments (TypeError for a wrong call, as Python would)."""
@@ -147,13 +252,16 @@ def _method(cls: type, name: str, fn: Any) -> Method:
         raise ConfigError(f"{cls.__qualname__}.{name}: the result has no type annotation")
     result = hints["return"]
     qual = f"{cls.__qualname__}.{name}"
-    reply = msgspec.defstruct(f"{qual}.reply", [("value", result | None, None),
-                                                 ("error", Failure | None, None)],
-                              omit_defaults=True, module=cls.__module__)
+    errors = {e: d for e in interface_class(cls)._aq_errors if (d := declared_error(e)).fields is not None}
+    reply_fields: list[Any] = [("value", result | None, None), ("error", Failure | None, None)]
+    if errors:
+        structs: list[Any] = [d.fields for d in errors.values()]
+        reply_fields.append(("fields", reduce(lambda a, b: a | b, structs) | None, None))
+    reply = msgspec.defstruct(f"{qual}.reply", reply_fields, omit_defaults=True, module=cls.__module__)
     call = msgspec.defstruct(qual, [("reply", OneshotSender[reply]), *fields,  # type: ignore[valid-type]
                                     ("meta", CallMeta | None, None)],
                              tag=name, tag_field="method", kw_only=True, omit_defaults=True, module=cls.__module__)
-    return Method(name, tuple(params), defaults, call, reply, result)
+    return Method(name, tuple(params), defaults, call, reply, result, errors)
 
 
 _INTERFACES: dict[type, Interface] = {}

@@ -16,9 +16,9 @@ from typing import Any
 
 from ..api.halves import Sender
 from ..api.request import request
-from ..errors import AqueductError
+from ..errors import AqueductError, Timeout
 from .context import CURRENT, OPTIONS, CallInfo, CallLimitExceeded, Settings, intercepted, settings_of
-from .interface import CallMeta, Failure, Interface, Method, Service
+from .interface import CallMeta, Failure, Interface, Method, Service, declared_error
 
 
 class RemoteError(AqueductError):
@@ -31,13 +31,14 @@ class RemoteError(AqueductError):
         self.type_name, self.remote_message, self.method = type_name, message, method
 
 
-def raised(iface: Interface, failure: Failure) -> BaseException:
-    """The exception a caller sees for a Failure: the declared type (made from the message) or RemoteError."""
+def raised(iface: Interface, failure: Failure, fields: Any = None) -> BaseException:
+    """The exception a caller sees for a Failure: the declared type (remade from its fields, or from its message)
+    or RemoteError."""
     declared = iface.errors.get(failure.type)
     if declared is not None:
         try:
-            return declared(failure.message)
-        except Exception:  # (a declared type that cannot be made from a message: say what happened anyway)
+            return declared_error(declared).decode(failure.message, fields)
+        except Exception:  # (no fields arrived, or its constructor refused them: say what happened anyway)
             pass
     return RemoteError(failure.type, failure.message, failure.method)
 
@@ -107,27 +108,30 @@ async def _exchange(iface: Interface, sender: Sender[Any], method: Method, field
     meta = CallMeta(timeout, metadata or {}, depth) if timeout is not None or metadata or depth else None
     build: Any = method.call  # (a msgspec Struct class made at run time, with a `reply` field)
     reply: Any
-    if depth:  # a nested call: never waits for a slot its outer call may hold (context.py)
-        limits = settings.limits
-        if depth > limits.max_call_depth:
-            raise CallLimitExceeded("max_call_depth", f"{iface.name}.{method.name}: the call would be nested "
-                                    f"{depth} deep, over max_call_depth ({limits.max_call_depth})")
-        if settings.nested >= limits.max_nested_calls:
-            raise CallLimitExceeded("max_nested_calls", f"{iface.name}.{method.name}: {settings.nested} nested "
-                                    f"calls in flight, at max_nested_calls ({limits.max_nested_calls})")
-        settings.nested += 1
-        try:
+    try:
+        if depth:  # a nested call: never waits for a slot its outer call may hold (context.py)
+            limits = settings.limits
+            if depth > limits.max_call_depth:
+                raise CallLimitExceeded("max_call_depth", f"{iface.name}.{method.name}: the call would be nested "
+                                        f"{depth} deep, over max_call_depth ({limits.max_call_depth})")
+            if settings.nested >= limits.max_nested_calls:
+                raise CallLimitExceeded("max_nested_calls", f"{iface.name}.{method.name}: {settings.nested} nested "
+                                        f"calls in flight, at max_nested_calls ({limits.max_nested_calls})")
+            settings.nested += 1
+            try:
+                reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
+            finally:
+                settings.nested -= 1
+        elif settings.calls is not None:
+            await settings.calls.acquire()
+            try:
+                reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
+            finally:
+                settings.calls.release()
+        else:
             reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
-        finally:
-            settings.nested -= 1
-    elif settings.calls is not None:
-        await settings.calls.acquire()
-        try:
-            reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
-        finally:
-            settings.calls.release()
-    else:
-        reply = await request(sender, lambda r: build(reply=r, meta=meta, **fields), timeout=timeout)
+    except Timeout as exc:  # (request's own text names no method: say which call ran out of time)
+        raise Timeout(f"{iface.name}.{method.name}: {str(exc).removeprefix('request: ')}") from None
     if reply.error is not None:
-        raise raised(iface, reply.error)
+        raise raised(iface, reply.error, getattr(reply, "fields", None))
     return reply.value

@@ -271,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sql:
         from aqueduct.spark.report import table_text
 
-        print(table_text(tables["sql"], tables["sql"].column_names, args.limit))
+        print(table_text(tables["sql"], tables["sql"].column_names, args.rows))
         print(f"result: {out_dir}/sql.parquet ({tables['sql'].num_rows} rows)")
         return 0
     print(render(tables))

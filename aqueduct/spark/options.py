@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 
-def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the recording argument and the analyze options to `parser`."""
+def add_analyze_arguments(parser: argparse.ArgumentParser, html: bool = True) -> argparse.ArgumentParser:
+    """Add the recording argument and the analyze options to `parser` (`html=False`: without `--html FILE`, for
+    `aqueduct report`, whose one output is its `-o FILE`)."""
     parser.add_argument("recording", help="recording directory (local path, or any URL Spark can read)")
     parser.add_argument(
         "--master", default=None, help="Spark master URL (default local[*]; ignored under spark-submit)"
@@ -25,8 +26,10 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentP
         help="keep OUT/events, the events partitioned by date and connection, take in only segments not seen "
         "before (listed in OUT/ingested.json), and analyze the store: same totals as a full run",
     )
-    parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML file")
-    parser.add_argument("--limit", type=int, default=50, help="rows of a --sql result to print (default 50)")
+    if html:
+        parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML file")
+    parser.add_argument("--rows", type=int, default=50, metavar="N",
+                        help="rows of a --sql result to print (default 50)")
     parser.add_argument(
         "--skip-bad",
         action="store_true",

@@ -10,7 +10,9 @@ the master and deploy settings come from spark-submit and are not touched.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -45,6 +47,36 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 """
+
+
+NO_PERF_DATA = "-XX:-UsePerfData"
+"""The driver JVM's option that keeps it from writing /tmp/hsperfdata_USER (jstat's files, left behind)."""
+
+
+@functools.cache
+def scratch_dir() -> Path:
+    """This process's private directory for Spark (mkdtemp, removed at exit or by `remove_scratch`): `conf/`, the
+    SPARK_CONF_DIR, and `tmp/`, the driver JVM's java.io.tmpdir and spark.local.dir (its spark-*, blockmgr-*,
+    artifacts-* directories and the native libraries it unpacks), which a JVM would otherwise put in /tmp and
+    leave there whenever it is not shut down cleanly."""
+    path = Path(tempfile.mkdtemp(prefix="aqueduct-spark-"))
+    (path / "conf").mkdir()
+    (path / "conf" / "log4j2.properties").write_text(_LOG4J)
+    (path / "tmp").mkdir()
+    atexit.register(remove_scratch)
+    return path
+
+
+def remove_scratch() -> None:
+    """Remove this process's Spark scratch directory (once its session is stopped; a later session makes anew)."""
+    if scratch_dir.cache_info().currsize:
+        shutil.rmtree(scratch_dir(), ignore_errors=True)
+        scratch_dir.cache_clear()
+
+
+def _driver_options() -> str:
+    """The driver JVM's options: no perf data files, its temporary files in this process's scratch directory."""
+    return f"{NO_PERF_DATA} -Djava.io.tmpdir={scratch_dir() / 'tmp'}"
 
 
 class JavaMissing(RuntimeError):
@@ -96,17 +128,7 @@ def prepare_environment(master: str) -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_CONF_DIR", _quiet_conf_dir())
-
-
-def _quiet_conf_dir() -> str:
-    """A SPARK_CONF_DIR holding only a log4j2.properties that logs errors (spark-class puts it on the classpath)."""
-    path = Path(tempfile.gettempdir()) / f"aqueduct-spark-conf-{os.getuid()}"
-    path.mkdir(exist_ok=True)
-    props = path / "log4j2.properties"
-    if not props.exists() or props.read_text() != _LOG4J:
-        props.write_text(_LOG4J)
-    return str(path)
+    os.environ.setdefault("SPARK_CONF_DIR", str(scratch_dir() / "conf"))
 
 
 @contextlib.contextmanager
@@ -147,6 +169,8 @@ def spark_session(
         builder = builder.master(master)
         if _is_loopback_master(master):
             builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+        builder = (builder.config("spark.driver.extraJavaOptions", _driver_options())  # (merged with config= below)
+                   .config("spark.local.dir", str(scratch_dir() / "tmp")))
     builder = (
         builder.config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -154,6 +178,8 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", os.environ.get("AQUEDUCT_SPARK_PARTITIONS", "8"))
     )
     for key, value in (config or {}).items():
+        if key == "spark.driver.extraJavaOptions" and not under_spark_submit():
+            value = f"{_driver_options()} {value}"
         builder = builder.config(key, value)
     with _stderr_to(None if under_spark_submit() else jvm_log):
         spark = builder.getOrCreate()

@@ -101,7 +101,7 @@ def which_aqueduct() -> dict[str, Any]:
     in_site = any(path.is_relative_to(s) for s in site)
     editable = False
     try:
-        direct = importlib.metadata.distribution("aqueduct-py").read_text("direct_url.json")
+        direct = importlib.metadata.distribution("aqueduct-quic").read_text("direct_url.json")
         editable = bool(direct and json.loads(direct).get("dir_info", {}).get("editable"))
     except importlib.metadata.PackageNotFoundError:
         pass

@@ -173,3 +173,18 @@ def test_fresh_directories_are_private_and_ours_are_used(tmp_path: Path, monkeyp
     with Aeron.connect(Context(counters_interval=0, udp_media="loopback")):  # an existing private one is fine
         pass
     assert stat.S_IMODE(dev_certs().key.parent.stat().st_mode) == 0o700
+
+
+def test_the_development_ca_key_is_never_in_the_shared_temporary_directory(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dev CA (its private key with it) once lived in /tmp/aeron_compat-$USER/dev-certs: now the user's state
+    directory, unless AERON_COMPAT_DIR names a directory of the user's choosing."""
+    from aeron_compat.media.aqueduct_link import dev_certs
+
+    monkeypatch.delenv("AERON_COMPAT_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    certs = dev_certs()
+    assert certs.ca_key.parent == tmp_path / "state" / "aeron_compat" / "dev-certs" and certs.ca_key.exists()
+    assert "aeron_compat-" not in str(certs.ca_key)  # (not the shared base, /tmp/aeron_compat-$USER)
+    monkeypatch.setenv("AERON_COMPAT_DIR", str(tmp_path / "base"))
+    assert dev_certs().ca_key.parent == tmp_path / "base" / "dev-certs"

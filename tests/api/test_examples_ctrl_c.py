@@ -1,4 +1,5 @@
-"""Examples stop quietly on Ctrl-C: `_common.run` turns KeyboardInterrupt into exit status 130, no traceback."""
+"""Examples stop quietly on Ctrl-C: the asynchronous ones run through `aqueduct.run` (one line, status 130:
+tests/api/test_run.py), the synchronous ones through `_common.exit_with` (status 130, no traceback)."""
 
 from __future__ import annotations
 
@@ -8,26 +9,6 @@ import sys
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-INTERRUPTED = """
-import asyncio, sys
-sys.path.insert(0, sys.argv[1])
-from _common import run
-
-async def main() -> None:
-    await asyncio.sleep(0)
-    raise KeyboardInterrupt  # what Ctrl-C raises inside asyncio.run
-
-run(main())
-"""
-
-
-def test_run_exits_130_without_a_traceback() -> None:
-    out = subprocess.run([sys.executable, "-c", INTERRUPTED, str(EXAMPLES)], capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 130
-    assert out.stderr == "" and out.stdout == ""
-
 
 INTERRUPTED_SYNC = """
 import sys
@@ -53,4 +34,5 @@ def test_every_example_starts_through_a_quiet_runner() -> None:
         tree = ast.parse(path.read_text())
         mains = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)]
         assert len(mains) == 1, path.name
-        assert [ast.unparse(stmt) for stmt in mains[0].body] in (["run(main())"], ["exit_with(main)"]), path.name
+        body = [ast.unparse(stmt) for stmt in mains[0].body]
+        assert body in (["aqueduct.run(main())"], ["exit_with(main)"]), path.name

@@ -36,3 +36,21 @@ def test_every_option_has_help_and_no_python_reprs() -> None:
             assert action.help, f"aqueduct {name}: {action.option_strings or action.dest} has no help"
         text = parser.format_help()
         assert not re.search(r"default:? [(\[]'", text), f"aqueduct {name} --help shows a Python repr"
+
+
+def test_an_option_name_means_one_thing_in_every_subcommand() -> None:
+    """`--limit` was NAME=VALUE on `serve` and a row count on `analyze` and `report`: one name, one meaning."""
+    seen: dict[str, set[tuple[str, str, str]]] = {}
+    for _, parser in _all_parsers():
+        for action in parser._actions:
+            kind = (type(action).__name__, getattr(action.type, "__name__", str(action.type)), str(action.metavar))
+            for option in action.option_strings:
+                seen.setdefault(option, set()).add(kind)
+    assert {o: k for o, k in seen.items() if len(k) > 1} == {}
+
+
+def test_no_subcommand_takes_one_setting_by_two_options() -> None:
+    """`report` took both `--html FILE` and `-o FILE` for its one output."""
+    for name, parser in _all_parsers():
+        dests = [a.dest for a in parser._actions if a.option_strings and a.dest != "help"]
+        assert len(dests) == len(set(dests)), f"aqueduct {name}: {sorted(d for d in dests if dests.count(d) > 1)}"

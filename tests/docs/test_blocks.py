@@ -6,8 +6,10 @@ command line in a shell block parses with the command's own parser."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -18,7 +20,7 @@ from mypy import api
 
 from aqueduct.quic.certs import DevCerts
 
-from .blocks import Block, block, blocks
+from .blocks import ROOT, Block, block, blocks
 
 _ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<text>.*)$")
 PYTHON = blocks("python")
@@ -43,7 +45,8 @@ def test_every_python_block_type_checks_as_it_says(tmp_path: Path) -> None:
         path.write_text(b.code)
         files[path.name] = b
     config = tmp_path / "mypy.ini"
-    config.write_text("[mypy]\nstrict_equality = True\n")  # a user's plain settings, not the project's
+    # a user's strict settings, not the project's; the examples import their helpers from beside them
+    config.write_text(f"[mypy]\nstrict = True\nmypy_path = {ROOT / 'examples'}\n")
     out, err, _ = api.run([*map(str, sorted(tmp_path.glob("*.py"))), "--no-incremental", "--cache-dir",
                            str(tmp_path / "cache"), "--python-version", "3.11", "--config-file", str(config),
                            "--no-error-summary", "--no-color-output", "--hide-error-context"])  # fmt: skip
@@ -57,7 +60,7 @@ def test_every_python_block_type_checks_as_it_says(tmp_path: Path) -> None:
             got = errors.pop((name, n), [])
             expected = "mypy error" in text
             if expected != bool(got):
-                wrong.append(f"{b.source}:{b.line + n - 1}: {'no error' if expected else got}: {text.strip()}")
+                wrong.append(f"{b.source}:{b.source_line(n)}: {'no error' if expected else got}: {text.strip()}")
     assert not wrong and not errors, "\n".join(wrong) + f"\n{errors}\n{err}"
     assert sum("mypy error" in b.code for b in PYTHON) >= 1  # the typed-channels guide shows a rejected send
 
@@ -70,27 +73,31 @@ def test_complete_programs_in_the_guides_run(program: Block, tmp_path: Path) -> 
 
 
 def test_readme_client_and_server_example_runs(certs: DevCerts, tmp_path: Path) -> None:
+    """As README says: `python example.py server` in one terminal, `python example.py` in another, Ctrl-C."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     example = block("README.md", "async def server()").code
-    code = (example.replace("4433", str(port)).replace("certs/ca.pem", str(certs.ca))
-            .replace("certs/cert.pem", str(certs.cert)).replace("certs/key.pem", str(certs.key)))
-    code += (
-        "\nasync def main() -> None:\n"
-        "    serving = asyncio.ensure_future(server())\n"
-        "    while True:  # until the server listens: its first client attempt fails fast (nothing listening)\n"
-        "        try:\n"
-        "            await client()\n"
-        "            break\n"
-        "        except aqueduct.ConnectError:\n"
-        "            await asyncio.sleep(0.05)\n"
-        "    serving.cancel()\n"
-        "\nasyncio.run(main())\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [f"listening on ('127.0.0.1', {port})", "{'time': '12:00'}"]
+    (tmp_path / "example.py").write_text(
+        example.replace("4433", str(port)).replace("certs/ca.pem", str(certs.ca))
+        .replace("certs/cert.pem", str(certs.cert)).replace("certs/key.pem", str(certs.key)))
+    server = subprocess.Popen([sys.executable, "example.py", "server"], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})  # (its print goes to a pipe here)
+    try:
+        assert server.stdout is not None
+        assert server.stdout.readline() == f"listening on ('127.0.0.1', {port})\n"
+        client = subprocess.run([sys.executable, "example.py"], capture_output=True, text=True, timeout=60,
+                                cwd=tmp_path)
+        assert client.returncode == 0, client.stderr
+        assert client.stdout.splitlines() == ["{'time': '12:00'}"]
+        server.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = server.communicate(timeout=60)
+        assert err.splitlines() == ["stopped: Ctrl-C"] and server.returncode == 130
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 def _command_lines() -> list[tuple[Block, list[str]]]:
@@ -123,3 +130,30 @@ def test_every_command_line_in_the_guides_parses(capsys: pytest.CaptureFixture[s
             parsers[words[0]].parse_args(words[1:])
         except SystemExit as exited:  # --version and --help exit 0 once they printed
             assert exited.code == 0, f"{b.name}: {shlex.join(words)} does not parse: {capsys.readouterr().err}"
+
+
+def test_getting_started_links_every_guide_and_the_examples() -> None:
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text().split("\nnav:", 1)[1].join(["nav:", ""]))["nav"]
+    guides = [page for entry in nav if isinstance(entry, dict) and "Guides" in entry
+              for item in entry["Guides"] for page in item.values()]
+    text = (ROOT / "docs" / "getting-started.md").read_text()
+    where_next = text[text.index("## Where next"):]
+    assert len(guides) >= 9
+    for page in [*guides, "performance.md", "examples.md"]:
+        assert f"]({page})" in where_next, page
+
+
+def test_every_guide_has_headings_for_its_table_of_contents() -> None:
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text()
+        if text.lstrip().startswith("--8<--"):  # (a page that is an included file, which has its own)
+            continue
+        assert re.search(r"^## ", text, re.M), f"{page.name} has no section headings (an empty table of contents)"
+
+
+def test_the_examples_page_shows_every_example() -> None:
+    text = (ROOT / "docs" / "examples.md").read_text()
+    for path in sorted((ROOT / "examples").glob("[!_]*.py")):
+        assert f'--8<-- "examples/{path.name}"' in text, path.name

@@ -86,6 +86,22 @@ def test_page_renders_title_and_first_code_block(browser: Any, served: str, path
     page.close()
 
 
+def test_no_code_block_is_cut_off_at_1280_px(browser: Any, served: str) -> None:
+    """Every code block of the guides shows its whole width: none scrolls sideways (its lines wrap instead)."""
+    cut = {}
+    for page_md in sorted((ROOT / "docs").glob("*.md")):
+        path = "" if page_md.stem == "index" else f"{page_md.stem}/"
+        page, problems = _open(browser, served + path)
+        widths = page.eval_on_selector_all("article pre > code", "els => els.map(e => [e.scrollWidth, e.clientWidth])")
+        cut[page_md.name] = sum(1 for scroll, client in widths if scroll > client + 1)
+        if page_md.stem == "services":
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "services.png"), full_page=True)
+        assert problems == [], page_md.name
+        page.close()
+    assert {name: n for name, n in cut.items() if n} == {}
+
+
 def test_search_finds_oneshot(browser: Any, served: str) -> None:
     page, problems = _open(browser, served)
     search = page.locator("input.md-search__input")  # the header's search box (wide screens show it)

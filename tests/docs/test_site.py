@@ -59,6 +59,8 @@ def test_a_class_page_shows_what_an_application_calls_and_not_the_librarys_wirin
         assert calls <= shown and not wiring & shown, (name, shown)
         method = getattr(importlib.import_module("aqueduct"), name).bind
         assert (method.__doc__ or "").startswith(_hooks().WIRING)  # what the page's filter reads
+        assert "Bases: " not in _text(site / "reference" / "aqueduct" / name / "index.html")  # (only _Half: private)
+    assert "Bases: ConnectError" in _text(site / "reference" / "aqueduct" / "AuthenticationFailed" / "index.html")
 
 
 def test_every_command_has_its_help_page(site: Path) -> None:

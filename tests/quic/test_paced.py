@@ -8,8 +8,8 @@ import pytest
 from aioquic.quic import events as qe
 from aioquic.quic.connection import QuicConnection
 
+from aqueduct.quic.aioquic_connection import PacedQuicConnection
 from aqueduct.quic.certs import DevCerts
-from aqueduct.quic.paced import PacedQuicConnection
 from aqueduct.quic.settings import TransportSettings, client_configuration, server_configuration
 from aqueduct.quic.tickets import ServerTicketStore
 
@@ -193,7 +193,7 @@ def test_spent_handshake_buffers_are_released_and_the_connection_goes_on(certs: 
     connection still carries data (session tickets are exercised end to end by the 0-RTT tests)."""
     from aioquic import tls
 
-    from aqueduct.quic.paced import SPENT_CRYPTO_BUFFER
+    from aqueduct.quic.aioquic_connection import SPENT_CRYPTO_BUFFER
 
     pair = Pair(certs)
     pair.run()
@@ -229,7 +229,7 @@ def test_connections_share_the_frame_handlers_sets_of_levels(certs: DevCerts) ->
     server = QuicConnection(configuration=server_configuration(SETTINGS, cert=certs.cert, key=certs.key),
                             original_destination_connection_id=b"12345678")
     PacedQuicConnection.adopt(server)
-    from aqueduct.quic.paced import FRAME_HANDLERS
+    from aqueduct.quic.aioquic_connection import FRAME_HANDLERS
 
     tables = [getattr(c, FRAME_HANDLERS) for p in pairs for c in (p.client, p.server)]
     tables.append(getattr(server, FRAME_HANDLERS))

@@ -3,8 +3,8 @@ has run (nearly) out of credit, which always hears of a grant at once."""
 
 from __future__ import annotations
 
+from aqueduct.quic.aioquic_connection import UPDATE_FRACTION
 from aqueduct.quic.certs import DevCerts
-from aqueduct.quic.paced import UPDATE_FRACTION
 
 from .test_paced import WINDOW, Pair
 

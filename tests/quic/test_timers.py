@@ -1,4 +1,4 @@
-"""aioquic's loop timer is re-armed lazily (quic/protocol.py `_arm_quic_timer`): its deadline moves on nearly
+"""aioquic's loop timer is re-armed lazily (quic/aioquic_protocol.py `send_packets`): its deadline moves on nearly
 every packet, mostly later, and a timer already armed no later than the new deadline is kept."""
 
 from __future__ import annotations

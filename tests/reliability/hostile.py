@@ -29,8 +29,8 @@ from aqueduct.api.codec import RawCodec, RawMessage
 from aqueduct.api.connection import link_of
 from aqueduct.api.echo import echo_connection
 from aqueduct.core.config import EngineConfig
+from aqueduct.quic.aioquic_connection import PacedQuicConnection
 from aqueduct.quic.certs import DevCerts
-from aqueduct.quic.paced import PacedQuicConnection
 from aqueduct.quic.settings import ALPN, TransportSettings
 from aqueduct.wire.frames import ConnectionControl, Frame, Version, encode_frames
 

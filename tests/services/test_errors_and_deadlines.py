@@ -129,3 +129,10 @@ async def test_a_call_waiting_for_its_reply_when_the_connection_goes_fails_with_
             await c.close()
         with pytest.raises(aqueduct.ConnectionLost):
             await guard(task)
+
+
+async def test_a_callers_timeout_names_the_method(certs: DevCerts) -> None:
+    async with served(certs) as (_, conn, _server):
+        with pytest.raises(aqueduct.Timeout, match=r"^Calculator\.wait: no result within 0\.2 s$"), \
+                aqueduct.call_options(timeout=0.2):
+            await conn.service.wait("k")

@@ -4,7 +4,7 @@
 //   aqueduct schema myapp.services:Calculator | npm run -s service-types -- Calculator > calculator.ts
 //
 // (or a schema file as the second argument; `--from SPEC` sets the module the types import from, default
-// "@aqueduct-py/client"). The output has one interface per method's call message (`AddCall`: its parameters, its
+// "@aqueduct-quic/client"). The output has one interface per method's call message (`AddCall`: its parameters, its
 // `reply` oneshot and `meta`), one per reply (`AddReply`), the union `CalculatorCall` and `CalculatorStub`, the type
 // of `service<CalculatorCall>(conn.entrypoint)`. Channel halves in the schema (`x-aqueduct-channel`, `x-message`)
 // become `Sender<T>`, `Receiver<T>`, `OneshotSender<T>`, `OneshotReceiver<T>`; the generation itself is
@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { compile } from "json-schema-to-typescript";
 
 const args = process.argv.slice(2);
-let from = "@aqueduct-py/client";
+let from = "@aqueduct-quic/client";
 const rest = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === "--from") from = args[++i];

@@ -2,7 +2,7 @@
  * Aqueduct from TypeScript and the browser: typed channels to an Aqueduct server over WebTransport.
  *
  * ```ts
- * import { connect, channel } from "@aqueduct-py/client";
+ * import { connect, channel } from "@aqueduct-quic/client";
  * const conn = await connect<Request>(url, { serverCertificateHashes });
  * const [tx, rx] = channel<Tick>();
  * await conn.entrypoint.send({ subscribe: tx });

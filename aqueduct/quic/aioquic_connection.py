@@ -1,4 +1,10 @@
-"""Receiver-paced flow control for aioquic.
+"""The adapter's aioquic QuicConnection: receiver-paced flow control, its hot spots mended, its privates named.
+
+This module is one of the doors to aioquic's private state (ARCHITECTURE.md lists them, and
+tests/architecture/test_aioquic_stays_in_quic.py fails on a private name outside them): `PacedQuicConnection`
+overrides aioquic's private writers and reads its private attributes, and gives the adapter what it needs of
+them under names of ours (`is_client`, `peer_max_datagram_frame_size`, `ack_now`, `receive_window`). What
+follows is what it changes.
 
 aioquic doubles MAX_DATA and MAX_STREAM_DATA as soon as half the window has
 *arrived*, whether or not anyone read it, so a stalled reader lets a fast
@@ -33,10 +39,23 @@ client's Finished was handled, before that; QUIC's TLS has no KeyUpdate
 message and aioquic no post-handshake authentication. 48 KiB less per idle
 connection at each end.
 
+`_write_application` (what builds the 1-RTT packets) is aioquic 1.7's, copied with three changes, each
+behaviour-neutral (tests/quic/test_write_application.py sends the same seeded schedules through aioquic's and
+ours and compares every packet's frames): it does not visit every stream for its MAX_STREAM_DATA on every packet
+(see above: a call per live stream per packet, to a method that does nothing); a stream whose data and FIN all
+went into a frame is marked empty at once, where aioquic finds out at the next packet by asking it for a frame;
+and once a packet leaves nothing behind (no stream with data it may send, no datagram, no CRYPTO data, no stream
+discarded) no next packet is begun: aioquic begins one, finds it empty and stops there, after a full pass of its
+writers, so every call that sends paid one empty packet (the pacer is asked first, as it would be). The copy is
+pinned with aioquic (pyproject.toml: <1.8); a new aioquic runs the differential against its own method first.
+
 aioquic also offers every stream with unsent data a place in every packet,
 full or not; with hundreds of one-message streams queued (unordered sends)
 most offers find a full packet. Once no stream frame header fits, the rest of
 that packet's offers return at once (`_write_stream_frame`).
+
+aioquic logs each stream's creation and discarding at DEBUG through a LoggerAdapter, whose `debug` takes four
+Python calls to find DEBUG off; `DebugCheckedAdapter` asks the logger first (two calls, the same records).
 
 aioquic also builds, per connection, a table of ~35 frame handlers, each with a new frozenset of the packet
 types that may carry it: ~7 KiB per connection at each end for ~10 distinct sets. The sets are replaced by
@@ -50,16 +69,22 @@ implement (aioquic has no HelloRetryRequest: a group the server lacks would fail
 
 from __future__ import annotations
 
+import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aioquic import tls
 from aioquic._buffer import Buffer
-from aioquic.quic.connection import QuicConnection, QuicConnectionId
-from aioquic.quic.packet_builder import QuicDeliveryState
+from aioquic.quic.connection import QuicConnection, QuicConnectionAdapter, QuicConnectionId, stream_is_client_initiated
+from aioquic.quic.packet import QuicFrameType, QuicPacketType
+from aioquic.quic.packet_builder import QuicDeliveryState, QuicPacketBuilder, QuicPacketBuilderStop
+from aioquic.quic.stream import QuicStream
 from aioquic.tls import Group
 
-from .mtls import ClientAuth, require_client_certificates
+from .aioquic_tls import require_client_certificates
+
+if TYPE_CHECKING:
+    from .mtls import ClientAuth
 
 UPDATE_FRACTION = 4
 """A window update is sent once the unannounced grants reach 1/UPDATE_FRACTION of the configured window."""
@@ -87,6 +112,16 @@ def _share_frame_epochs(quic: QuicConnection) -> None:
     handlers: dict[int, tuple[Any, frozenset[tls.Epoch]]] = getattr(quic, FRAME_HANDLERS)
     for frame_type, (handler, epochs) in handlers.items():
         handlers[frame_type] = (handler, _EPOCH_SETS.setdefault(epochs, epochs))
+
+
+class DebugCheckedAdapter(QuicConnectionAdapter):
+    """aioquic's per-connection logger adapter, whose `debug` asks the logger first: aioquic logs each stream's
+    creation and discarding at DEBUG, and the adapter's own `debug` takes four Python calls to find it off."""
+
+    def debug(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        """As LoggerAdapter.debug (the same records when DEBUG is on), two calls when it is off."""
+        if self.logger.isEnabledFor(logging.DEBUG):
+            self.log(logging.DEBUG, msg, *args, **kwargs)
 
 
 CLIENT_KEY_SHARE_GROUPS = (Group.SECP256R1,)
@@ -117,6 +152,7 @@ class PacedQuicConnection(QuicConnection):
         super().__init__(*args, **kwargs)
         self._limits_due = set()
         _share_frame_epochs(self)
+        self._logger = DebugCheckedAdapter(self._logger.logger, self._logger.extra)
 
     @classmethod
     def adopt(cls, quic: QuicConnection) -> PacedQuicConnection:
@@ -125,6 +161,7 @@ class PacedQuicConnection(QuicConnection):
         assert isinstance(quic, cls)
         quic._limits_due = set()
         _share_frame_epochs(quic)
+        quic._logger = DebugCheckedAdapter(quic._logger.logger, quic._logger.extra)
         return quic
 
     def _initialize(self, peer_cid: bytes) -> None:
@@ -155,6 +192,23 @@ class PacedQuicConnection(QuicConnection):
         first = self._host_cids[0]
         first.cid = tag_cid(worker, len(first.cid))
         self.host_cid = self._local_initial_source_connection_id = first.cid
+
+    @property
+    def is_client(self) -> bool:
+        """Whether this end is the client."""
+        return bool(self._is_client)
+
+    @property
+    def peer_max_datagram_frame_size(self) -> int | None:
+        """The peer's max_datagram_frame_size transport parameter (None: it takes no datagrams, or not known yet)."""
+        size = self._remote_max_datagram_frame_size
+        return int(size) if size is not None else None
+
+    def ack_now(self, now: float) -> None:
+        """Send any ACK held back for its delay with the next 1-RTT packet, rather than after the delay."""
+        space = self._spaces.get(tls.Epoch.ONE_RTT)
+        if space is not None and space.ack_at is not None:
+            space.ack_at = now
 
     def receive_window(self) -> tuple[int, int]:
         """(bytes received, bytes the peer may send in total) at connection level, for tests and stats."""
@@ -228,6 +282,178 @@ class PacedQuicConnection(QuicConnection):
 
     def _write_stream_limits(self, builder: Any, space: Any, stream: Any) -> None:
         """aioquic's per-stream, per-packet visit: nothing to do (`_write_due_stream_limits` wrote them)."""
+
+    def _write_application(self, builder: QuicPacketBuilder, network_path: Any, now: float) -> None:
+        """aioquic 1.7's `_write_application` (its code and comments, line for line), with three changes marked
+        `(ours)` (see the module comment): no per-packet visit of every stream for its MAX_STREAM_DATA, a stream
+        whose data all went out is marked empty at once, and no packet is begun once nothing is left to send."""
+        crypto_stream: QuicStream | None = None
+        if self._cryptos[tls.Epoch.ONE_RTT].send.is_valid():
+            crypto = self._cryptos[tls.Epoch.ONE_RTT]
+            crypto_stream = self._crypto_streams[tls.Epoch.ONE_RTT]
+            packet_type = QuicPacketType.ONE_RTT
+        elif self._cryptos[tls.Epoch.ZERO_RTT].send.is_valid():
+            crypto = self._cryptos[tls.Epoch.ZERO_RTT]
+            packet_type = QuicPacketType.ZERO_RTT
+        else:
+            return
+        space = self._spaces[tls.Epoch.ONE_RTT]
+
+        while True:
+            # apply pacing, except if we have ACKs to send
+            if space.ack_at is None or space.ack_at >= now:
+                self._pacing_at = self._loss._pacer.next_send_time(now=now)
+                if self._pacing_at is not None:
+                    break
+            builder.start_packet(packet_type, crypto)
+
+            # ACK, which a server sends for 0-RTT packets before the handshake
+            # completes (RFC 9000 section 13.2.1), but not in 0-RTT packets.
+            if packet_type == QuicPacketType.ONE_RTT and space.ack_at is not None and space.ack_at <= now:
+                self._write_ack_frame(builder=builder, space=space, now=now)
+
+            if self._handshake_complete:
+                # PATH_CHALLENGE, while the active path is not validated, which only
+                # happens on a server whose client migrated (RFC 9000 section 9.3).
+                if not (network_path.is_validated or network_path.local_challenge_sent):
+                    self._write_path_challenge_frame(builder=builder, network_path=network_path)
+
+                    # RFC 9000 section 8.2.4 recommends abandoning path validation
+                    # after three times the larger of the current PTO and the PTO
+                    # of a new path, which uses the initial RTT.
+                    if network_path.validation_deadline is None:
+                        network_path.validation_deadline = now + 3 * max(
+                            self._loss.get_probe_timeout(), 2 * self._configuration.initial_rtt)
+
+                # HANDSHAKE_DONE
+                if self._handshake_done_pending:
+                    self._write_handshake_done_frame(builder=builder)
+                    self._handshake_done_pending = False
+
+                # PATH RESPONSE
+                while len(network_path.remote_challenges) > 0:
+                    self._write_path_response_frame(builder=builder, challenge=network_path.remote_challenges[0])
+                    network_path.remote_challenges.popleft()
+
+                # NEW_CONNECTION_ID
+                for connection_id in self._host_cids:
+                    if not connection_id.was_sent:
+                        self._write_new_connection_id_frame(builder=builder, connection_id=connection_id)
+
+                # RETIRE_CONNECTION_ID
+                for sequence_number in self._retire_connection_ids[:]:
+                    self._write_retire_connection_id_frame(builder=builder, sequence_number=sequence_number)
+                    self._retire_connection_ids.pop(0)
+
+                # STREAMS_BLOCKED
+                if self._streams_blocked_pending:
+                    if self._streams_blocked_bidi:
+                        self._write_streams_blocked_frame(
+                            builder=builder, frame_type=QuicFrameType.STREAMS_BLOCKED_BIDI,
+                            limit=self._remote_max_streams_bidi)
+                    if self._streams_blocked_uni:
+                        self._write_streams_blocked_frame(
+                            builder=builder, frame_type=QuicFrameType.STREAMS_BLOCKED_UNI,
+                            limit=self._remote_max_streams_uni)
+                    self._streams_blocked_pending = False
+
+                # MAX_DATA and MAX_STREAMS
+                self._write_connection_limits(builder=builder, space=space)
+
+            # stream-level limits: (ours) written by _write_connection_limits, for the streams granted credit
+
+            # PING (user-request)
+            if self._ping_pending:
+                self._write_ping_frame(builder, self._ping_pending)
+                self._ping_pending.clear()
+
+            # PING (probe)
+            if self._probe_pending:
+                self._write_ping_frame(builder, comment="probe")
+                self._probe_pending = False
+
+            # CRYPTO
+            if crypto_stream is not None and not crypto_stream.sender.buffer_is_empty:
+                self._write_crypto_frame(builder=builder, space=space, stream=crypto_stream)
+
+            # DATAGRAM
+            while self._datagrams_pending:
+                try:
+                    self._write_datagram_frame(builder=builder, data=self._datagrams_pending[0],
+                                               frame_type=QuicFrameType.DATAGRAM_WITH_LENGTH)
+                    self._datagrams_pending.popleft()
+                except QuicPacketBuilderStop:
+                    break
+
+            sent: set[QuicStream] = set()
+            discarded: set[QuicStream] = set()
+            left = False  # (ours) a stream that may send still has data or a FIN to send
+            try:
+                for stream in self._streams_queue:
+                    # if the stream is finished, discard it
+                    if stream.is_finished:
+                        self._logger.debug("Stream %d discarded", stream.stream_id)
+                        self._streams.pop(stream.stream_id)  # type: ignore[arg-type]
+                        if stream_is_client_initiated(stream.stream_id) != self._is_client:  # type: ignore[arg-type]
+                            # Let the peer open a new stream for each one that
+                            # closes (RFC 9000 section 4.6).
+                            self._stream_limit(stream.stream_id).value += 1  # type: ignore[arg-type]
+                        discarded.add(stream)
+                        continue
+
+                    if stream.receiver.stop_pending:
+                        # STOP_SENDING
+                        self._write_stop_sending_frame(builder=builder, stream=stream)
+
+                    if stream.sender.reset_pending:
+                        # RESET_STREAM
+                        self._write_reset_stream_frame(builder=builder, stream=stream)
+                    elif not stream.is_blocked and not stream.sender.buffer_is_empty:
+                        # STREAM
+                        used = self._write_stream_frame(
+                            builder=builder,
+                            space=space,
+                            stream=stream,
+                            max_offset=min(
+                                stream.sender.highest_offset + self._remote_max_data - self._remote_max_data_used,
+                                stream.max_stream_data_remote,
+                            ),
+                        )
+                        self._remote_max_data_used += used
+                        if used > 0:
+                            sent.add(stream)
+                        # (ours) what the stream's next get_frame() would find: nothing left, so mark it now
+                        sender = stream.sender
+                        if len(sender._pending) or sender._pending_eof:
+                            left = True
+                        else:
+                            sender.buffer_is_empty = True
+
+            finally:
+                # Make a new stream service order, putting served ones at the end.
+                #
+                # This method of updating the streams queue ensures that discarded
+                # streams are removed and ones which sent are moved to the end even
+                # if an exception occurs in the loop.
+                self._streams_queue = [
+                    stream for stream in self._streams_queue if not (stream in discarded or stream in sent)
+                ]
+                self._streams_queue.extend(sent)
+
+            if builder.packet_is_empty:
+                # Discarded streams may let the peer open new ones, which the next
+                # packet announces with MAX_STREAMS.
+                if not discarded:
+                    break
+            else:
+                self._loss._pacer.update_after_send(now=now)
+                # (ours) nothing is left for a next packet: aioquic would begin one, find it empty and stop
+                # there (the pacer asked first, as it would be)
+                if not (left or discarded or self._datagrams_pending
+                        or (crypto_stream is not None and not crypto_stream.sender.buffer_is_empty)):
+                    if space.ack_at is None or space.ack_at >= now:
+                        self._pacing_at = self._loss._pacer.next_send_time(now=now)
+                    break
 
     def _write_stream_frame(self, builder: Any, space: Any, stream: Any, max_offset: int) -> int:
         packet = builder._packet

@@ -1,0 +1,118 @@
+"""aioquic's asyncio protocol with its private state behind named members: the door `protocol.py` goes through.
+
+aioquic's `QuicConnectionProtocol` keeps what an adapter must drive in private attributes and methods: the
+connection (`_quic`), the loop (`_loop`), the datagram transport (`_transport`), the end-of-turn transmit
+(`_transmit_task`, `_transmit_soon`), its loop timer (`_timer`, `_timer_at`, `_handle_timer`) and the
+dispatch of the connection's events (`_process_events`). `AioquicProtocol` is the one class that touches
+them; the adapter (`protocol.py` and its `endings.py`) subclasses it and uses only the names below, so an
+aioquic upgrade that renames them breaks here (tests/architecture/test_aioquic_stays_in_quic.py lists the
+door modules and fails on a private name anywhere else).
+
+- `quic`, `loop`: the paced connection (aioquic's server builds plain QuicConnections: re-classed, see
+  aioquic_connection.py) and the loop, as plain attributes (read on every packet).
+- `transport` / `use_transport`: the datagram transport aioquic sends on (a client's is wrapped, endpoint.py).
+- `transmit_soon`, `cancel_transmit_soon`: aioquic's one end-of-turn transmit.
+- `send_packets`: aioquic's transmit without its timer churn: its deadline moves on nearly every packet
+  (loss detection, ACK delay), mostly later, and aioquic cancels and makes a loop timer each time. A timer
+  already armed no later than the new deadline is kept; when it fires early, `_handle_timer` arms the
+  current deadline instead.
+- `process_events` (aioquic calls it after each datagram and timer; the adapter overrides it) and
+  `dispatch_events` (aioquic's own dispatch of what is queued: connection IDs, waiters, then
+  `quic_event_received`, bound to aioquic's method without a call between); `pending_events` is the
+  connection's queue of them (a live view).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.quic import events as qe
+from aioquic.quic.connection import QuicConnection
+
+from .aioquic_connection import PacedQuicConnection
+
+
+class AioquicProtocol(QuicConnectionProtocol):
+    """aioquic's QuicConnectionProtocol driven through named members (see the module comment)."""
+
+    def __init__(self, quic: QuicConnection, stream_handler: Any = None) -> None:
+        if type(quic) is QuicConnection:
+            # aioquic's QuicServer builds plain QuicConnections; ours only adds methods, so re-class it.
+            PacedQuicConnection.adopt(quic)
+        super().__init__(quic, stream_handler)
+        assert isinstance(quic, PacedQuicConnection)
+        self.quic: PacedQuicConnection = quic
+        """The paced aioquic connection."""
+        self.loop: asyncio.AbstractEventLoop = self._loop
+        self.pending_events: deque[qe.QuicEvent] = quic._events
+        """The connection's queue of events not yet dispatched (a live view)."""
+        self._timer_armed = 0.0
+        """The deadline aioquic's loop timer was armed for (`send_packets`)."""
+
+    # ---- the transport ----
+    @property
+    def transport(self) -> asyncio.DatagramTransport | None:
+        """The datagram transport packets go out on (None before the endpoint is made)."""
+        return self._transport
+
+    def use_transport(self, transport: asyncio.DatagramTransport) -> None:
+        """Send on `transport` from now on."""
+        self._transport = transport
+
+    # ---- the end-of-turn transmit ----
+    def transmit_soon(self) -> None:
+        """Transmit at the end of this loop turn (once, however often asked)."""
+        if self._transmit_task is None:
+            self._transmit_task = self._loop.call_soon(self.transmit)
+
+    def cancel_transmit_soon(self) -> None:
+        """Drop the end-of-turn transmit (one now replaces it)."""
+        task = self._transmit_task
+        if task is not None:
+            task.cancel()
+            self._transmit_task = None
+
+    def send_packets(self) -> None:
+        """Send what aioquic has ready, re-arm its timer (lazily, see the module comment); the end-of-turn
+        transmit, if any, is done."""
+        self._transmit_task = None
+        quic, send = self.quic, self._transport.sendto  # type: ignore[union-attr]
+        for data, addr in quic.datagrams_to_send(now=self._loop.time()):
+            send(data, addr)
+        timer_at = quic.get_timer()
+        handle = self._timer
+        if handle is not None:
+            if timer_at is not None and self._timer_armed <= timer_at:
+                self._timer_at = timer_at
+                return
+            handle.cancel()
+            self._timer = None
+        if timer_at is not None:
+            self._timer = self._loop.call_at(timer_at, self._handle_timer)
+            self._timer_armed = timer_at  # (uvloop's handle for a past deadline has no `when()`)
+        self._timer_at = timer_at
+
+    def _handle_timer(self) -> None:
+        """aioquic's timer fired: run it, or, fired for a deadline since moved later, arm that one instead."""
+        timer_at = self._timer_at
+        if self._timer is not None and timer_at is not None and self._timer_armed < timer_at:
+            self._timer = self._loop.call_at(timer_at, self._handle_timer)
+            self._timer_armed = timer_at
+            return
+        super()._handle_timer()
+
+    # ---- events ----
+    def _process_events(self) -> None:
+        """aioquic's hook after each datagram and timer (a subclass that must see it first, WebTransport's,
+        overrides this and calls it, or `dispatch_events`)."""
+        self.process_events()
+
+    def process_events(self) -> None:
+        """Handle the connection's queued events (aioquic calls this after each datagram and timer)."""
+        self.dispatch_events()
+
+    dispatch_events = QuicConnectionProtocol._process_events
+    """aioquic's own dispatch of the queued events (connection IDs, waiters, then `quic_event_received`)."""
