@@ -22,8 +22,8 @@ from aioquic.h3 import events as h3e
 from aqueduct.api.codec import CODEC_HEADER, DEFAULT_CODEC, Codec
 from aqueduct.api.connection import Connection
 from aqueduct.api.link import ConnectionLink
+from aqueduct.quic.aioquic_connection import PacedQuicConnection
 from aqueduct.quic.endpoint import _connected_endpoint
-from aqueduct.quic.paced import PacedQuicConnection
 from aqueduct.quic.settings import TransportSettings, client_configuration
 from aqueduct.quic.webtransport import WebTransportOptions, WebTransportProtocol, WebTransportSessions
 from aqueduct.wire.channel_id import Side
