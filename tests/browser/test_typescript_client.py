@@ -1,8 +1,11 @@
 """The TypeScript client (clients/typescript, its one-file bundle) in headless Chromium against a Python server over
 WebTransport, with only `serverCertificateHashes` (a fresh ECDSA P-256 certificate valid 13 days) and no browser
 flag that weakens security: the page sends a message carrying a new receiver's sender and gets a stream back on it,
-sends a sender the server replies on, gets a channel the server made inside a message, and calls a typed service
-(a result, a streaming result, a declared error, a cancelled call that cancels the server's task).
+sends a sender the server replies on, gets a channel the server made inside a message, and calls a service (a
+result, a streaming result, a declared error, a cancelled call that cancels the server's task). A second page calls
+the same service through the generated stub: page/stub.ts, typed by what `aqueduct schema` and `npm run
+service-types` make of tests/services/calc.py's Calculator, type-checked with tsc (calls the types must reject
+included) and bundled with esbuild here.
 
 The bundle is built here when it is missing or older than the client's sources (`npm run bundle`: esbuild from the
 package's node_modules, installed offline from the cache scripts/setup-node.sh fills: tests/typescript/npm.py).
@@ -13,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
 BUNDLE = PACKAGE / "bundle" / "aqueduct.js"
 PAGE = Path(__file__).parent / "page" / "client.html"
+STUB_PAGE = Path(__file__).parent / "page" / "stub.ts"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server"]
 
 
@@ -48,10 +55,40 @@ def _bundle() -> bytes:
         return BUNDLE.read_bytes()
 
 
-@pytest.fixture(scope="module")
-def page_origin() -> Iterator[str]:
-    """client.html and the bundle (as /aqueduct.js), served over HTTP on loopback."""
-    files = {"/client.html": (PAGE.read_bytes(), "text/html"), "/aqueduct.js": (_bundle(), "text/javascript")}
+def _typed_stub_bundle(build: Path) -> bytes:
+    """page/stub.ts with the types `aqueduct schema` and `npm run service-types` make of tests/services/calc.py's
+    Calculator, type-checked by tsc and bundled (the client included) by esbuild, in `build`."""
+    package = installed()
+    schema = subprocess.run([sys.executable, "-m", "aqueduct", "schema", "tests.services.calc:Calculator"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert schema.returncode == 0, schema.stderr
+    types = subprocess.run(["node", "scripts/service-types.mjs", "Calculator"], cwd=package, input=schema.stdout,
+                           capture_output=True, text=True, timeout=120)
+    assert types.returncode == 0, types.stderr
+    (build / "calculator.ts").write_text(types.stdout)
+    (build / "stub.ts").write_text(STUB_PAGE.read_text())
+    (build / "tsconfig.json").write_text(json.dumps({
+        "compilerOptions": {"target": "ES2022", "module": "ESNext", "moduleResolution": "Bundler",
+                            "lib": ["ES2022", "DOM", "DOM.Iterable"], "strict": True, "noEmit": True,
+                            "skipLibCheck": True, "types": [],
+                            "paths": {"@aqueduct-py/client": [str(package / "src" / "index.ts")]}},
+        "files": ["stub.ts"],
+    }))
+    bin_ = package / "node_modules" / ".bin"
+    checked = subprocess.run([str(bin_ / "tsc"), "-p", str(build / "tsconfig.json")], cwd=build,
+                             capture_output=True, text=True, timeout=240)
+    assert checked.returncode == 0, f"tsc rejected the typed page:\n{checked.stdout}{checked.stderr}"
+    out = build / "stub.js"
+    bundled = subprocess.run([str(bin_ / "esbuild"), "stub.ts", "--bundle", "--format=esm", "--target=es2022",
+                              "--tsconfig=tsconfig.json", f"--outfile={out}", "--log-level=warning"], cwd=build,
+                             capture_output=True, text=True, timeout=120)
+    assert bundled.returncode == 0, bundled.stdout + bundled.stderr
+    return out.read_bytes()
+
+
+@contextlib.contextmanager
+def _serving(files: dict[str, tuple[bytes, str]]) -> Iterator[str]:
+    """`files` (path -> body, content type) served over HTTP on loopback; yields the origin."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -79,20 +116,45 @@ def page_origin() -> Iterator[str]:
         thread.join()
 
 
-@pytest.fixture
-async def page(chromium: str, page_origin: str) -> AsyncIterator[Page]:
+@contextlib.asynccontextmanager
+async def _opened(chromium: str, url: str) -> AsyncIterator[Page]:
+    """A headless Chromium page at `url`, once it set `window.ready`; fails on any uncaught page error."""
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             it = await browser.new_page()
             problems: list[str] = []
             it.on("pageerror", lambda exc: problems.append(str(exc)))
-            await it.goto(f"{page_origin}/client.html")
+            await it.goto(url)
             await it.wait_for_function("window.ready === true")
             yield it
             assert problems == []
         finally:
             await browser.close()
+
+
+@pytest.fixture(scope="module")
+def page_origin() -> Iterator[str]:
+    """client.html and the bundle (as /aqueduct.js), served over HTTP on loopback."""
+    with _serving({"/client.html": (PAGE.read_bytes(), "text/html"),
+                   "/aqueduct.js": (_bundle(), "text/javascript")}) as origin:
+        yield origin
+
+
+@pytest.fixture
+async def page(chromium: str, page_origin: str) -> AsyncIterator[Page]:
+    async with _opened(chromium, f"{page_origin}/client.html") as it:
+        yield it
+
+
+@pytest.fixture
+async def stub_page(chromium: str, tmp_path: Path) -> AsyncIterator[Page]:
+    """A page running page/stub.ts, typed by the generated stub types and bundled."""
+    html = b'<!doctype html><meta charset="utf-8"><title>stub</title><script type="module" src="/stub.js"></script>'
+    with _serving({"/stub.html": (html, "text/html"),
+                   "/stub.js": (_typed_stub_bundle(tmp_path), "text/javascript")}) as origin:
+        async with _opened(chromium, f"{origin}/stub.html") as it:
+            yield it
 
 
 async def test_channels_travel_both_ways_with_the_typescript_client(
@@ -103,8 +165,7 @@ async def test_channels_travel_both_ways_with_the_typescript_client(
                               webtransport=options) as server:
         async def handle() -> str:
             conn = await server.accept()
-            with contextlib.suppress(aqueduct.ConnectionLost):  # (the page's close does not finish its entrypoint)
-                await serve_page(conn)
+            await serve_page(conn)  # the page's graceful close finishes its entrypoint: the loop ends cleanly
             return conn.transport
 
         async def serve_page(conn: aqueduct.Connection[Any]) -> None:
@@ -140,3 +201,17 @@ async def test_the_typescript_client_calls_a_typed_service(page: Page, browser_c
         assert out["div"] == {"type": "DivisionByZero", "message": "1 / 0", "method": "div"}
         assert await asyncio.wait_for(impl.started.get(), 10) == "slow"
         assert await asyncio.wait_for(impl.cancelled.get(), 10) == "slow"
+
+
+async def test_the_generated_stub_calls_a_typed_service_in_chromium(stub_page: Page, browser_cert: BrowserCert) -> None:
+    async with aqueduct.serve("127.0.0.1", 0, cert=browser_cert.cert, key=browser_cert.key, service=Calc(),
+                              webtransport=True) as server:
+        url = f"https://127.0.0.1:{server.address[1]}/aqueduct"
+        out = await asyncio.wait_for(stub_page.evaluate("([u, h]) => typedService(u, h)", [url, browser_cert.hex]),
+                                     60)
+        assert out == {
+            "add": 5,
+            "count": [0, 1, 2, 3, 4],
+            "div": {"declared": True, "message": "1 / 0"},
+            "fail": {"type": "KeyError", "method": "fail"},
+        }

@@ -9,6 +9,12 @@
  *   first is the connection control stream), its uni streams 2, 6, ... with `createUnidirectionalStream()`;
  * - streams the server opens get the engine's server numbers in arrival order (bidi 1, 5, ...; uni 3, 7, ...):
  *   the engine relies only on their kind and opener, never on their order;
+ * - writes are joined per stream and task (as the Python adapter's quic/writes.py joins a loop turn's, decisions
+ *   PERF-36 and TSC-10): the engine's send commands of one task (and the microtasks it runs: a loop of
+ *   `await tx.send(...)` that never waits for room) are held per stream and written as one chunk, the FIN riding
+ *   on the last, in the next task. A stream write costs the browser a WebTransport write and often a QUIC packet
+ *   of its own, so one a message was the client's main cost on both ends. A reset or the close writes what is
+ *   held first, so nothing overtakes;
  * - every write of a stream goes through one promise chain, so writes and FINs keep their order; a reset aborts
  *   the writable with `WebTransportError({ streamErrorCode })` (the engine's code, 1 cancelled or 2 lost), and a
  *   reader that fails with a `streamErrorCode` is a reset by the peer;
@@ -45,8 +51,12 @@ export interface ConnectOptions {
 interface OutStream {
   writer: Promise<WritableStreamDefaultWriter<Uint8Array>>;
   chain: Promise<unknown>;
-  /** Bytes handed to this stream and not yet written. */
+  /** Bytes handed to this stream and not yet written (held ones included). */
   queued: number;
+  /** This turn's writes, not yet handed to the chain (joined by `flush`). */
+  held: Uint8Array[];
+  /** Whether this turn's writes end the stream. */
+  heldEnd: boolean;
   /** Senders waiting for `queued` to fall under the high-water mark. */
   waiting: Array<() => void>;
 }
@@ -64,6 +74,10 @@ export class WebTransportAdapter implements Transport {
   private nextPeerUni = 3;
   private datagramWriter: WritableStreamDefaultWriter<Uint8Array> | null = null;
   private closing = false;
+  /** Streams with held writes, in the order of their first write this turn. */
+  private readonly holding = new Set<number>();
+  private flushScheduled = false;
+  private readonly nextTurn = turnScheduler();
 
   constructor(readonly session: WebTransport) {}
 
@@ -92,21 +106,20 @@ export class WebTransportAdapter implements Transport {
     switch (cmd.type) {
       case "send": {
         const s = this.stream(cmd.streamId);
-        const { data, end } = cmd;
-        s.queued += data.length;
-        s.chain = s.chain.then(async () => {
-          const w = await s.writer;
-          if (data.length) await w.write(data);
-          if (end) await w.close();
-        }).catch(() => undefined).finally(() => {
-          s.queued -= data.length;
-          if (s.queued < HIGH_WATER) for (const wake of s.waiting.splice(0)) wake();
-        });
+        s.queued += cmd.data.length;
+        if (cmd.data.length) s.held.push(cmd.data);
+        if (cmd.end) s.heldEnd = true;
+        this.holding.add(cmd.streamId);
+        if (!this.flushScheduled) {
+          this.flushScheduled = true;
+          this.nextTurn(() => this.flush());
+        }
         return;
       }
       case "reset": {
         const s = this.out.get(cmd.streamId);
         if (!s) return;
+        this.flushStream(cmd.streamId, s);
         const code = cmd.code;
         s.chain = s.chain.then(async () => {
           const w = await s.writer;
@@ -121,6 +134,7 @@ export class WebTransportAdapter implements Transport {
       case "close":
         if (this.closing) return;
         this.closing = true;
+        this.flush();
         try {
           this.session.close({ closeCode: cmd.code, reason: cmd.reason.slice(0, 1000) });
         } catch {
@@ -141,6 +155,35 @@ export class WebTransportAdapter implements Transport {
         return;
       }
     }
+  }
+
+  /** Hand every stream's held writes to its chain, joined: one write (and the FIN) per stream. */
+  flush(): void {
+    this.flushScheduled = false;
+    const sids = [...this.holding];
+    this.holding.clear();
+    for (const sid of sids) {
+      const s = this.out.get(sid);
+      if (s) this.flushStream(sid, s);
+    }
+  }
+
+  private flushStream(sid: number, s: OutStream): void {
+    this.holding.delete(sid);
+    const chunks = s.held;
+    const end = s.heldEnd;
+    if (!chunks.length && !end) return;
+    s.held = [];
+    s.heldEnd = false;
+    const data = join(chunks);
+    s.chain = s.chain.then(async () => {
+      const w = await s.writer;
+      if (data.length) await w.write(data);
+      if (end) await w.close();
+    }).catch(() => undefined).finally(() => {
+      s.queued -= data.length;
+      if (s.queued < HIGH_WATER) for (const wake of s.waiting.splice(0)) wake();
+    });
   }
 
   /** Resolves once the stream's queued writes fell under HIGH_WATER. */
@@ -169,7 +212,7 @@ export class WebTransportAdapter implements Transport {
       throw new Error(`stream ${sid} has no writable side here`);
     }
     writer.catch(() => undefined);
-    s = { writer, chain: Promise.resolve(), queued: 0, waiting: [] };
+    s = { writer, chain: Promise.resolve(), queued: 0, waiting: [], held: [], heldEnd: false };
     this.out.set(sid, s);
     return s;
   }
@@ -185,7 +228,8 @@ export class WebTransportAdapter implements Transport {
           this.nextPeerBidi += 4;
           const stream = value as WebTransportBidirectionalStream;
           const writer = stream.writable.getWriter();
-          this.out.set(sid, { writer: Promise.resolve(writer), chain: Promise.resolve(), queued: 0, waiting: [] });
+          const out = { writer: Promise.resolve(writer), chain: Promise.resolve(), queued: 0, waiting: [], held: [], heldEnd: false };
+          this.out.set(sid, out);
           void this.readLoop(sid, stream.readable);
         } else {
           const sid = this.nextPeerUni;
@@ -231,6 +275,41 @@ export class WebTransportAdapter implements Transport {
   }
 }
 
+/** One chunk of a turn's writes (no copy for one). */
+function join(chunks: Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  let size = 0;
+  for (const c of chunks) size += c.length;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** Run a callback in a task of its own after the current one (and its microtasks): node's `setImmediate`, a
+ * `MessageChannel` in a page (a `setTimeout(0)` nested in timers is clamped to 4 ms), else `setTimeout`. */
+function turnScheduler(): (callback: () => void) => void {
+  const g = globalThis as { setImmediate?: (callback: () => void) => unknown };
+  if (typeof g.setImmediate === "function") return (callback) => void g.setImmediate!(callback);
+  if (typeof MessageChannel === "function") {
+    const channel = new MessageChannel();
+    let queue: Array<() => void> = [];
+    channel.port1.onmessage = () => {
+      const run = queue;
+      queue = [];
+      for (const callback of run) callback();
+    };
+    return (callback) => {
+      queue.push(callback);
+      if (queue.length === 1) channel.port2.postMessage(null);
+    };
+  }
+  return (callback) => void setTimeout(callback, 0);
+}
+
 function streamError(code: number): unknown {
   const WTError = (globalThis as unknown as { WebTransportError?: new (message?: string, options?: { streamErrorCode?: number }) => Error })
     .WebTransportError;
@@ -266,7 +345,7 @@ export async function connect<T = unknown>(url: string, options: ConnectOptions 
       }),
     ]);
   } catch (err) {
-    conn.close(0, "connect failed");
+    void conn.close(0, "connect failed");
     throw err;
   } finally {
     clearTimeout(timer);

@@ -151,3 +151,40 @@ test("send waits while the transport has no room on its stream (backpressure), s
   assert.equal(sent, true);
   assert.equal(s.written(2).length, 2);
 });
+
+const closeCommands = (s: Scripted): unknown[] => s.commands.filter((c) => c.type === "close");
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+test("a graceful close finishes the entrypoint and waits for the server to end it, then closes (QUIC-11)", async () => {
+  const s = new Scripted();
+  await s.conn.ready;
+  await s.conn.entrypoint.send({ n: 1 } as never);
+  assert.equal(s.written(2).length, 1);
+  let done = false;
+  const closing = s.conn.close().then(() => (done = true));
+  await turn();
+  // the entrypoint's message stream is finished; its FinishSender waits for the control stream the server opens
+  assert.ok(s.commands.some((c) => c.type === "send" && c.streamId === 2 && c.end));
+  s.peer(1, [{ type: "ChannelControl", channel: 0n }]);
+  assert.deepEqual(s.written(1), [{ type: "FinishSender", reliableCount: 1n }]);
+  await turn();
+  assert.deepEqual(closeCommands(s), []); // the server has not ended the entrypoint yet: no close
+  assert.equal(done, false);
+  s.peer(1, [{ type: "CloseReceiver", ranges: [1n] }]); // it got message 0 and ended its receiver
+  await closing;
+  assert.equal(s.conn.entrypoint.status(), "finished");
+  assert.deepEqual(closeCommands(s), [{ type: "close", code: 0, reason: "" }]);
+});
+
+test("a graceful close waits for a silent server only up to its timeout; a non-zero code does not wait", async () => {
+  const silent = new Scripted();
+  await silent.conn.ready;
+  await silent.conn.close(0, "bye", 1);
+  assert.deepEqual(closeCommands(silent), [{ type: "close", code: 0, reason: "bye" }]);
+  const abrupt = new Scripted();
+  await abrupt.conn.ready;
+  const closing = abrupt.conn.close(9, "error");
+  assert.deepEqual(closeCommands(abrupt), [{ type: "close", code: 9, reason: "error" }]); // at once
+  assert.ok(!abrupt.commands.some((c) => c.type === "send" && c.end)); // the entrypoint was not finished
+  await closing;
+});

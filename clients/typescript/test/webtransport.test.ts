@@ -153,12 +153,57 @@ test("over a WebTransport session: control stream first, frames both ways, reset
   await assert.rejects(rx.recv());
 });
 
-test("a connection's close closes its session with the code and reason", async () => {
+test("a connection's graceful close finishes the entrypoint, then closes its session with the code and reason", async () => {
   const connecting = connect("https://x/aqueduct", { WebTransport: FakeSession as never });
   await settle();
   const session = FakeSession.last;
   session.clientBidi[0]!.source.send(hello);
   const conn = await connecting;
-  conn.close(0, "bye");
+  const closing = conn.close(0, "bye");
+  await settle();
+  assert.equal(session.closeInfo, null); // graceful: the entrypoint finishes first, the server ends it
+  const ctrl = session.openBidi();
+  ctrl.source.send([{ type: "ChannelControl", channel: 0n }]);
+  await settle();
+  assert.deepEqual(ctrl.sink.frames(), [{ type: "FinishSender", reliableCount: 0n }]);
+  ctrl.source.send([{ type: "CloseReceiver", ranges: [] }]);
+  await closing;
   assert.deepEqual(session.closeInfo, { closeCode: 0, reason: "bye" });
+});
+
+test("one turn's writes to a stream are joined: N sends are one write, the finish rides on it (PERF-36)", async () => {
+  const connecting = connect("https://x/aqueduct", { WebTransport: FakeSession as never });
+  await settle();
+  const session = FakeSession.last;
+  const control = session.clientBidi[0]!;
+  assert.equal(control.sink.chunks.length, 1); // Version + ConnectionControl: one write
+  control.source.send(hello);
+  const conn = await connecting;
+  const n = 100;
+  for (let i = 0; i < n; i++) await conn.entrypoint.send(i as never); // never waits for room: one turn
+  await settle();
+  const entry = session.clientUni[0]!;
+  assert.equal(entry.chunks.length, 1);
+  assert.deepEqual(entry.frames().filter((f) => f.type === "Message").map((f) => f.type === "Message" && f.number),
+    Array.from({ length: n }, (_, i) => BigInt(i)));
+  // a later turn is a write of its own; a channel's last messages and its finish are one write and the FIN
+  const [tx, rx] = channel<number>();
+  await conn.entrypoint.send({ feed: rx } as never);
+  for (let i = 0; i < n; i++) tx.sendNow(i);
+  tx.finish();
+  await settle();
+  assert.equal(entry.chunks.length, 2);
+  const feed = session.clientUni[1]!;
+  assert.equal(feed.chunks.length, 1);
+  assert.equal(feed.closed, true);
+  assert.deepEqual(feed.frames().map((f) => f.type), Array(n).fill("Message"));
+  // a reset writes what is held first (nothing overtakes), then aborts the stream
+  const [tx2, rx2] = channel<number>();
+  await conn.entrypoint.send({ feed: rx2 } as never);
+  tx2.sendNow(1);
+  tx2.cancel();
+  await settle();
+  const cancelled = session.clientUni[2]!;
+  assert.equal(cancelled.chunks.length, 1);
+  assert.equal(cancelled.abortCode, 1);
 });

@@ -76,10 +76,39 @@ export class Connection<T = unknown> implements Link {
     return this.engine.peerHeaders;
   }
 
-  /** Close the connection (code 0: graceful). */
-  close(code: number = CloseCode.NO_ERROR, reason = ""): void {
+  /**
+   * Close the connection (every open channel ends with ConnectionLost). A graceful close (code 0, the default)
+   * first finishes the entrypoint sender and waits, up to `timeout` milliseconds (default 5000, as Python's
+   * `Connection.close`), until the server has everything, so the server's `async for` over the entrypoint ends
+   * cleanly instead of raising ConnectionLost (decision QUIC-11). A silent server only delays the close.
+   */
+  async close(code: number = CloseCode.NO_ERROR, reason = "", timeout = 5000): Promise<void> {
+    if (code === CloseCode.NO_ERROR && !this.engine.closed && this.engine.peerHeaders !== null
+      && this.engine.senderStatus(this.engine.entrypoint) === null) {
+      await this.finishEntrypoint(timeout);
+    }
+    if (this.engine.closed) return;
     this.engine.close(code, reason);
     this.pump();
+  }
+
+  /** Finish the entrypoint (unless it is already finishing) and wait, bounded, for the server to end it. */
+  private async finishEntrypoint(timeout: number): Promise<void> {
+    try {
+      this.engine.finish(this.engine.entrypoint);
+    } catch {
+      return; // (cancelled meanwhile: nothing to finish)
+    }
+    this.pump();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeout);
+    });
+    try {
+      await Promise.race([this.entrypoint.ended(), bound]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** A transport event (the adapter's one way in). */

@@ -66,8 +66,8 @@ async function main(): Promise<unknown> {
 
 main().then((result) => {
   process.stdout.write(`${JSON.stringify({ result })}\n`);
-  conn.close(0, "done");
-  setTimeout(() => process.exit(0), 50);
+  // a graceful close: the entrypoint finishes (the server answers) before the close command goes out
+  void conn.close(0, "done").then(() => setTimeout(() => process.exit(0), 50));
 }, (err: unknown) => {
   process.stdout.write(`${JSON.stringify({ error: String((err as Error)?.stack ?? err) })}\n`);
   process.exit(1);
