@@ -11,7 +11,8 @@ import aqueduct.testing
 
 
 def test_testing_modules_import_no_io(io_modules_loaded_by: Callable[[list[str]], str]) -> None:
-    names = [f"aqueduct.testing.{m.name}" for m in pkgutil.iter_modules(aqueduct.testing.__path__) if m.name != "impair"]
+    modules = pkgutil.iter_modules(aqueduct.testing.__path__)
+    names = [f"aqueduct.testing.{m.name}" for m in modules if m.name != "impair"]
     assert {"aqueduct.testing.sim", "aqueduct.testing.driver"} <= set(names)
     out = io_modules_loaded_by(names)
     assert out.strip() == "[]", out
