@@ -59,12 +59,36 @@ def scratch_dir() -> Path:
     SPARK_CONF_DIR, and `tmp/`, the driver JVM's java.io.tmpdir and spark.local.dir (its spark-*, blockmgr-*,
     artifacts-* directories and the native libraries it unpacks), which a JVM would otherwise put in /tmp and
     leave there whenever it is not shut down cleanly."""
-    path = Path(tempfile.mkdtemp(prefix="aqueduct-spark-"))
+    reclaim_stale_scratch()
+    path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     (path / "conf").mkdir()
     (path / "conf" / "log4j2.properties").write_text(_LOG4J)
     (path / "tmp").mkdir()
     atexit.register(remove_scratch)
     return path
+
+
+SCRATCH_PREFIX = "aqueduct-spark-"
+"""A scratch directory's name: this prefix, the owning process's pid, a dash and mkdtemp's random part."""
+
+
+def reclaim_stale_scratch() -> list[Path]:
+    """Remove the scratch directories whose process is gone: one killed (SIGKILL, a crash) never ran its atexit,
+    so the next Spark process of this user (and the test suite at its end) removes what it left. A directory of
+    another user, or whose name carries no pid, is left alone. Returns what it removed."""
+    removed = []
+    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = path.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or path.lstat().st_uid != os.getuid() or not path.is_dir() or path.is_symlink():
+                continue
+            os.kill(int(pid), 0)  # (alive: its owner removes it)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        except OSError:  # (PermissionError: a live process of another user)
+            continue
+    return removed
 
 
 def remove_scratch() -> None:

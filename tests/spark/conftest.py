@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aqueduct.spark.session import remove_scratch, spark_session
+from aqueduct.spark.session import reclaim_stale_scratch, remove_scratch, spark_session
 from aqueduct.spark.stream import register
 from tests.system_deps import requires_system
 
@@ -23,6 +23,7 @@ def spark() -> Iterator[Any]:
     yield session
     session.stop()
     remove_scratch()  # (a pytest-xdist worker ends without running atexit: its JVM's files go now)
+    reclaim_stale_scratch()  # (and what the Spark processes the tests killed or ran as subprocesses left)
     # pyspark's SIGINT handler (cancel the jobs) outlives the session and then raises from a dead context when a
     # pytest-xdist worker is interrupted at shutdown: give SIGINT back to Python
     signal.signal(signal.SIGINT, signal.default_int_handler)
