@@ -29,7 +29,8 @@ from aqueduct.quic.certs import make_dev_certs
 
 async def run(n: int, mode: str = "ordered", profile: cProfile.Profile | None = None) -> tuple[int, float, float]:
     """(messages counted, CPU seconds, wall seconds) for `n` 64 B messages sent in `mode` (or `n` channels)."""
-    certs = make_dev_certs(tempfile.mkdtemp())
+    scratch = tempfile.TemporaryDirectory()  # (removed when the run returns)
+    certs = make_dev_certs(scratch.name)
     settings = bench_settings()
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 

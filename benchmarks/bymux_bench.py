@@ -155,7 +155,8 @@ async def bench_aqueduct_quic(mib: int, pings: int, window: int) -> dict[str, An
     from aqueduct.api import connect
     from aqueduct.quic.certs import make_dev_certs
 
-    certs = make_dev_certs(Path(tempfile.mkdtemp()))
+    scratch = tempfile.TemporaryDirectory()  # (removed when the run returns)
+    certs = make_dev_certs(Path(scratch.name))
     with peer_process(_quic_server, str(certs.cert), str(certs.key), window) as port:
         async with connect(f"aqueduct://127.0.0.1:{port}", ca=certs.ca) as aq:
             conn = await open_on_aqueduct(aq.entrypoint, window=window)

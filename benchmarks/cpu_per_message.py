@@ -55,7 +55,8 @@ def _client(workload: str, ports: dict[str, int], ca: Any) -> AqueductClient | R
 
 async def run(workload: str, size: int, seconds: float, uvloop: bool) -> str:
     """One measurement, as a line of text."""
-    certs = make_dev_certs(tempfile.mkdtemp())
+    scratch = tempfile.TemporaryDirectory()  # (removed when the run returns)
+    certs = make_dev_certs(scratch.name)
     cmd = [sys.executable, "-m", "aqueduct.bench.peer", "--cert", str(certs.cert), "--key", str(certs.key)]
     peer = subprocess.Popen(cmd + (["--uvloop"] if uvloop else []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True)

@@ -121,7 +121,8 @@ def main() -> None:
         fn = load_handshakes if args.load == "handshakes" else load_messages
         print(json.dumps(asyncio.run(fn(args.url, args.ca, args.window))))
         return
-    certs = make_dev_certs(tempfile.mkdtemp())
+    scratch = tempfile.TemporaryDirectory()  # (removed when the run returns)
+    certs = make_dev_certs(scratch.name)
     got: dict[tuple[int, str], list[dict[str, float]]] = {}
     for rnd in range(args.rounds):
         order = args.workers if rnd % 2 == 0 else list(reversed(args.workers))

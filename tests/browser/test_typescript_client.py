@@ -71,7 +71,7 @@ def _typed_stub_bundle(build: Path) -> bytes:
         "compilerOptions": {"target": "ES2022", "module": "ESNext", "moduleResolution": "Bundler",
                             "lib": ["ES2022", "DOM", "DOM.Iterable"], "strict": True, "noEmit": True,
                             "skipLibCheck": True, "types": [],
-                            "paths": {"@aqueduct-py/client": [str(package / "src" / "index.ts")]}},
+                            "paths": {"@aqueduct-quic/client": [str(package / "src" / "index.ts")]}},
         "files": ["stub.ts"],
     }))
     bin_ = package / "node_modules" / ".bin"
