@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from ..errors import ConfigError
+from .certs import DEV_NAMES, _name, _pem_key, _san
 
 MAX_DAYS = 14
 """The longest validity a browser accepts for a certificate trusted by hash."""
-BROWSER_NAMES = ("localhost", "127.0.0.1", "::1")
+BROWSER_NAMES = DEV_NAMES
 
 
 @dataclass(frozen=True)
@@ -49,13 +48,7 @@ def make_browser_cert(directory: str | Path, names: tuple[str, ...] = BROWSER_NA
     out.mkdir(parents=True, exist_ok=True)
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
-    sans: list[x509.GeneralName] = []
-    for name in names:
-        try:
-            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            sans.append(x509.DNSName(name))
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    subject = _name(names[0])
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -64,13 +57,12 @@ def make_browser_cert(directory: str | Path, names: tuple[str, ...] = BROWSER_NA
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(hours=1))
         .not_valid_after(now - datetime.timedelta(hours=1) + datetime.timedelta(days=days))
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(_san(names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
     cert_path, key_path = out / "cert.pem", out / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(_pem_key(key))
     key_path.chmod(0o600)
     return BrowserCert(cert_path, key_path, hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).digest())
