@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ from aqueduct.quic.webtransport_cert import BrowserCert
 from aqueduct.services.context import configure
 from aqueduct.services.interface import interface_of
 from aqueduct.services.stub import make_stub
+from tests.harness.http import quiet_files, serving
 from tests.services.calc import Calc, Calculator, DivisionByZero
 
 from .relay import BrowserRelay, open_in_browser
@@ -41,23 +39,12 @@ PAGE_DIR = Path(__file__).parent / "page"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-proxy-server"]
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def page_origin() -> Iterator[str]:
     """The test page's origin: page/ served over HTTP on loopback."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(PAGE_DIR)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(quiet_files(PAGE_DIR)) as origin:
+        yield origin
 
 
 @pytest.fixture

@@ -19,9 +19,8 @@ import fcntl
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from playwright.async_api import Page, async_playwright
 
 import aqueduct
 from aqueduct.quic.webtransport_cert import BrowserCert
+from tests.harness.http import serving
 from tests.services.calc import Calc
 from tests.typescript.npm import installed, npm
 
@@ -105,15 +105,8 @@ def _serving(files: dict[str, tuple[bytes, str]]) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(Handler) as origin:
+        yield origin
 
 
 @contextlib.asynccontextmanager

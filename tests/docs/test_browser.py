@@ -7,15 +7,14 @@ Screenshots go to out/docs-screenshots/ (gitignored) for a person to look at."""
 
 from __future__ import annotations
 
-import functools
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, sync_playwright
+
+from tests.harness.http import quiet_files, serving
 
 from .blocks import block
 from .conftest import ROOT
@@ -29,22 +28,11 @@ PAGES = {
 }
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(quiet_files(site)) as origin:
+        yield f"{origin}/"
 
 
 @pytest.fixture(scope="module")
