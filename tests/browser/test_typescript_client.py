@@ -31,7 +31,7 @@ import aqueduct
 from aqueduct.quic.webtransport_cert import BrowserCert
 from tests.harness.http import serving
 from tests.services.calc import Calc
-from tests.typescript.npm import installed, npm
+from tests.typescript.npm import installed, npm, tool
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.requires_system("chromium"), pytest.mark.requires_system("node")]
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,14 +74,11 @@ def _typed_stub_bundle(build: Path) -> bytes:
                             "paths": {"@aqueduct-quic/client": [str(package / "src" / "index.ts")]}},
         "files": ["stub.ts"],
     }))
-    bin_ = package / "node_modules" / ".bin"
-    checked = subprocess.run([str(bin_ / "tsc"), "-p", str(build / "tsconfig.json")], cwd=build,
-                             capture_output=True, text=True, timeout=240)
+    checked = tool("tsc", "-p", str(build / "tsconfig.json"), cwd=build)
     assert checked.returncode == 0, f"tsc rejected the typed page:\n{checked.stdout}{checked.stderr}"
     out = build / "stub.js"
-    bundled = subprocess.run([str(bin_ / "esbuild"), "stub.ts", "--bundle", "--format=esm", "--target=es2022",
-                              "--tsconfig=tsconfig.json", f"--outfile={out}", "--log-level=warning"], cwd=build,
-                             capture_output=True, text=True, timeout=120)
+    bundled = tool("esbuild", "stub.ts", "--bundle", "--format=esm", "--target=es2022", "--tsconfig=tsconfig.json",
+                   f"--outfile={out}", "--log-level=warning", cwd=build, timeout=120)
     assert bundled.returncode == 0, bundled.stdout + bundled.stderr
     return out.read_bytes()
 

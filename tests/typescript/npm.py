@@ -30,6 +30,16 @@ def npm(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
         return _run(*args, timeout=timeout)
 
 
+def tool(name: str, *args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run node_modules/.bin/NAME ARGS in `cwd` under the lock, output captured: a test that reinstalls
+    (`npm ci` empties node_modules first) must not run while the tool reads the package's files."""
+    installed()
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return subprocess.run([str(PACKAGE / "node_modules" / ".bin" / name), *args], cwd=cwd, capture_output=True,
+                              text=True, timeout=timeout)
+
+
 def installed() -> Path:
     """The package folder with node_modules installed from the lockfile and the offline cache (skips, or fails
     under AQUEDUCT_REQUIRE_SYSTEM=1, when the `node` piece is missing)."""

@@ -4,11 +4,14 @@ build (the ESM build with types and the one-file browser bundle). Each fails on 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
-from tests.typescript.npm import PACKAGE, installed, npm
+from tests.typescript.npm import CACHE, LOCK, PACKAGE, installed, npm
 
 
 def test_npm_test_passes() -> None:
@@ -43,10 +46,17 @@ def test_build_makes_the_typed_esm_build_and_the_bundle(tmp_path: Path) -> None:
     assert "export {" in bundle and "require(" not in bundle  # one ES module, nothing left for a bundler
 
 
-def test_install_runs_offline_from_the_cache_when_node_modules_is_stale() -> None:
+def test_install_runs_offline_from_the_cache(tmp_path: Path) -> None:
+    """`npm ci --offline` from the cache scripts/setup-node.sh fills installs the lockfile, as `installed()` does in a
+    fresh clone; run in a copy of the package, for a reinstall empties node_modules first and the other test workers
+    use the shared one meanwhile (CI once saw tsc find no lib files while this test reinstalled it)."""
     installed()
-    stamp = PACKAGE / "node_modules" / ".aqueduct-installed"
-    stamp.unlink()  # as in a fresh clone: `installed()` must run `npm ci --offline` (under its lock, not twice)
-    installed()
-    assert stamp.exists()
-    assert (PACKAGE / "node_modules" / "cborg" / "package.json").is_file()
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(PACKAGE / name, tmp_path / name)
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the cache is shared too
+        out = subprocess.run(["npm", "ci", "--offline", "--ignore-scripts", "--cache", str(CACHE), "--no-audit",
+                              "--no-fund"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, f"npm ci --offline failed:\n{out.stdout}\n{out.stderr}"
+    assert (tmp_path / "node_modules" / "cborg" / "package.json").is_file()
+    assert (tmp_path / "node_modules" / "typescript" / "lib" / "lib.dom.d.ts").is_file()
