@@ -1,13 +1,13 @@
 """Compiled hot modules: which exist, whether they match the sources, and loading them instead of the .py files.
 
-Theory of operation. The message path's own Python time is the wire codec and the sans-I/O engine
-(`MODULES`). The one build (build_backend/mypyc_build.py: run by every wheel build where a C compiler is, and
-in a checkout by scripts/build-compiled.py, which scripts/setup.sh runs) compiles them with mypyc into
-`aqueduct/_compiled/`: one shared library (`GROUP`) and one small extension module per compiled module, plus
-`manifest.json` naming each built file and the SHA-256 of every source the build read (`sources()`: all of
-aqueduct/wire, aqueduct/core and aqueduct/errors.py). A wheel built without a compiler carries instead a
-manifest that says why (`{"not_built": why}`). The build loads this file alone, not through the package, so
-it imports only the standard library. The .py files are never replaced:
+Theory of operation. The message path's own Python time is the wire codec, the sans-I/O engine and the
+adapter's writes to aioquic (`MODULES`). The one build (build_backend/mypyc_build.py: run by every wheel build
+where a C compiler is, and in a checkout by scripts/build-compiled.py, which scripts/setup.sh runs) compiles them
+with mypyc into `aqueduct/_compiled/`: one shared library (`GROUP`) and one small extension module per compiled
+module, plus `manifest.json` naming each built file and the SHA-256 of every source the build read (`sources()`:
+all of aqueduct/wire, aqueduct/core and aqueduct/errors.py, and the adapter's `ADAPTER_SOURCES`). A wheel built
+without a compiler carries instead a manifest that says why (`{"not_built": why}`). The build loads this file
+alone, not through the package, so it imports only the standard library. The .py files are never replaced:
 they stay the source of truth, what mypy checks, and the oracle the compiled build is tested against
 (tests/core/test_native.py).
 
@@ -63,13 +63,21 @@ MODULES: tuple[str, ...] = (
     "aqueduct.core.streams",
     "aqueduct.core.timers",
     "aqueduct.core.transitions",
+    "aqueduct.quic.introspect",
+    "aqueduct.quic.writes",
 )
-"""The compiled modules (the one list: the build reads it too). Left out, each kept a Python module:
+"""The compiled modules (the one list: the build reads it too): the wire codec, the engine, and of the QUIC
+adapter the code every message write runs (writes.py's joined writes and backpressure checks, and the aioquic
+figures they read, introspect.py). Left out, each kept a Python module:
 - the packages' __init__ files and wire/vectors.py (the test vectors' reader: cold);
 - wire/errors.py: the error classes, which applications subclass;
 - core/transport.py: the engine's commands and events, so an IntEnum code in an `int` field keeps its name;
 - core/config.py: `EngineConfig` is public, and a compiled dataclass turns the class attributes that
   `EngineConfig.ack_delay` reads (the defaults) into descriptors;
+- the adapter's classes (quic/protocol.py, aioquic_*.py): they subclass aioquic's, which are Python classes, so
+  mypyc would compile them as Python classes (`native_class=False`), whose compiled methods refuse an instance
+  of a subclass (WebTransport's protocol subclasses AqueductProtocol, the differential test PacedQuicConnection);
+  decision PERF-51;
 - wire/channel_id.py (`ChannelId` is an int) and core/queue.py (`MessageQueue` is a deque): mypyc builds no
   native subclass of a built-in type, and compiled code takes an `X | None` of a class kept as a Python class
   (`mypyc_attr(native_class=False)`) for true whenever it is not None, which an empty queue is not.
@@ -105,9 +113,16 @@ def source_path(module: str) -> str:
     return module.replace(".", "/") + ".py"
 
 
+ADAPTER_SOURCES: tuple[str, ...] = ("quic/introspect.py", "quic/settings.py", "quic/writes.py")
+"""The adapter's files a build reads: its compiled modules and what they import of the package (settings.py's
+TransportSettings, whose fields writes.py reads)."""
+
+
 def sources(package: Path = _PACKAGE) -> list[Path]:
-    """Every source a build reads: the wire, the engine and the errors (compiled or imported by what is)."""
-    return sorted([*package.glob("wire/*.py"), *package.glob("core/*.py"), package / "errors.py"])
+    """Every source a build reads: the wire, the engine, the errors and the adapter's compiled modules (compiled
+    or imported by what is)."""
+    return sorted([*package.glob("wire/*.py"), *package.glob("core/*.py"), package / "errors.py",
+                   *(package / rel for rel in ADAPTER_SOURCES)])
 
 
 def _stat(path: Path) -> list[int]:
@@ -231,7 +246,8 @@ def install(package: Path = _PACKAGE) -> CompiledState:
         return _state
     files = {name: package / DIRNAME / f for name, f in manifest["files"].items()}
     sys.meta_path.insert(0, _Finder(files))
-    _state = CompiledState(True, MODULES, f"compiled (mypyc: {len(MODULES)} modules of the wire and the engine)")
+    _state = CompiledState(True, MODULES,
+                           f"compiled (mypyc: {len(MODULES)} modules of the wire, the engine and the adapter)")
     return _state
 
 

@@ -6,7 +6,8 @@ scripts/build-compiled.py, and AQUEDUCT_PURE=1 runs the pure modules).
 
 Theory of operation. pyproject.toml names this module ([build-system] backend-path) and its two command classes
 ([tool.setuptools] cmdclass). Every hook is setuptools.build_meta's except two:
-- `get_requires_for_build_wheel` adds mypy (which ships mypyc) when the tree has no current compiled build and
+- `get_requires_for_build_wheel` adds mypy (which ships mypyc) and the runtime dependencies (the compiled adapter
+  modules import aioquic) when the tree has no current compiled build and
   this machine has a C compiler and Python's headers (`mypyc_build.why_no_compiler`);
 - `build_wheel` first makes aqueduct/_compiled/ current with the one build (build_backend/mypyc_build.py, which
   scripts/build-compiled.py runs too; a current build is kept, not redone), then has setuptools build the
@@ -59,7 +60,7 @@ def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) 
     root = Path.cwd()
     current = mypyc_build.load_native(root).stale_reason(root / "aqueduct") is None
     if not current and mypyc_build.why_no_compiler() is None:
-        requires.append(mypyc_build.MYPYC_REQUIREMENT)
+        requires.extend(mypyc_build.requirements(root))
     return requires
 
 

@@ -1,14 +1,14 @@
 """Compile the hot modules with mypyc into aqueduct/_compiled/: the one build, for scripts/build-compiled.py (a
 checkout's editable install) and for the wheel (build_backend/aqueduct_build.py).
 
-Theory of operation. The modules named in `aqueduct/native.py` (`MODULES`: the wire codec and the sans-I/O
-engine) are compiled by mypyc into one shared library plus one small extension per module, built in
-build/mypyc/ (C sources, objects, the build's log) and installed into aqueduct/_compiled/ beside a manifest
-(`native.current_manifest`, plus the built files): the SHA-256, modification time and size of every source the
-build read, the interpreter's extension suffix and the module list. aqueduct/native.py loads them at import
-only while that manifest matches the sources beside it. A build whose manifest already matches the tree is
-current and is kept (a wheel built in a checkout set up by scripts/setup.sh packs that build, compiling
-nothing again).
+Theory of operation. The modules named in `aqueduct/native.py` (`MODULES`: the wire codec, the sans-I/O
+engine and the adapter's writes to aioquic) are compiled by mypyc into one shared library plus one small
+extension per module, built in build/mypyc/ (C sources, objects, the build's log) and installed into
+aqueduct/_compiled/ beside a manifest (`native.current_manifest`, plus the built files): the SHA-256,
+modification time and size of every source the build read, the interpreter's extension suffix and the module
+list. aqueduct/native.py loads them at import only while that manifest matches the sources beside it. A build
+whose manifest already matches the tree is current and is kept (a wheel built in a checkout set up by
+scripts/setup.sh packs that build, compiling nothing again).
 
 `aqueduct/native.py` is loaded here as a file of its own, not through the package: the package's __init__
 imports aioquic and the rest of the runtime, which a build environment does not have; native.py imports only
@@ -32,6 +32,16 @@ from types import ModuleType
 
 MYPYC_REQUIREMENT = "mypy>=1.10"
 """What a build environment installs to compile (mypyc ships in mypy): the dev extra's floor (pyproject.toml)."""
+
+
+def requirements(root: Path) -> list[str]:
+    """What a wheel build environment installs to compile: mypy, and the project's runtime dependencies
+    (pyproject.toml's), which the compiled adapter modules import (aioquic's classes, which they subclass and
+    whose attributes they read): mypy then sees the same types as in the dev venv, and mypyc compiles the same."""
+    import tomllib
+
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    return [MYPYC_REQUIREMENT, *project["dependencies"]]
 
 
 def load_native(root: Path) -> ModuleType:
@@ -129,10 +139,11 @@ def _compile(root: Path, native: ModuleType) -> None:
     os.chdir(root)  # mypy reads pyproject.toml's [tool.mypy] from here
     try:
         # Only the compiled modules' own type errors stop the build: mypy follows the package's imports (the
-        # parent __init__ imports the whole API), and in a wheel's build environment the runtime dependencies
-        # (aioquic, msgspec, ...) are absent, so their users would report Any where the dev venv sees types. The
-        # compiled modules import only the standard library, mypy_extensions and each other (sans-I/O: the
-        # import contracts), so what mypyc learns of them is the same in both environments.
+        # parent __init__ imports the whole API), whose own findings are not the build's business. The wire and
+        # the engine import only the standard library, mypy_extensions and each other (sans-I/O: the import
+        # contracts); the adapter's compiled modules import aioquic too, which a wheel's build environment
+        # installs with the other runtime dependencies (`requirements`), so what mypyc learns of them is the
+        # same there as in the dev venv.
         options = ["--follow-imports=silent"]
         extensions = mypycify([*options, *paths], target_dir=str(work / "c"), group_name=native.GROUP,
                               opt_level="3")

@@ -140,9 +140,9 @@ class PacedQuicConnection(QuicConnection):
     _limits_due: set[int]
     """Streams whose window may differ from what the peer was last told (see the module comment)."""
     _full_packet: object = None
+    """The packet being built once no stream frame fits it any more."""
     client_auth: ClientAuth | None = None
     """Server: request and verify client certificates under this policy (quic/mtls.py; set before the first packet)."""
-    """The packet being built once no stream frame fits it any more."""
     closed_locally: bool = False
     """This end began the close (aioquic's own TLS or protocol checks included), not the peer."""
     cid_tag: int | None = None
