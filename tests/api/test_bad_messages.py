@@ -120,9 +120,6 @@ async def test_a_documented_server_refuses_a_bad_message_and_its_client_learns_a
                 task.cancel()
 
 
-@pytest.mark.xfail(strict=True, reason="a reliable message is acked when the receiving engine queues it (intake), "
-                   "before any type check; refusing it as a nack needs the check at intake (specs/DECISIONS.md, "
-                   "Issue 38: typed receivers a handler can iterate)")
 async def test_a_confirmed_send_of_a_refused_value_does_not_report_acked(certs: DevCerts) -> None:
     async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, entrypoint=Ask) as server:
         async def serve_one() -> None:
@@ -134,6 +131,6 @@ async def test_a_confirmed_send_of_a_refused_value_does_not_report_acked(certs: 
             async with aqueduct.connect(url, ca=certs.ca) as conn:
                 reply_tx, _reply_rx = aqueduct.oneshot()
                 outcome = await guard(conn.entrypoint.send({"sym": 7, "reply": reply_tx}, confirm=True))
-                assert outcome is not aqueduct.Outcome.ACKED
+                assert outcome is aqueduct.Outcome.NACKED, outcome
         finally:
             acceptor.cancel()
