@@ -427,10 +427,12 @@ class Receivers:
         if not runs:
             return
         acks = r.ledger()
+        owed = acks.ack_due is not None and bool(acks.rel_pending)  # (then the timer is armed for them already)
         for first, stop in runs:
             acks.taken(first, stop)
         if acks.ack_due is None:
             acks.owe_acks(self._ctx.now + self._config.ack_delay)
+        if not owed:
             self.schedule(r)
 
     def refuse(self, r: Receiver, refused: Sequence[Delivered]) -> None:
