@@ -203,7 +203,7 @@ class ReceiveAcks:
         `on_take`: positive is what was acked or owed, and, if `queued_kept` (a finish: the queue stays takeable),
         what is still queued; refused and discarded numbers are negative (nacked)."""
         start = self.rel_prefix
-        if not self.on_take:
+        if not self.on_take or (queued_kept and not self.rel_refused):  # (then: everything processed)
             return tuple(runs_to_ranges(start, self._done_runs(start)))
         positive = RangeSet()
         if queued_kept:
