@@ -369,11 +369,13 @@ class ConnectionLink(Generic[A]):
         self.drops.defer(handle, True)
 
     # ---- Link: receiving ----
-    async def fill(self, handle: int, buf: deque[Prefetched], check: Check | None = None) -> None:
-        """Move the next queued messages of a receiver, decoded (and `check`ed), into its (empty) `buf` (a batch:
-        prefetch.py), waiting for one; StopAsyncIteration after a finish; typed errors otherwise."""
+    async def fill(self, handle: int, buf: deque[Prefetched], check: Check | None = None,
+                   where: Callable[[], str] | None = None) -> None:
+        """Move the next queued messages of a receiver, decoded (and `check`ed, naming the channel by `where`), into
+        its (empty) `buf` (a batch: prefetch.py), waiting for one; StopAsyncIteration after a finish; typed errors
+        otherwise."""
         while True:
-            if self._prefetch.take(handle, buf, self.recording, check):
+            if self._prefetch.take(handle, buf, self.recording, check, where):
                 return
             reason = self._receiver_ended.get(handle)
             if reason is None and self.closed.done():

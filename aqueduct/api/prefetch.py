@@ -32,10 +32,10 @@ from collections.abc import Callable, Sequence
 
 from ..core import app
 from ..core.app import Delivery
+from ..errors import ValidationError
 from ..wire.channel_id import ChannelId
 from .adapter import Adapter
 from .codec import Codec
-from ..errors import ValidationError
 from .halves import Half, LagNotice, Link, Prefetched
 from .halves.base import Check
 from .halves.wiring import discard_halves, networked_half
@@ -48,6 +48,10 @@ PREFETCH_BYTES = 64 * 1024
 """After a message of n bytes it takes at most max(1, PREFETCH_BYTES // n): large messages come one by one."""
 
 _ORDERED = Delivery.ORDERED
+
+
+def _a_channel() -> str:
+    return "a channel"
 
 
 class Prefetch:
@@ -82,9 +86,9 @@ class Prefetch:
                 buf.clear()
 
     def take(self, handle: int, buf: deque[Prefetched], recording: Recording | None,
-             check: Check | None = None) -> bool:
-        """Take a batch into `buf` (telling `recording` of each message, `check`ing each value); False if the engine
-        had none. Raises a decode error or a refusal in its message's turn."""
+             check: Check | None = None, where: Callable[[], str] | None = None) -> bool:
+        """Take a batch into `buf` (telling `recording` of each message, `check`ing each value on the channel
+        `where` names); False if the engine had none. Raises a decode error or a refusal in its message's turn."""
         adapter = self._adapter
         engine = adapter.engine
         assert engine is not None
@@ -97,22 +101,24 @@ class Prefetch:
             # the application reads on past it: acked after all (the wire cannot nack one and keep the channel)
             engine.accept_refused(handle, self._loop_time())
             adapter.flush_soon()
-            self._decode_into(handle, rest, buf, recording, check)
+            self._decode_into(handle, rest, buf, recording, check, where)
             if buf or handle in self._undecoded:
-                return True if buf else self.take(handle, buf, recording, check)
+                return True if buf else self.take(handle, buf, recording, check, where)
         taken = engine.take_many(handle, self._sizes.get(handle, PREFETCH_MESSAGES), self._loop_time())
         if not taken:
             return False
         adapter.flush_soon()  # (a take writes only credit and acks: they can wait for the turn's end)
         self._bufs[handle] = buf
-        self._decode_into(handle, taken, buf, recording, check)
-        return True if buf else self.take(handle, buf, recording, check)  # (the first was refused: its error)
+        self._decode_into(handle, taken, buf, recording, check, where)
+        return True if buf else self.take(handle, buf, recording, check, where)  # (the first was refused: its error)
 
     def _decode_into(self, handle: int, taken: Sequence[app.Delivered], buf: deque[Prefetched],
-                     recording: Recording | None, check: Check | None) -> None:
+                     recording: Recording | None, check: Check | None, where: Callable[[], str] | None) -> None:
         """Decode (and check) `taken` into `buf`, up to a message refused: that one's error and the rest wait in
         `_undecoded`, and the engine is told at once, before any ack of theirs is written (Engine.refuse)."""
         link, decode, stats = self._link, self._codec.decode, self._stats
+        convert = None if check is None else check.convert
+        named = where or _a_channel
         nbytes = biggest = 0
         append = buf.append
         for i, d in enumerate(taken):
@@ -139,9 +145,9 @@ class Prefetch:
                 stats.messages_received += i + 1
                 stats.bytes_received += nbytes
                 return
-            if check is not None and type(value) is not LagNotice:
+            if convert is not None and type(value) is not LagNotice:
                 try:
-                    value = check(value)
+                    value = convert(value, named)
                 except ValidationError as exc:  # not a T: refused (its halves end now, not when collected)
                     discard_halves(halves)
                     self._refused(handle, exc, taken, i)

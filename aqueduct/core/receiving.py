@@ -392,8 +392,8 @@ class Receivers:
         self._flow.credit_taken(sid, credit)
         for att in d.attachments:
             self.expose(att)
-        if r.ack_on_take and d.delivery is not _UNRELIABLE and r.state is not _GONE:
-            self._owe_taken(r, [(d.number, d.number + 1)])
+        if r.ack_on_take and r.state is not _GONE:
+            self._owe_taken(r, (d,))
         return d
 
     def take_many(self, r: Receiver, limit: int) -> list[Delivered]:
@@ -419,17 +419,27 @@ class Receivers:
                 append(d)
             flow.credit_taken(run_sid, run)
             if r.ack_on_take and r.state is not _GONE:
-                self._owe_taken(r, reliable_runs(out))
+                self._owe_taken(r, out)
         return out
 
-    def _owe_taken(self, r: Receiver, runs: list[tuple[int, int]]) -> None:
-        """`ack_on_take`: the application took these reliable numbers: their acks are owed (within ack_delay)."""
-        if not runs:
-            return
+    def _owe_taken(self, r: Receiver, taken: Sequence[Delivered]) -> None:
+        """`ack_on_take`: the application took these messages: the acks of the reliable ones are owed (within
+        ack_delay)."""
         acks = r.ledger()
         owed = acks.ack_due is not None and bool(acks.rel_pending)  # (then the timer is armed for them already)
-        for first, stop in runs:
-            acks.taken(first, stop)
+        first = stop = -1  # (a run of consecutive reliable numbers)
+        for d in taken:
+            if d.delivery is _UNRELIABLE:
+                continue
+            n = d.number
+            if n != stop:
+                if stop > first:
+                    acks.taken(first, stop)
+                first = n
+            stop = n + 1
+        if stop <= first:
+            return  # (no reliable message)
+        acks.taken(first, stop)
         if acks.ack_due is None:
             acks.owe_acks(self._ctx.now + self._config.ack_delay)
         if not owed:

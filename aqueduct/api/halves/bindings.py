@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.app import Delivery
@@ -372,7 +372,7 @@ class Networked:
     async def wait(self, half: _Half) -> None:
         spec = half._spec
         try:
-            await self.link.fill(self.handle, self.buf, None if spec is None else _checker(spec, half._where))
+            await self.link.fill(self.handle, self.buf, spec, half._where)
         except StopAsyncIteration:  # (the link's word for a finished channel)
             raise ChannelFinished(f"{self.where()}: finished") from None
         except CodecError as exc:  # refused (not acked unless the reader reads on: API-34); its halves ended
@@ -390,12 +390,6 @@ class Networked:
 
     def drop_receiver(self) -> None:
         self.link.drop_receiver(self.handle)  # (what is left in a pipe it drains came from a moved sender)
-
-
-def _checker(spec: TypeSpec, where: Callable[[], str]) -> Callable[[Any], Any]:
-    """A typed receiver's check of each message it takes from the network (prefetch.py)."""
-    convert = spec.convert
-    return lambda value: convert(value, where)
 
 
 def _take_queued(pipe: _Pipe) -> Prefetched:
