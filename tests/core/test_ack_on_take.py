@@ -46,6 +46,10 @@ class _General(Engine):
         self._intake._queue_next = lambda channel, first, payloads, sizes, at, sid: 0  # type: ignore[method-assign]
 
 
+SERVERS = [pytest.param(Engine, id="fast"), pytest.param(_General, id="general", marks=pytest.mark.pure_python)]
+"""(The oracle replaces methods of the engine's parts: it runs on the pure-Python modules.)"""
+
+
 class Pair:
     """A client sending on its entrypoint to a server engine (`server` class, `config`), pumped by hand."""
 
@@ -126,7 +130,7 @@ def _events(cmds: Sequence[TransportCommand]) -> list[TransportEvent]:
             else DatagramReceived(c.data) for c in cmds if isinstance(c, SendStreamData | SendDatagram)]
 
 
-@pytest.mark.parametrize("server", [Engine, _General], ids=["fast", "general"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_a_refused_message_is_never_acked_and_is_nacked_at_close(server: type[Engine]) -> None:
     p = Pair(server)
     p.send(5)
@@ -147,7 +151,7 @@ def test_a_refused_message_is_never_acked_and_is_nacked_at_close(server: type[En
     assert p.outcome() == {0: "acked", 1: "acked", 2: "nacked", 3: "nacked", 4: "nacked"}
 
 
-@pytest.mark.parametrize("server", [Engine, _General], ids=["fast", "general"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_reading_on_past_a_refusal_acks_it(server: type[Engine]) -> None:
     p = Pair(server)
     p.send(3)
@@ -161,7 +165,7 @@ def test_reading_on_past_a_refusal_acks_it(server: type[Engine]) -> None:
     assert p.outcome() == {0: "acked", 1: "acked", 2: "acked"}
 
 
-@pytest.mark.parametrize("server", [Engine, _General], ids=["fast", "general"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_a_finish_acks_what_is_queued_but_not_what_was_refused(server: type[Engine]) -> None:
     p = Pair(server)
     p.send(3)
@@ -177,7 +181,7 @@ def test_a_finish_acks_what_is_queued_but_not_what_was_refused(server: type[Engi
     assert close == p.frames(CloseReceiver)[0]
 
 
-@pytest.mark.parametrize("server", [Engine, _General], ids=["fast", "general"])
+@pytest.mark.parametrize("server", SERVERS)
 def test_an_untaken_message_is_nacked_when_the_receiver_closes(server: type[Engine]) -> None:
     p = Pair(server)
     p.send(3)
@@ -214,6 +218,7 @@ def test_without_the_option_the_engine_acks_what_it_queued() -> None:
     assert p.acked() == {0, 1, 2}  # nothing was taken (the conformance vectors' behaviour)
 
 
+@pytest.mark.pure_python  # (the oracle replaces methods of the engine's parts)
 @pytest.mark.parametrize("steps", [
     [("send", 4), ("take", 2), ("refuse", 1), ("tick", 0), ("send", 3), ("take", 9), ("tick", 0), ("accept", 0),
      ("tick", 0), ("close", 0)],
