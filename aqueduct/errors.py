@@ -156,8 +156,9 @@ class Outcome(Enum):
     """What became of one message sent with `confirm=True`."""
 
     ACKED = "acked"
-    """The receiving application took it (on a connection: the peer acked it, which the API does when its application
-    takes the message and, on a typed receiver, finds it a T: decision API-34)."""
+    """The receiving application took it (on a connection: the peer acked it, which the API does when its receiver
+    takes the message from its engine, a batch ahead of `recv`, and, on a typed receiver, finds it a T: decision
+    API-34)."""
     NACKED = "nacked"
     """The peer reported it lost (an unreliable message that never arrived, or a reliable one it dropped or
     refused: not a T, or a payload its codec refused)."""

@@ -9,14 +9,16 @@ new networked halves, and a typed receiver's check (is it a T?) runs on it
 now too. A message refused (the codec's error, or not a T) keeps its turn:
 its error is raised when the application reaches it, and the rest of its
 batch follows only if the application reads on. The engine owes a reliable
-message's ack when it is taken (EngineConfig.ack_on_take, set by the API):
-a refused message and the rest of its batch are given back at once
-(`Engine.refuse`, in the same step as the take: no ack of theirs was
-written), so the receiver's close nacks them (a confirmed send of a refused
-value reports NACKED); reading on past the refusal acks them
-(`Engine.accept_refused`): decision API-34. Credit goes back as messages leave the engine, as before; what a
-receiver holds is discarded like the engine's queue (`forget`: on close,
-on a cancel or loss, when the connection ends).
+message's ack when it is taken (EngineConfig.ack_on_take, set by the API),
+so a message taken here is acked even if its receiver closes before `recv`
+reaches it (a batch at most); a refused message and the rest of its batch
+are given back at once (`Engine.refuse`, in the same step as the take: no
+ack of theirs was written), so the receiver's close nacks them (a
+confirmed send of a refused value reports NACKED); reading on past the
+refusal acks them (`Engine.accept_refused`): decision API-34. Credit goes
+back as messages leave the engine, as before; what a receiver holds is
+discarded like the engine's queue (`forget`: on close, on a cancel or
+loss, when the connection ends).
 
 Prefetch owns the buffers, the batch sizes and the undecoded rests; the
 link (link.py) owns when a receiver waits. It is given what it uses when
