@@ -94,8 +94,9 @@ class ReceiveAcks:
     `owe_acks`, cleared by `acks_written`."""
     on_take: bool = False
     """A reliable number is owed its ack when its message is taken (`taken`), not when processed (see above)."""
-    rel_refused: RangeSet = field(default_factory=RangeSet)
-    """Taken reliable numbers the application refused: neither acked nor owed (nacked at a close)."""
+    rel_refused: RangeSet | None = None
+    """Taken reliable numbers the application refused: neither acked nor owed (nacked at a close; allocated with
+    the first refusal)."""
 
     # ---- when acks are due ----
     def owe_acks(self, due: float) -> None:
@@ -110,8 +111,9 @@ class ReceiveAcks:
     # ---- the caps' home ----
     def ranges_held(self) -> int:
         """Ranges this ledger holds: the figure a per-channel (and, summed, a per-connection) cap bounds."""
+        refused = self.rel_refused
         return (len(self.rel_acked) + len(self.rel_pending) + len(self.rel_done) + len(self.unrel_received)
-                + len(self.rel_refused))
+                + (len(refused) if refused is not None else 0))
 
     def check_caps(self, cap: int, channel: int) -> bool:
         """Enforce the per-channel cap: ProtocolError LIMIT_EXCEEDED if the reliable holes alone pass it;
@@ -162,13 +164,15 @@ class ReceiveAcks:
         for a, _b, owed in self.rel_pending.runs(first, stop):
             if not owed:
                 raise ValueError(f"refusing reliable message {a}, which is not owed an ack")
+        if self.rel_refused is None:
+            self.rel_refused = RangeSet()
         self.rel_refused.add(first, stop)
         self.rel_pending = _without(self.rel_pending, first, stop)
 
     def accept_refused(self) -> bool:
         """The application read on past what it refused: owe their acks after all; whether there were any."""
         refused = self.rel_refused
-        if not refused:
+        if refused is None or not refused:
             return False
         for a, b in refused:
             self.rel_pending.add(a, b)
@@ -210,7 +214,7 @@ class ReceiveAcks:
             for a, b, done in self._done_runs(start):
                 if done:
                     positive.add(a, b)
-            for a, b in self.rel_refused:
+            for a, b in self.rel_refused or ():
                 positive = _without(positive, a, b)
         else:
             for a, b in self.rel_acked:
