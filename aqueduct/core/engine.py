@@ -326,6 +326,19 @@ class Engine:
         self._run_resumed()
         return out
 
+    def refuse(self, receiver: ReceiverHandle, refused: Sequence[Delivered], now: float | None = None) -> None:
+        """With EngineConfig.ack_on_take: the application refused these messages, just taken (before anything
+        else reached the engine): their acks are not owed, and the receiver's close nacks them (unless
+        `accept_refused` comes first). Without it, or once the receiver ended: nothing to do."""
+        self._tick(now)
+        self._rx.refuse(self._rx.app_receiver(receiver), refused)
+
+    def accept_refused(self, receiver: ReceiverHandle, now: float | None = None) -> None:
+        """The application read on past the messages it refused: they are acked after all (the wire cannot nack
+        one reliable message and keep its channel)."""
+        self._tick(now)
+        self._rx.accept_refused(self._rx.app_receiver(receiver))
+
     def drop_sender(self, sender: SenderHandle, now: float | None = None) -> None:
         """The application let go of a sender handle: cancel it unless already finished."""
         self._tick(now)

@@ -79,7 +79,8 @@ class Halves:
     def add_receiver(self, channel: ChannelId, *, exposed: bool, claimed: bool) -> Receiver:
         """A new live receiver for `channel` (pending until claimed, if not `claimed`)."""
         h = self._handle()
-        r = self.receivers[h] = Receiver(h, channel, exposed=exposed, claimed=claimed)
+        r = self.receivers[h] = Receiver(h, channel, exposed=exposed, claimed=claimed,
+                                         ack_on_take=self._config.ack_on_take)
         self.rx_of[channel] = r
         if not claimed:
             self.unclaimed[channel] = r

@@ -72,6 +72,8 @@ class Receiver:
     end_reason: EndReason | None = None
     end_reported: bool = False
     messages_seen: int = 0
+    ack_on_take: bool = False
+    """Its ledger owes a reliable ack when the application takes the message (EngineConfig.ack_on_take)."""
     oneshot: bool = field(init=False)
     """The channel carries exactly one message."""
 
@@ -86,7 +88,7 @@ class Receiver:
         """The ack ledger, allocated if this is its first use."""
         acks = self.acks
         if acks is None:
-            acks = self.acks = ReceiveAcks()
+            acks = self.acks = ReceiveAcks(on_take=self.ack_on_take)
         return acks
 
     @property

@@ -25,10 +25,15 @@ messages carry (iteratively: queues nest). An unclaimed receiver that ends
 lingers until the message that creates it arrives or ClosedChannelLost.
 
 The application's side: take (returning credit, exposing the halves a
-message carries, reporting what they missed), close, drop, status.
+message carries, reporting what they missed; with EngineConfig.ack_on_take
+owing the acks of the reliable messages taken), refuse and accept_refused
+(the application's verdict on messages it just took: acks.py), close, drop,
+status.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ..errors import ChannelClosed, EndReason, ResetCode
 from ..wire.channel_id import ChannelId
@@ -44,7 +49,7 @@ from ..wire.frames import (
     encode_frame,
 )
 from ..wire.ranges import MAX_RANGE_END
-from .app import Attachment, Delivered, MessageAvailable, ReceiverEnded
+from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded
 from .context import Context
 from .flow import Flow
 from .halves import Halves
@@ -54,8 +59,28 @@ from .streams import Role, StreamTable
 from .timers import ACKS
 
 _GONE = RState.GONE
+_UNRELIABLE = Delivery.UNRELIABLE
 _EMPTY_ACKNACK = encode_frame(AckNackUnreliable(()))
 """A receiver's first frame on a control stream the peer opened, when it has nothing else to write."""
+
+
+def reliable_runs(taken: Sequence[Delivered]) -> list[tuple[int, int]]:
+    """The reliable numbers of `taken`, as (first, stop) runs of consecutive numbers, in order taken."""
+    runs: list[tuple[int, int]] = []
+    first = stop = -1
+    for d in taken:
+        if d.delivery is _UNRELIABLE:
+            continue
+        n = d.number
+        if n == stop:
+            stop += 1
+            continue
+        if stop > first:
+            runs.append((first, stop))
+        first, stop = n, n + 1
+    if stop > first:
+        runs.append((first, stop))
+    return runs
 
 
 class Receivers:
@@ -255,7 +280,7 @@ class Receivers:
         unrel = acks.take_acknack(max(acks.unrel_received.max_stop(), acks.unrel_start))
         if unrel:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
-        frames.append(encode_frame(CloseReceiver(acks.close_ranges())))
+        frames.append(encode_frame(CloseReceiver(acks.close_ranges(queued_kept=reason is EndReason.FINISHED))))
         r.ctrl_open = False
         self._streams.write(r.ctrl, b"".join(frames), fin=True)
         self._end(r, reason)
@@ -356,7 +381,8 @@ class Receivers:
         return r.end_reason if r.end_reported else None
 
     def take(self, r: Receiver) -> Delivered | None:
-        """The next queued message (its credit returned, its halves exposed), or None."""
+        """The next queued message (its credit returned, its halves exposed, its ack owed if `ack_on_take`), or
+        None."""
         if not r.queue:
             return None
         if self._ctx.closed:  # a finished channel's queue outlives the connection (teardown): no credit to give
@@ -366,6 +392,8 @@ class Receivers:
         self._flow.credit_taken(sid, credit)
         for att in d.attachments:
             self.expose(att)
+        if r.ack_on_take and r.state is not _GONE:
+            self._owe_taken(r, (d,))
         return d
 
     def take_many(self, r: Receiver, limit: int) -> list[Delivered]:
@@ -390,7 +418,52 @@ class Receivers:
                         self.expose(att)
                 append(d)
             flow.credit_taken(run_sid, run)
+            if r.ack_on_take and r.state is not _GONE:
+                self._owe_taken(r, out)
         return out
+
+    def _owe_taken(self, r: Receiver, taken: Sequence[Delivered]) -> None:
+        """`ack_on_take`: the application took these messages: the acks of the reliable ones are owed (within
+        ack_delay)."""
+        acks = r.ledger()
+        owed = acks.ack_due is not None and bool(acks.rel_pending)  # (then the timer is armed for them already)
+        first = stop = -1  # (a run of consecutive reliable numbers)
+        for d in taken:
+            if d.delivery is _UNRELIABLE:
+                continue
+            n = d.number
+            if n != stop:
+                if stop > first:
+                    acks.taken(first, stop)
+                first = n
+            stop = n + 1
+        if stop <= first:
+            return  # (no reliable message)
+        acks.taken(first, stop)
+        if acks.ack_due is None:
+            acks.owe_acks(self._ctx.now + self._config.ack_delay)
+        if not owed:
+            self.schedule(r)
+
+    def refuse(self, r: Receiver, refused: Sequence[Delivered]) -> None:
+        """`ack_on_take`: the application refused these messages right after taking them (none of their acks was
+        written since): they are not owed; a close nacks them, unless `accept_refused` comes first."""
+        if not r.ack_on_take or r.state is _GONE or r.acks is None:
+            return  # (after a close every number was settled already)
+        acks = r.acks
+        for first, stop in reliable_runs(refused):
+            acks.refuse(first, stop)
+        self.schedule(r)
+
+    def accept_refused(self, r: Receiver) -> None:
+        """The application read on past the messages it refused: their acks are owed after all (the wire cannot
+        nack one reliable message and keep the channel)."""
+        acks = r.acks
+        if r.state is _GONE or acks is None or not acks.accept_refused():
+            return
+        if acks.ack_due is None:
+            acks.owe_acks(self._ctx.now + self._config.ack_delay)
+        self.schedule(r)
 
     def expose(self, att: Attachment) -> None:
         """The application now holds this half: report what it missed."""
