@@ -323,7 +323,7 @@ def settle_fresh(next_rel: int, next_unrel: int) -> list[Run]:
 
 @dataclass(slots=True)
 class SendAcks:
-    """The ack/nack ledger of one sender (numbers are sent by the Sender: `next_rel`, `next_unrel`)."""
+    """The ack/nack ledger of one sender (numbers are sent by the SenderRecord: `next_rel`, `next_unrel`)."""
 
     rel_acked: RangeSet = field(default_factory=RangeSet)
     """Reliable numbers at or above `rel_prefix` acked."""

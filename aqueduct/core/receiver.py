@@ -1,4 +1,5 @@
-"""Receiver state: the protocol state, the control stream, the application queue, and the ack ledger.
+"""ReceiverRecord, the engine's record of one receiver (not the API's Receiver half):
+the protocol state, the control stream, the application queue, and the ack ledger.
 
 States (spec: "Receiving", the receiver's close procedure; "the receiver
 ceases to exist"), moved only by `move`, which checks `TRANSITIONS`:
@@ -51,7 +52,7 @@ TRANSITIONS: dict[RState, frozenset[RState]] = {
 
 
 @dataclass(slots=True)
-class Receiver:
+class ReceiverRecord:
     """One local receiving half."""
 
     handle: int
