@@ -156,9 +156,12 @@ class Outcome(Enum):
     """What became of one message sent with `confirm=True`."""
 
     ACKED = "acked"
-    """The receiving application took it (on a connection: the peer acknowledged it)."""
+    """The receiving application took it (on a connection: the peer acked it, which the API does when its receiver
+    takes the message from its engine, a batch ahead of `recv`, and, on a typed receiver, finds it a T: decision
+    API-34)."""
     NACKED = "nacked"
-    """The peer reported it lost (an unreliable message that never arrived, or a reliable one it dropped)."""
+    """The peer reported it lost (an unreliable message that never arrived, or a reliable one it dropped or
+    refused: not a T, or a payload its codec refused)."""
     CANCELLED = "cancelled"
     """The channel was cancelled before it was taken."""
     RECEIVER_DROPPED = "receiver dropped"

@@ -50,7 +50,7 @@ MODULES: tuple[str, ...] = (
     "aqueduct.core.halves",
     "aqueduct.core.incoming",
     "aqueduct.core.intake",
-    "aqueduct.core.links",
+    "aqueduct.core.creation",
     "aqueduct.core.loss",
     "aqueduct.core.minting",
     "aqueduct.core.outbox",

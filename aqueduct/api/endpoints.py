@@ -54,6 +54,12 @@ CLOSE_WAIT = 1.0
 """Seconds a server's close (drain, leaving `serve`) waits for each connection's peer to see it."""
 
 
+def api_engine_config(config: EngineConfig | None) -> EngineConfig:
+    """The engine configuration of an API connection: a reliable message is acked when the application takes it,
+    so a message a receiver refuses (not a T, or undecodable) is nacked, never acked (decision API-34)."""
+    return replace(config or EngineConfig(), ack_on_take=True)
+
+
 def _headers(
     headers: HeaderItems | Mapping[str, bytes | str] | None, codec: Codec, schema: bytes | None = None
 ) -> list[tuple[str, bytes]]:
@@ -198,6 +204,7 @@ async def _connect(
     key: str | Path | None = None,
 ) -> Connection[Any]:
     settings = settings or TransportSettings()
+    engine_config = api_engine_config(engine_config)
     schema = canonical(entrypoint) if entrypoint is not None else None
     host, port = parse_url(url)
     protocol = await open_client(
@@ -449,8 +456,9 @@ async def _serve(
                           "against)")
     client_auth = (ClientAuth.load(client_ca, required=require_client_cert, allow_ca_leaf=allow_ca_client_cert)
                    if client_ca is not None else None)
+    engine_config = api_engine_config(engine_config)
     if authenticate is not None:
-        engine_config = replace(engine_config or EngineConfig(), hold_until_accepted=True)
+        engine_config = replace(engine_config, hold_until_accepted=True)
     if webtransport:
         options = webtransport if isinstance(webtransport, WebTransportOptions) else WebTransportOptions()
         server.webtransport = WebTransportSessions(options)

@@ -53,6 +53,7 @@ from .adapter import Adapter
 from .codec import CODEC_HEADER, Codec, CodecMismatch, codec_refusal
 from .drops import Drops
 from .halves import Half, Prefetched, Receiver, Sender
+from .halves.base import Check
 from .halves.wiring import attach_kind, bind_moved, networked_receiver, networked_sender, open_handle
 from .hooks import EventObserver, Recording
 from .outcomes import Outcomes
@@ -368,11 +369,13 @@ class ConnectionLink(Generic[A]):
         self.drops.defer(handle, True)
 
     # ---- Link: receiving ----
-    async def fill(self, handle: int, buf: deque[Prefetched]) -> None:
-        """Move the next queued messages of a receiver, decoded, into its (empty) `buf` (a batch: prefetch.py),
-        waiting for one; StopAsyncIteration after a finish; typed errors otherwise."""
+    async def fill(self, handle: int, buf: deque[Prefetched], check: Check | None = None,
+                   where: Callable[[], str] | None = None) -> None:
+        """Move the next queued messages of a receiver, decoded (and `check`ed, naming the channel by `where`), into
+        its (empty) `buf` (a batch: prefetch.py), waiting for one; StopAsyncIteration after a finish; typed errors
+        otherwise."""
         while True:
-            if self._prefetch.take(handle, buf, self.recording):
+            if self._prefetch.take(handle, buf, self.recording, check, where):
                 return
             reason = self._receiver_ended.get(handle)
             if reason is None and self.closed.done():

@@ -9,6 +9,18 @@ numbers as positive runs, counted from the prefix already acked
 (`rel_prefix`); CloseReceiver carries, from that prefix, everything
 processed as positive and the rest as negative.
 
+Acks when taken (`on_take`, EngineConfig.ack_on_take; the API turns it on,
+decision API-34): a processed number is owed its ack only when the
+application takes its message (`taken`), so that the application's check
+(the typed API's: is it a T?) comes before any AckReliable. A number the
+application refuses right after taking it (`refuse`, before any frame was
+written) leaves `rel_pending` for `rel_refused`; `accept_refused` owes them
+after all (the application read on past them: the wire cannot nack one
+reliable message and keep the channel). CloseReceiver then carries as
+positive what was acked or owed and, when the channel finished (its queue
+stays takeable), what is still queued; everything else (refused, or
+discarded untaken) is negative: nacked.
+
 Unreliable numbers are decided in order from `unrel_start`: received ->
 ack; declared by SentUnreliable and still missing when that declaration's
 nack deadline (max(nack_timeout, 2*RTT)) passes -> nack. Declarations
@@ -80,6 +92,11 @@ class ReceiveAcks:
     ack_due: float | None = None
     """When the acks owed now must be written (ack_delay after the first became owed): read by others, set by
     `owe_acks`, cleared by `acks_written`."""
+    on_take: bool = False
+    """A reliable number is owed its ack when its message is taken (`taken`), not when processed (see above)."""
+    rel_refused: RangeSet | None = None
+    """Taken reliable numbers the application refused: neither acked nor owed (nacked at a close; allocated with
+    the first refusal)."""
 
     # ---- when acks are due ----
     def owe_acks(self, due: float) -> None:
@@ -94,7 +111,9 @@ class ReceiveAcks:
     # ---- the caps' home ----
     def ranges_held(self) -> int:
         """Ranges this ledger holds: the figure a per-channel (and, summed, a per-connection) cap bounds."""
-        return len(self.rel_acked) + len(self.rel_pending) + len(self.rel_done) + len(self.unrel_received)
+        refused = self.rel_refused
+        return (len(self.rel_acked) + len(self.rel_pending) + len(self.rel_done) + len(self.unrel_received)
+                + (len(refused) if refused is not None else 0))
 
     def check_caps(self, cap: int, channel: int) -> bool:
         """Enforce the per-channel cap: ProtocolError LIMIT_EXCEEDED if the reliable holes alone pass it;
@@ -118,8 +137,9 @@ class ReceiveAcks:
         return n < self.done_prefix or n in self.rel_done
 
     def mark_reliable(self, n: int) -> None:
-        """Reliable message n was processed: it is owed an ack."""
-        self.rel_pending.add_one(n)
+        """Reliable message n was processed: it is owed an ack (once taken, `on_take`)."""
+        if not self.on_take:
+            self.rel_pending.add_one(n)
         if n == self.done_prefix and not self.rel_done:
             self.done_prefix = n + 1
             return
@@ -129,8 +149,35 @@ class ReceiveAcks:
 
     def in_order(self, first: int, k: int) -> None:
         """Reliable messages first .. first+k-1, the next in order (`first` is `done_prefix`), were processed."""
-        self.rel_pending.add(first, first + k)
+        if not self.on_take:
+            self.rel_pending.add(first, first + k)
         self.done_prefix = first + k
+
+    def taken(self, first: int, stop: int) -> None:
+        """`on_take`: the application took reliable messages first .. stop-1 (processed, not yet owed): they are
+        owed their acks now."""
+        self.rel_pending.add(first, stop)
+
+    def refuse(self, first: int, stop: int) -> None:
+        """`on_take`: the application refused first .. stop-1, just taken (owed, no frame written since): they are
+        no longer owed (ValueError if one is not owed: its ack may be written already)."""
+        for a, _b, owed in self.rel_pending.runs(first, stop):
+            if not owed:
+                raise ValueError(f"refusing reliable message {a}, which is not owed an ack")
+        if self.rel_refused is None:
+            self.rel_refused = RangeSet()
+        self.rel_refused.add(first, stop)
+        self.rel_pending = _without(self.rel_pending, first, stop)
+
+    def accept_refused(self) -> bool:
+        """The application read on past what it refused: owe their acks after all; whether there were any."""
+        refused = self.rel_refused
+        if refused is None or not refused:
+            return False
+        for a, b in refused:
+            self.rel_pending.add(a, b)
+        refused.clear()
+        return True
 
     def _done_runs(self, start: int) -> list[tuple[int, int, bool]]:
         """Runs of processed (True) and missing numbers from `start` to the last processed one."""
@@ -154,9 +201,27 @@ class ReceiveAcks:
         self.rel_acked.discard_below(self.rel_prefix)
         return tuple(runs_to_ranges(start, runs))
 
-    def close_ranges(self) -> tuple[int, ...]:
-        """Range ints for CloseReceiver: from the ack prefix, everything processed positive, the rest negative."""
-        return tuple(runs_to_ranges(self.rel_prefix, self._done_runs(self.rel_prefix)))
+    def close_ranges(self, queued_kept: bool = True) -> tuple[int, ...]:
+        """Range ints for CloseReceiver: from the ack prefix, everything processed positive, the rest negative.
+
+        `on_take`: positive is what was acked or owed, and, if `queued_kept` (a finish: the queue stays takeable),
+        what is still queued; refused and discarded numbers are negative (nacked)."""
+        start = self.rel_prefix
+        if not self.on_take or (queued_kept and not self.rel_refused):  # (then: everything processed)
+            return tuple(runs_to_ranges(start, self._done_runs(start)))
+        positive = RangeSet()
+        if queued_kept:
+            for a, b, done in self._done_runs(start):
+                if done:
+                    positive.add(a, b)
+            for a, b in self.rel_refused or ():
+                positive = _without(positive, a, b)
+        else:
+            for a, b in self.rel_acked:
+                positive.add(a, b)
+            for a, b in self.rel_pending:
+                positive.add(a, b)
+        return tuple(runs_to_ranges(start, list(positive.runs(start, max(positive.max_stop(), start)))))
 
     # ---- unreliable ----
     def owed(self) -> bool:
@@ -235,6 +300,17 @@ class ReceiveAcks:
         return self.done_prefix >= self.finish_count and self.decided_end() >= self.declared
 
 
+def _without(numbers: RangeSet, first: int, stop: int) -> RangeSet:
+    """`numbers` less first .. stop-1 (a new set: the rare path of a refusal)."""
+    out = RangeSet()
+    for a, b in numbers:
+        if a < first:
+            out.add(a, min(b, first))
+        if b > stop:
+            out.add(max(a, stop), b)
+    return out
+
+
 def settle_fresh(next_rel: int, next_unrel: int) -> list[Run]:
     """What `SendAcks().settle_all(next_rel, next_unrel)` returns, without a ledger."""
     runs: list[Run] = []
@@ -247,7 +323,7 @@ def settle_fresh(next_rel: int, next_unrel: int) -> list[Run]:
 
 @dataclass(slots=True)
 class SendAcks:
-    """The ack/nack ledger of one sender (numbers are sent by the Sender: `next_rel`, `next_unrel`)."""
+    """The ack/nack ledger of one sender (numbers are sent by the SenderRecord: `next_rel`, `next_unrel`)."""
 
     rel_acked: RangeSet = field(default_factory=RangeSet)
     """Reliable numbers at or above `rel_prefix` acked."""

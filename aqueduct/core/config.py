@@ -65,6 +65,11 @@ class EngineConfig:
     """SentUnreliable goes out within min(this, RTT/2) of sending."""
     ack_delay: float = 0.05
     """Acks are batched for at most this long (spec: within 1 s)."""
+    ack_on_take: bool = False
+    """A reliable message is owed its ack when the application takes it (`Engine.take_message`/`take_many`),
+    not when it is queued, and one it refuses at once (`Engine.refuse`) is nacked when its receiver closes
+    (acks.py). The API turns it on, so that a confirmed send means the receiving application took the message
+    and its type check passed (decision API-34); off, the engine acks what it queued (the conformance vectors)."""
     nack_timeout: float = 1.0
     """Unreliable messages missing this long after their SentUnreliable (or 2*RTT, whichever is larger) are nacked."""
     discarded_filter_size: int = 4096

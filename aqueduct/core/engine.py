@@ -19,7 +19,7 @@ only writers of their fields, and collects what they emit in one Outbox:
   receiving.py  Receivers: the receivers' life (control stream, acks, close)
   sending.py    Senders: the senders' life (writes, finish, cancel, reports)
   loss.py       Loss: what reachability and cascading loss do to halves
-  links.py      LinkTable: the creation links (reachability and cascade walks)
+  creation.py      CreationLinks: the creation links (reachability and cascade walks)
   flow.py       Flow: stream credit, partial frames, stalled streams
   halves.py     Halves: the halves by handle and by channel, ghost filters
   streams.py    StreamTable: the stream records and our stream writes
@@ -66,15 +66,15 @@ from ..wire.headers import Headers, normalize_headers
 from .app import AppEvent, AttachKind, ConnectionClosed, Delivered, Delivery, ReceiverHandle, SenderHandle, SendResult
 from .config import EngineConfig
 from .context import Context
+from .creation import CreationLinks
 from .flow import Flow
 from .halves import Halves
 from .incoming import Incoming
 from .intake import Intake
-from .links import LinkTable
 from .loss import Loss
-from .receiver import Receiver, RState
+from .receiver import ReceiverRecord, RState
 from .receiving import Receivers
-from .sender import Sender, SState
+from .sender import SenderRecord, SState
 from .sending import Senders
 from .startup import Startup
 from .streams import StreamTable
@@ -112,9 +112,9 @@ class Engine:
         self._admitted = False  # data events may skip Startup.admit (see handle_event)
         streams = self._streams = StreamTable(ctx)
         halves = self._halves = Halves(self.config)
-        self._senders: dict[int, Sender] = halves.senders
-        self._receivers: dict[int, Receiver] = halves.receivers
-        self._links = LinkTable()
+        self._senders: dict[int, SenderRecord] = halves.senders
+        self._receivers: dict[int, ReceiverRecord] = halves.receivers
+        self._links = CreationLinks()
         self._flow = Flow(ctx, streams, halves.receivers)
         self._tx = Senders(ctx, streams, halves, self._links)
         self._rx = Receivers(ctx, streams, halves, self._tx, self._flow)
@@ -326,6 +326,19 @@ class Engine:
         self._run_resumed()
         return out
 
+    def refuse(self, receiver: ReceiverHandle, refused: Sequence[Delivered], now: float | None = None) -> None:
+        """With EngineConfig.ack_on_take: the application refused these messages, just taken (before anything
+        else reached the engine): their acks are not owed, and the receiver's close nacks them (unless
+        `accept_refused` comes first). Without it, or once the receiver ended: nothing to do."""
+        self._tick(now)
+        self._rx.refuse(self._rx.app_receiver(receiver), refused)
+
+    def accept_refused(self, receiver: ReceiverHandle, now: float | None = None) -> None:
+        """The application read on past the messages it refused: they are acked after all (the wire cannot nack
+        one reliable message and keep its channel)."""
+        self._tick(now)
+        self._rx.accept_refused(self._rx.app_receiver(receiver))
+
     def drop_sender(self, sender: SenderHandle, now: float | None = None) -> None:
         """The application let go of a sender handle: cancel it unless already finished."""
         self._tick(now)
@@ -397,7 +410,7 @@ class Engine:
         if now is not None and now > self._ctx.now:
             self._ctx.now = now
 
-    def _sender_at(self, sender: SenderHandle, now: float | None) -> Sender:
+    def _sender_at(self, sender: SenderHandle, now: float | None) -> SenderRecord:
         """The clock moved to `now`, and the application's open sender `sender` (the send paths' one lookup:
         a live sender costs a dict read; anything else goes through `app_sender`, which raises why)."""
         if now is not None and now > self._ctx.now:

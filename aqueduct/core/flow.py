@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ..wire.errors import CloseCode, ProtocolError
 from .context import Context
-from .receiver import Receiver
+from .receiver import ReceiverRecord
 from .streams import Role, StreamRec, StreamTable
 from .timers import PARTIAL_FRAME
 
@@ -37,7 +37,7 @@ class Flow:
     __slots__ = ("_ctx", "_max_held", "_out", "_receivers", "_streams", "_timeout", "partial_bytes", "partial_since",
                  "resume", "stalls")
 
-    def __init__(self, ctx: Context, streams: StreamTable, receivers: dict[int, Receiver]) -> None:
+    def __init__(self, ctx: Context, streams: StreamTable, receivers: dict[int, ReceiverRecord]) -> None:
         self._ctx = ctx
         self._out = ctx.out
         self._streams = streams

@@ -24,7 +24,7 @@ implementation may keep a record of recently discarded receivers"):
   (the peer mints in order, so they stay few; beyond max(64,
   discarded_filter_size) ranges the oldest go).
 
-This module is the only writer of these tables and of Receiver.claimed.
+This module is the only writer of these tables and of ReceiverRecord.claimed.
 Limits: max_channels counts senders plus receivers.
 """
 
@@ -35,8 +35,8 @@ from collections import deque
 from ..wire.channel_id import ChannelId
 from .config import EngineConfig
 from .rangeset import RangeSet
-from .receiver import Receiver
-from .sender import Sender
+from .receiver import ReceiverRecord
+from .sender import SenderRecord
 
 
 class Halves:
@@ -45,13 +45,13 @@ class Halves:
     def __init__(self, config: EngineConfig) -> None:
         self._config = config
         self._next_handle = 1
-        self.senders: dict[int, Sender] = {}
-        self.receivers: dict[int, Receiver] = {}
-        self.tx_of: dict[int, Sender] = {}
+        self.senders: dict[int, SenderRecord] = {}
+        self.receivers: dict[int, ReceiverRecord] = {}
+        self.tx_of: dict[int, SenderRecord] = {}
         """Channel ID -> its live sender."""
-        self.rx_of: dict[int, Receiver] = {}
+        self.rx_of: dict[int, ReceiverRecord] = {}
         """Channel ID -> its live receiver."""
-        self.unclaimed: dict[int, Receiver] = {}
+        self.unclaimed: dict[int, ReceiverRecord] = {}
         """Channel ID -> a receiver made before the message that hands it out (kept after it ends, until that
         message or ClosedChannelLost)."""
         self._discarded: deque[int] | None = None
@@ -69,50 +69,51 @@ class Halves:
         self._next_handle += 1
         return h
 
-    def add_sender(self, channel: ChannelId, *, reachable: bool, exposed: bool) -> Sender:
+    def add_sender(self, channel: ChannelId, *, reachable: bool, exposed: bool) -> SenderRecord:
         """A new live sender for `channel`."""
         h = self._handle()
-        s = self.senders[h] = Sender(h, channel, reachable=reachable, exposed=exposed)
+        s = self.senders[h] = SenderRecord(h, channel, reachable=reachable, exposed=exposed)
         self.tx_of[channel] = s
         return s
 
-    def add_receiver(self, channel: ChannelId, *, exposed: bool, claimed: bool) -> Receiver:
+    def add_receiver(self, channel: ChannelId, *, exposed: bool, claimed: bool) -> ReceiverRecord:
         """A new live receiver for `channel` (pending until claimed, if not `claimed`)."""
         h = self._handle()
-        r = self.receivers[h] = Receiver(h, channel, exposed=exposed, claimed=claimed)
+        r = self.receivers[h] = ReceiverRecord(h, channel, exposed=exposed, claimed=claimed,
+                                         ack_on_take=self._config.ack_on_take)
         self.rx_of[channel] = r
         if not claimed:
             self.unclaimed[channel] = r
         return r
 
-    def claim(self, channel: int) -> Receiver | None:
+    def claim(self, channel: int) -> ReceiverRecord | None:
         """A message hands out the pending receiver of `channel`, if there is one."""
         r = self.unclaimed.pop(channel, None)
         if r is not None:
             r.claimed = True
         return r
 
-    def drop_pending(self, channel: int) -> Receiver | None:
+    def drop_pending(self, channel: int) -> ReceiverRecord | None:
         """Stop keeping the pending receiver of `channel` (its creating message will never come)."""
         return self.unclaimed.pop(channel, None)
 
-    def sender_ended(self, s: Sender) -> None:
+    def sender_ended(self, s: SenderRecord) -> None:
         """`s` is no longer the live sender of its channel."""
         if self.tx_of.get(s.channel) is s:
             del self.tx_of[s.channel]
 
-    def receiver_ended(self, r: Receiver) -> None:
+    def receiver_ended(self, r: ReceiverRecord) -> None:
         """`r` is no longer the live receiver of its channel, which joins the discarded filter."""
         if self.rx_of.get(r.channel) is r:
             del self.rx_of[r.channel]
         self.remember_discarded(r.channel)
 
-    def forget_sender(self, s: Sender) -> None:
+    def forget_sender(self, s: SenderRecord) -> None:
         """The sender ended and nobody holds its handle any more."""
         if self.senders.get(s.handle) is s:
             del self.senders[s.handle]
 
-    def forget_receiver(self, r: Receiver) -> None:
+    def forget_receiver(self, r: ReceiverRecord) -> None:
         """The receiver ended and nobody holds its handle any more."""
         if self.receivers.get(r.handle) is r:
             del self.receivers[r.handle]

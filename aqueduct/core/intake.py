@@ -7,8 +7,10 @@ in a ghost filter, halves.py), which opens its control stream at once; else
 against the ledger (a duplicate, a number beyond FinishSender, a second
 message on a oneshot channel are protocol errors; an unreliable number
 already nacked is dropped), creates or claims the halves it attaches,
-queues it for the application and marks it owed an ack; the ack timer is
-rescheduled only when that may move it.
+queues it for the application and marks it owed an ack (with
+EngineConfig.ack_on_take a reliable one only processed: receiving.py owes
+its ack when the application takes it); the ack timer is rescheduled only
+when that may move it.
 
 Backpressure: a reliable message that finds its queue full raises
 QueueFull before changing anything; incoming.py stalls its stream (flow.py).
@@ -176,7 +178,7 @@ class Intake:
         else:
             acks.unrel_received.add(n, n + 1)
         self._rx.check_ranges(r)
-        if acks.ack_due is None:  # (tested here: the call is made once per ack delay, not per message)
+        if acks.ack_due is None and not (reliable and acks.on_take):  # (tested here: once per ack delay)
             acks.owe_acks(self._ctx.now + self._ack_delay)
         # the wire does not tell ordered from unordered stream messages: both read as ORDERED
         delivery = Delivery.ORDERED if reliable else Delivery.UNRELIABLE
@@ -220,7 +222,8 @@ class Intake:
         was_empty = not queue
         r.messages_seen += k
         acks.in_order(first, k)
-        if acks.ack_due is None:  # (tested here: the call is made once per ack delay, not per message)
+        on_take = acks.on_take  # (its acks are owed when the application takes them: receiving.py)
+        if acks.ack_due is None and not on_take:  # (tested here: the call is made once per ack delay)
             acks.owe_acks(self._ctx.now + self._ack_delay)
         if k == 1:  # (building the iterators below costs more than one message)
             queue.put((Delivered(payloads[0], (), r.channel, first, _ORDERED), credit_sid, sizes[0]), nbytes)
@@ -237,7 +240,7 @@ class Intake:
             )
         if was_empty and r.exposed and not r.app_dropped:
             self._out.event(MessageAvailable(r.handle))
-        if not owed:
+        if not owed and not on_take:
             self._rx.schedule(r)
         return k
 

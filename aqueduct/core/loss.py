@@ -1,5 +1,5 @@
 """What reachability and cascading loss do to halves (spec: "reachable", "Cascading loss detection",
-"ClosedChannelLost"); the walks themselves are links.py's.
+"ClosedChannelLost"); the walks themselves are creation.py's.
 
 on_reachable: a sender that became reachable reports the acks it held back
 (and, if it already ceased, its end). on_lost, per visited node:
@@ -23,8 +23,8 @@ from __future__ import annotations
 from ..wire.channel_id import ChannelId, Side
 from ..wire.errors import ProtocolError
 from ..wire.frames import ClosedChannelLost, encode_frame
+from .creation import Node
 from .halves import Halves
-from .links import Node
 from .receiver import RState
 from .receiving import Receivers
 from .sender import SState

@@ -8,10 +8,10 @@ minter (`mint`) and the copy replaces it only once the message is sure to
 be written (`commit`), so a send that fails (too large, too many channels)
 uses no ID. The half we keep of each new channel is not reachable and has
 no control stream until the peer opens it; the link from the message to
-the halves it created is recorded in the link table (links.py), where an
+the halves it created is recorded in the link table (creation.py), where an
 ack of the message makes them reachable and a nack loses them.
 
-Minting owns the minter; halves.py and links.py own what it adds.
+Minting owns the minter; halves.py and creation.py own what it adds.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from ..errors import LimitExceeded
 from ..wire.channel_id import ChannelId, ChannelIdMinter
 from .app import AttachKind
 from .context import Context
+from .creation import CreationLinks, MsgKey
 from .halves import Halves
-from .links import LinkTable, MsgKey
 
 
 class Minting:
     """The channel IDs this side mints, and the local halves of the channels it attaches."""
 
-    def __init__(self, ctx: Context, halves: Halves, links: LinkTable) -> None:
+    def __init__(self, ctx: Context, halves: Halves, links: CreationLinks) -> None:
         self._side = ctx.side
         self._max_channels = ctx.config.max_channels
         self._halves = halves

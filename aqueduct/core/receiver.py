@@ -1,4 +1,5 @@
-"""Receiver state: the protocol state, the control stream, the application queue, and the ack ledger.
+"""ReceiverRecord, the engine's record of one receiver (not the API's Receiver half):
+the protocol state, the control stream, the application queue, and the ack ledger.
 
 States (spec: "Receiving", the receiver's close procedure; "the receiver
 ceases to exist"), moved only by `move`, which checks `TRANSITIONS`:
@@ -51,7 +52,7 @@ TRANSITIONS: dict[RState, frozenset[RState]] = {
 
 
 @dataclass(slots=True)
-class Receiver:
+class ReceiverRecord:
     """One local receiving half."""
 
     handle: int
@@ -72,6 +73,8 @@ class Receiver:
     end_reason: EndReason | None = None
     end_reported: bool = False
     messages_seen: int = 0
+    ack_on_take: bool = False
+    """Its ledger owes a reliable ack when the application takes the message (EngineConfig.ack_on_take)."""
     oneshot: bool = field(init=False)
     """The channel carries exactly one message."""
 
@@ -86,7 +89,7 @@ class Receiver:
         """The ack ledger, allocated if this is its first use."""
         acks = self.acks
         if acks is None:
-            acks = self.acks = ReceiveAcks()
+            acks = self.acks = ReceiveAcks(on_take=self.ack_on_take)
         return acks
 
     @property

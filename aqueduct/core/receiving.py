@@ -1,9 +1,9 @@
 """The receivers' life (spec: the receiver side of "Channel control streams", acks, "FinishSender",
 the receiver's close procedure, "CloseReceiver", and the receiver's part of cascading loss).
 
-Receivers is the only writer of a Receiver's fields but those of what
+Receivers is the only writer of a ReceiverRecord's fields but those of what
 arrives (intake.py puts messages in the queue and marks them in the ledger)
-and `claimed` (halves.py); the state moves only through `Receiver.move`.
+and `claimed` (halves.py); the state moves only through `ReceiverRecord.move`.
 
 Creation: a receiver for a channel the peer minted opens its control
 stream at once (ChannelControl); one for a channel we minted waits for the
@@ -25,10 +25,15 @@ messages carry (iteratively: queues nest). An unclaimed receiver that ends
 lingers until the message that creates it arrives or ClosedChannelLost.
 
 The application's side: take (returning credit, exposing the halves a
-message carries, reporting what they missed), close, drop, status.
+message carries, reporting what they missed; with EngineConfig.ack_on_take
+owing the acks of the reliable messages taken), refuse and accept_refused
+(the application's verdict on messages it just took: acks.py), close, drop,
+status.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ..errors import ChannelClosed, EndReason, ResetCode
 from ..wire.channel_id import ChannelId
@@ -44,18 +49,38 @@ from ..wire.frames import (
     encode_frame,
 )
 from ..wire.ranges import MAX_RANGE_END
-from .app import Attachment, Delivered, MessageAvailable, ReceiverEnded
+from .app import Attachment, Delivered, Delivery, MessageAvailable, ReceiverEnded
 from .context import Context
 from .flow import Flow
 from .halves import Halves
-from .receiver import Receiver, RState
+from .receiver import ReceiverRecord, RState
 from .sending import Senders
 from .streams import Role, StreamTable
 from .timers import ACKS
 
 _GONE = RState.GONE
+_UNRELIABLE = Delivery.UNRELIABLE
 _EMPTY_ACKNACK = encode_frame(AckNackUnreliable(()))
 """A receiver's first frame on a control stream the peer opened, when it has nothing else to write."""
+
+
+def reliable_runs(taken: Sequence[Delivered]) -> list[tuple[int, int]]:
+    """The reliable numbers of `taken`, as (first, stop) runs of consecutive numbers, in order taken."""
+    runs: list[tuple[int, int]] = []
+    first = stop = -1
+    for d in taken:
+        if d.delivery is _UNRELIABLE:
+            continue
+        n = d.number
+        if n == stop:
+            stop += 1
+            continue
+        if stop > first:
+            runs.append((first, stop))
+        first, stop = n, n + 1
+    if stop > first:
+        runs.append((first, stop))
+    return runs
 
 
 class Receivers:
@@ -77,7 +102,7 @@ class Receivers:
         """Ranges held by the ledgers in `_gapped` (the per-connection cap's figure; see note_ranges)."""
 
     # ---- creation ----
-    def create(self, channel: ChannelId, claimed: bool) -> Receiver:
+    def create(self, channel: ChannelId, claimed: bool) -> ReceiverRecord:
         """A receiver for a channel the peer minted: reachable; we open its control stream."""
         config = self._config
         if not claimed and len(self._halves.unclaimed) >= config.max_pending_receivers:
@@ -91,7 +116,7 @@ class Receivers:
         r.ctrl_open = True
         return r
 
-    def create_entrypoint(self, channel: ChannelId) -> Receiver:
+    def create_entrypoint(self, channel: ChannelId) -> ReceiverRecord:
         """Server: the entrypoint receiver, handed to the application with the client's headers."""
         r = self.create(channel, claimed=True)
         self._halves.mark_claimed(channel)
@@ -106,7 +131,7 @@ class Receivers:
             )
 
     # ---- the control stream ----
-    def attached(self, r: Receiver, sid: int) -> None:
+    def attached(self, r: ReceiverRecord, sid: int) -> None:
         """The peer opened our control stream; a first frame tells it we read its ChannelControl."""
         r.ctrl = sid
         r.ctrl_open = True
@@ -117,7 +142,7 @@ class Receivers:
             self._streams.owe_first(sid, _EMPTY_ACKNACK)
             self.schedule(r)
 
-    def on_frame(self, r: Receiver, frame: Frame) -> None:
+    def on_frame(self, r: ReceiverRecord, frame: Frame) -> None:
         """A frame from the sender on the control stream: SentUnreliable, FinishSender."""
         if r.state is _GONE:
             return
@@ -138,7 +163,7 @@ class Receivers:
         else:
             raise ProtocolError(f"{type(frame).__name__} sent to a receiver")
 
-    def on_ctrl_reset(self, r: Receiver, code: int) -> None:
+    def on_ctrl_reset(self, r: ReceiverRecord, code: int) -> None:
         """The sender reset its direction: 'cancelled' closes, 'lost' loses."""
         if r.state is _GONE:
             return
@@ -148,7 +173,7 @@ class Receivers:
             self.lose(r)
 
     # ---- the ack range caps (SECURITY.md) ----
-    def check_ranges(self, r: Receiver) -> None:
+    def check_ranges(self, r: ReceiverRecord) -> None:
         """After a message that may have left a gap: the per-channel cap (reliable holes past it close; the
         oldest unreliable ones are nacked now), then the per-connection sum."""
         acks = r.acks
@@ -164,7 +189,7 @@ class Receivers:
             self.schedule(r)
         self.note_ranges(r)
 
-    def note_ranges(self, r: Receiver) -> None:
+    def note_ranges(self, r: ReceiverRecord) -> None:
         """Keep `ranges_total` (the ranges of every ledger holding more than one) current for `r`; past
         max_ack_ranges_per_connection the connection closes. Ledgers with at most one range (every in-order
         channel) are never looked at on the hot paths."""
@@ -184,7 +209,7 @@ class Receivers:
                                 "for acks (the peer leaves gaps)", CloseCode.LIMIT_EXCEEDED)
 
     # ---- timers and acks ----
-    def schedule(self, r: Receiver) -> None:
+    def schedule(self, r: ReceiverRecord) -> None:
         """Arm the receiver's ack timer where its acks and declarations put it (or cancel it)."""
         key = (ACKS, r.handle)
         if r.state is _GONE or not r.ctrl_open:
@@ -217,7 +242,7 @@ class Receivers:
             self.check_finished(r)
         self.schedule(r)
 
-    def _flush_acks(self, r: Receiver) -> None:
+    def _flush_acks(self, r: ReceiverRecord) -> None:
         assert r.ctrl is not None and r.acks is not None
         acks = r.acks
         frames: list[bytes] = []
@@ -233,13 +258,13 @@ class Receivers:
         if r.handle in self._gapped:
             self.note_ranges(r)
 
-    def check_finished(self, r: Receiver) -> None:
+    def check_finished(self, r: ReceiverRecord) -> None:
         """Finishing: once every message is accounted for, close with FINISHED."""
         if r.state is RState.FINISHING and r.acks is not None and r.acks.all_accounted():
             self.close(r, EndReason.FINISHED)
 
     # ---- closing ----
-    def close(self, r: Receiver, reason: EndReason, *, discard: bool = True) -> None:
+    def close(self, r: ReceiverRecord, reason: EndReason, *, discard: bool = True) -> None:
         """The close procedure (waits for the control stream); the queue goes unless the channel finished."""
         if r.state is _GONE:
             return
@@ -255,25 +280,25 @@ class Receivers:
         unrel = acks.take_acknack(max(acks.unrel_received.max_stop(), acks.unrel_start))
         if unrel:
             frames.append(encode_frame(AckNackUnreliable(unrel)))
-        frames.append(encode_frame(CloseReceiver(acks.close_ranges())))
+        frames.append(encode_frame(CloseReceiver(acks.close_ranges(queued_kept=reason is EndReason.FINISHED))))
         r.ctrl_open = False
         self._streams.write(r.ctrl, b"".join(frames), fin=True)
         self._end(r, reason)
 
-    def lose(self, r: Receiver) -> None:
+    def lose(self, r: ReceiverRecord) -> None:
         """Cascading loss (or a 'lost' reset) on a receiver: reset, cease, drop what it queued."""
         if r.state is _GONE:
             return
         self._reset_lost(r)
         self.discard_queues([r], lost=True)
 
-    def _reset_lost(self, r: Receiver) -> None:
+    def _reset_lost(self, r: ReceiverRecord) -> None:
         if r.ctrl is not None and r.ctrl_open:
             r.ctrl_open = False
             self._streams.reset(r.ctrl, ResetCode.LOST)
         self._end(r, EndReason.LOST)
 
-    def _end(self, r: Receiver, reason: EndReason) -> None:
+    def _end(self, r: ReceiverRecord, reason: EndReason) -> None:
         r.move(_GONE)
         if r.handle in self._gapped:
             self.ranges_total -= self._gapped.pop(r.handle)
@@ -292,17 +317,17 @@ class Receivers:
         self._report_end(r)
         self._maybe_forget(r)
 
-    def _report_end(self, r: Receiver) -> None:
+    def _report_end(self, r: ReceiverRecord) -> None:
         if r.exposed and not r.end_reported and r.end_reason is not None:
             r.end_reported = True
             if not r.app_dropped:
                 self._out.event(ReceiverEnded(r.handle, r.end_reason))
 
-    def _maybe_forget(self, r: Receiver) -> None:
+    def _maybe_forget(self, r: ReceiverRecord) -> None:
         if r.state is _GONE and r.app_dropped:
             self._halves.forget_receiver(r)
 
-    def discard_queues(self, start: list[Receiver], *, lost: bool) -> None:
+    def discard_queues(self, start: list[ReceiverRecord], *, lost: bool) -> None:
         """Drop every queued message of `start`, and the halves they carry, through nested queues."""
         flow = self._flow
         work = list(start)
@@ -341,7 +366,7 @@ class Receivers:
         self._maybe_forget(r)
 
     # ---- the application's calls ----
-    def app_receiver(self, handle: int) -> Receiver:
+    def app_receiver(self, handle: int) -> ReceiverRecord:
         """The receiver behind an application handle (ChannelClosed if unknown or dropped)."""
         r = self._receivers.get(handle)
         if r is None or r.app_dropped:
@@ -355,8 +380,9 @@ class Receivers:
             raise ChannelClosed(f"unknown or dropped receiver {handle}")
         return r.end_reason if r.end_reported else None
 
-    def take(self, r: Receiver) -> Delivered | None:
-        """The next queued message (its credit returned, its halves exposed), or None."""
+    def take(self, r: ReceiverRecord) -> Delivered | None:
+        """The next queued message (its credit returned, its halves exposed, its ack owed if `ack_on_take`), or
+        None."""
         if not r.queue:
             return None
         if self._ctx.closed:  # a finished channel's queue outlives the connection (teardown): no credit to give
@@ -366,9 +392,11 @@ class Receivers:
         self._flow.credit_taken(sid, credit)
         for att in d.attachments:
             self.expose(att)
+        if r.ack_on_take and r.state is not _GONE:
+            self._owe_taken(r, (d,))
         return d
 
-    def take_many(self, r: Receiver, limit: int) -> list[Delivered]:
+    def take_many(self, r: ReceiverRecord, limit: int) -> list[Delivered]:
         """Up to `limit` queued messages at once (what `limit` calls of `take` would return)."""
         out: list[Delivered] = []
         queue = r.queue
@@ -390,7 +418,52 @@ class Receivers:
                         self.expose(att)
                 append(d)
             flow.credit_taken(run_sid, run)
+            if r.ack_on_take and r.state is not _GONE:
+                self._owe_taken(r, out)
         return out
+
+    def _owe_taken(self, r: ReceiverRecord, taken: Sequence[Delivered]) -> None:
+        """`ack_on_take`: the application took these messages: the acks of the reliable ones are owed (within
+        ack_delay)."""
+        acks = r.ledger()
+        owed = acks.ack_due is not None and bool(acks.rel_pending)  # (then the timer is armed for them already)
+        first = stop = -1  # (a run of consecutive reliable numbers)
+        for d in taken:
+            if d.delivery is _UNRELIABLE:
+                continue
+            n = d.number
+            if n != stop:
+                if stop > first:
+                    acks.taken(first, stop)
+                first = n
+            stop = n + 1
+        if stop <= first:
+            return  # (no reliable message)
+        acks.taken(first, stop)
+        if acks.ack_due is None:
+            acks.owe_acks(self._ctx.now + self._config.ack_delay)
+        if not owed:
+            self.schedule(r)
+
+    def refuse(self, r: ReceiverRecord, refused: Sequence[Delivered]) -> None:
+        """`ack_on_take`: the application refused these messages right after taking them (none of their acks was
+        written since): they are not owed; a close nacks them, unless `accept_refused` comes first."""
+        if not r.ack_on_take or r.state is _GONE or r.acks is None:
+            return  # (after a close every number was settled already)
+        acks = r.acks
+        for first, stop in reliable_runs(refused):
+            acks.refuse(first, stop)
+        self.schedule(r)
+
+    def accept_refused(self, r: ReceiverRecord) -> None:
+        """The application read on past the messages it refused: their acks are owed after all (the wire cannot
+        nack one reliable message and keep the channel)."""
+        acks = r.acks
+        if r.state is _GONE or acks is None or not acks.accept_refused():
+            return
+        if acks.ack_due is None:
+            acks.owe_acks(self._ctx.now + self._config.ack_delay)
+        self.schedule(r)
 
     def expose(self, att: Attachment) -> None:
         """The application now holds this half: report what it missed."""

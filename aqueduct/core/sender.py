@@ -1,4 +1,5 @@
-"""Sender state: numbering, message streams, and the sender's ack ledger.
+"""SenderRecord, the engine's record of one sender (not the API's Sender half):
+numbering, message streams, and the sender's ack ledger.
 
 States (spec: the finish and cancel procedures; "After this, the sender
 ceases to exist"), moved only by `move`, which checks `TRANSITIONS`:
@@ -10,7 +11,7 @@ ceases to exist"), moved only by `move`, which checks `TRANSITIONS`:
 A number is reported to the application exactly once: acked (deferred
 while the sender is unreachable, because a later upstream loss turns it
 into a nack) or nacked. The ack ledger is acks.py's (SendAcks); sending.py
-turns it into events, and is the only writer of a Sender's other fields.
+turns it into events, and is the only writer of a SenderRecord's other fields.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ TRANSITIONS: dict[SState, frozenset[SState]] = {
 """The moves each sender state allows."""
 
 @dataclass(slots=True)
-class Sender:
+class SenderRecord:
     """One local sending half."""
 
     handle: int

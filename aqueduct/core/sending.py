@@ -10,9 +10,9 @@ settles everything still open as nacked and ends the sender. `send` is the one w
 (a batch of one may carry attachments); a batch without attachments skips minting and linking, is checked once, builds
 its header bytes from the sender's cached Message head and, ordered, is one write.
 
-Senders is the only writer of a Sender's fields (the ledger's through the record's own methods, the state through
-`Sender.move`). What a cascade does to a sender (`lose`, `became_reachable`) is here too; which halves a cascade
-visits is links.py's walk, started by `_report`, and what a visit does to a half is loss.py's, reached through the
+Senders is the only writer of a SenderRecord's fields (the ledger's through the record's own methods, the state through
+`SenderRecord.move`). What a cascade does to a sender (`lose`, `became_reachable`) is here too; which halves a cascade
+visits is creation.py's walk, started by `_report`, and what a visit does to a half is loss.py's, reached through the
 two callbacks `set_loss` gives.
 """
 
@@ -39,10 +39,10 @@ from ..wire.frames import (
 )
 from .app import AttachKind, Delivery, MessagesAcked, MessagesNacked, SenderEnded
 from .context import Context
+from .creation import CreationLinks, Node
 from .halves import Halves
-from .links import LinkTable, Node
 from .minting import Minting
-from .sender import Sender, SState
+from .sender import SenderRecord, SState
 from .streams import VERSION_BYTES, Role, StreamTable
 from .timers import SENT_UNRELIABLE
 from .transport import ResetStream, SendDatagram, SendStreamData
@@ -62,7 +62,7 @@ _END_ON_CLOSE = {SState.FINISHED: EndReason.FINISHED, SState.CANCELLED: _CLOSED,
 class Senders:
     """Sender-side procedures for every sender of one connection."""
 
-    def __init__(self, ctx: Context, streams: StreamTable, halves: Halves, links: LinkTable) -> None:
+    def __init__(self, ctx: Context, streams: StreamTable, halves: Halves, links: CreationLinks) -> None:
         self._ctx = ctx
         self._out = ctx.out
         self._timers = ctx.timers
@@ -83,7 +83,7 @@ class Senders:
         self._on_lost = on_lost
 
     # ---- the application's calls ----
-    def app_sender(self, handle: int) -> Sender:
+    def app_sender(self, handle: int) -> SenderRecord:
         """The sender behind an application handle (ConnectionLost / ChannelClosed if unusable)."""
         if self._ctx.closed:
             raise ConnectionLost()
@@ -92,7 +92,7 @@ class Senders:
             raise ChannelClosed(f"unknown or dropped sender {handle}")
         return s
 
-    def error(self, s: Sender) -> Exception:
+    def error(self, s: SenderRecord) -> Exception:
         """The error a send on an ended sender raises."""
         if s.end_reason is not None and s.end_reported:
             return ERROR_FOR_REASON.get(s.end_reason, ChannelClosed)(f"sender ended: {s.end_reason.value}")
@@ -129,7 +129,7 @@ class Senders:
             if s.end_reported and s.end_reason is not None:
                 self._out.event(SenderEnded(s.handle, s.end_reason))
 
-    def abandon(self, s: Sender, *, lost: bool) -> None:
+    def abandon(self, s: SenderRecord, *, lost: bool) -> None:
         """A sender handed to us in a message that will never be taken: lost with it, or cancelled."""
         s.app_dropped = True
         if lost and s.state is not _GONE:
@@ -139,7 +139,7 @@ class Senders:
         self.maybe_forget(s)
 
     # ---- writing messages ----
-    def send(self, s: Sender, payloads: Sequence[bytes], delivery: Delivery) -> int | None:
+    def send(self, s: SenderRecord, payloads: Sequence[bytes], delivery: Delivery) -> int | None:
         """Send messages without attachments, in order: the one send path (`send_attached` is a message with
         attachments: minting first, then the same writes). Raises, before anything is sent, if the sender cannot
         send or a payload is over its limit. Returns the stream written (an unordered batch: its last message's;
@@ -199,7 +199,7 @@ class Senders:
     def _datagram_too_large(data: bytes, limit: int) -> NoReturn:
         raise LimitExceeded(f"unreliable message encodes to {len(data)} bytes, over max_datagram_payload {limit}")
 
-    def _check(self, s: Sender, size: int) -> None:
+    def _check(self, s: SenderRecord, size: int) -> None:
         """Whether a sender may send messages of up to `size` bytes (raises why not)."""
         if s.state is not _OPEN:
             raise self.error(s)
@@ -207,7 +207,7 @@ class Senders:
             raise LimitExceeded(f"payload of {size} bytes exceeds max_frame_size {self._max}")
 
     def send_attached(
-        self, s: Sender, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery
+        self, s: SenderRecord, payload: bytes, attach: Sequence[AttachKind], delivery: Delivery
     ) -> tuple[int, tuple[int, ...], int | None]:
         """A message carrying attachments: mint their channels and halves, link them from it, then write it;
         returns its number, the local halves created and the stream written."""
@@ -241,7 +241,7 @@ class Senders:
             self.finish(s)
         return number, tuple(created), sid
 
-    def _write_unordered(self, s: Sender, number: int, data: bytes) -> int:
+    def _write_unordered(self, s: SenderRecord, number: int, data: bytes) -> int:
         """Message `number`, encoded, on a stream of its own; returns the stream."""
         sid = self._streams.open_uni(data, fin=True)
         if s.unordered_sids is None:
@@ -250,19 +250,19 @@ class Senders:
         s.next_rel += 1
         return sid
 
-    def _sent_datagram(self, s: Sender) -> None:
+    def _sent_datagram(self, s: SenderRecord) -> None:
         s.next_unrel += 1
         s.undeclared += 1
         if s.ctrl is not None:  # (set_earlier touches the heap only when this deadline is earlier)
             half_rtt, cap = self._ctx.rtt / 2, self._config.sent_unreliable_delay
             self._timers.set_earlier((SENT_UNRELIABLE, s.handle), self._ctx.now + (half_rtt if half_rtt < cap else cap))
 
-    def _head(self, s: Sender) -> bytes:
+    def _head(self, s: SenderRecord) -> bytes:
         """The bytes a sender's Message frames start with (made by its first plain write, kept on the record)."""
         s.head = message_head(s.channel)
         return s.head
 
-    def create_remote(self, channel: ChannelId) -> Sender:
+    def create_remote(self, channel: ChannelId) -> SenderRecord:
         """A sender the peer attached to a message: reachable; we open its control stream."""
         s = self._halves.add_sender(channel, reachable=True, exposed=False)
         s.ctrl = self._streams.open_bidi(encode_frame(ChannelControl(channel)), Role.TO_SENDER, s.handle)
@@ -270,7 +270,7 @@ class Senders:
         return s
 
     # ---- finish and cancel ----
-    def finish(self, s: Sender) -> None:
+    def finish(self, s: SenderRecord) -> None:
         """Gracefully finish (FinishSender once the control stream exists)."""
         if s.state in (SState.FINISH_WAIT, SState.FINISHED) or s.end_reason is EndReason.FINISHED:
             return
@@ -282,7 +282,7 @@ class Senders:
         if s.ctrl is not None:
             self._do_finish(s)
 
-    def _do_finish(self, s: Sender) -> None:
+    def _do_finish(self, s: SenderRecord) -> None:
         frames: list[Frame] = []
         if s.undeclared:
             frames.append(SentUnreliable(s.undeclared))
@@ -294,7 +294,7 @@ class Senders:
         assert s.ctrl is not None
         self._streams.write(s.ctrl, b"".join(encode_frame(f) for f in frames), fin=True)
 
-    def cancel(self, s: Sender) -> None:
+    def cancel(self, s: SenderRecord) -> None:
         """Abruptly cancel: message streams reset at once, the control stream once it exists (no-op once ended)."""
         if s.state not in (_OPEN, SState.FINISH_WAIT):
             return
@@ -304,17 +304,17 @@ class Senders:
         if s.ctrl is not None:
             self._do_cancel(s)
 
-    def _do_cancel(self, s: Sender) -> None:
+    def _do_cancel(self, s: SenderRecord) -> None:
         s.move(SState.CANCELLED)
         self._reset_ctrl(s, ResetCode.CANCELLED)
 
-    def _reset_ctrl(self, s: Sender, code: ResetCode) -> None:
+    def _reset_ctrl(self, s: SenderRecord, code: ResetCode) -> None:
         """Reset our direction of the control stream, if it is still open."""
         if s.ctrl is not None and s.ctrl_open:
             s.ctrl_open = False
             self._streams.reset(s.ctrl, code)
 
-    def reset_message_streams(self, s: Sender, code: ResetCode) -> None:
+    def reset_message_streams(self, s: SenderRecord, code: ResetCode) -> None:
         """Reset every stream carrying only this sender's messages (ordered, and unordered not yet acked)."""
         if s.ordered_sid is not None:
             self._out.command(ResetStream(s.ordered_sid, code))
@@ -325,7 +325,7 @@ class Senders:
             s.unordered_sids = None
 
     # ---- the control stream ----
-    def attached(self, s: Sender, sid: int) -> None:
+    def attached(self, s: SenderRecord, sid: int) -> None:
         """The peer opened our control stream; a first frame tells it we read its ChannelControl: whatever we
         write first, or SentUnreliable(0) if the input ends with nothing written (`StreamTable.owe_first`).
         The entrypoint's needs none: its receiver is never lost, so the server never resets its control stream
@@ -349,7 +349,7 @@ class Senders:
         self._streams.write(s.ctrl, encode_frame(SentUnreliable(s.undeclared)))
         s.undeclared = 0
 
-    def on_frame(self, s: Sender, frame: Frame) -> None:
+    def on_frame(self, s: SenderRecord, frame: Frame) -> None:
         """A frame from the receiver on the control stream: acks, nacks, CloseReceiver."""
         if s.state is _GONE:
             return
@@ -381,7 +381,7 @@ class Senders:
         else:
             raise ProtocolError(f"{type(frame).__name__} sent to a sender")
 
-    def on_ctrl_reset(self, s: Sender, code: int) -> None:
+    def on_ctrl_reset(self, s: SenderRecord, code: int) -> None:
         """The receiver reset its direction: 'lost' (or 'cancelled') ends the sender, open messages nacked."""
         if s.state is _GONE:
             return
@@ -392,7 +392,7 @@ class Senders:
         self.gone(s, EndReason.LOST if code == ResetCode.LOST else EndReason.RECEIVER_DROPPED)
 
     # ---- reporting, reachability, loss ----
-    def _report(self, s: Sender, acked: bool, reliable: bool, first: int, stop: int) -> None:
+    def _report(self, s: SenderRecord, acked: bool, reliable: bool, first: int, stop: int) -> None:
         """Report a run once: acks of an unreachable sender wait; nacks cascade at once."""
         if reliable and s.unordered_sids:
             for n in [n for n in s.unordered_sids if first <= n < stop]:
@@ -412,18 +412,18 @@ class Senders:
             if keys:
                 self._links.nacked(s.handle, keys, self._on_lost)
 
-    def became_reachable(self, s: Sender) -> None:
+    def became_reachable(self, s: SenderRecord) -> None:
         """The message that created `s` was acked in reach: report the acks it held back."""
         if not s.reachable:
             s.reachable = True
             self._report_deferred(s, MessagesAcked)
 
-    def drop_deferred_as_nacks(self, s: Sender) -> None:
+    def drop_deferred_as_nacks(self, s: SenderRecord) -> None:
         """An upstream loss: acks held back while unreachable are nacks after all."""
         if s.deferred:
             self._report_deferred(s, MessagesNacked)
 
-    def _report_deferred(self, s: Sender, event: type[MessagesAcked | MessagesNacked]) -> None:
+    def _report_deferred(self, s: SenderRecord, event: type[MessagesAcked | MessagesNacked]) -> None:
         if s.deferred:
             deferred, s.deferred = s.deferred, []
             if s.exposed:
@@ -431,7 +431,7 @@ class Senders:
                     self._out.event(event(s.handle, reliable, first, stop))
         self.maybe_forget(s)
 
-    def lose(self, s: Sender) -> None:
+    def lose(self, s: SenderRecord) -> None:
         """Cascading loss on a live sender: its node is already gone, so its messages' links are walked by
         the cascade itself; only report, reset and end here (the hot path of a 10,000-deep cascade)."""
         runs = s.settle_all()
@@ -444,7 +444,7 @@ class Senders:
         self.gone(s, EndReason.LOST)
 
     # ---- the end ----
-    def gone(self, s: Sender, reason: EndReason) -> None:
+    def gone(self, s: SenderRecord, reason: EndReason) -> None:
         """The sender ceased to exist: SenderEnded now; acks it still holds back are reported later."""
         s.move(_GONE)
         self._halves.sender_ended(s)
@@ -458,7 +458,7 @@ class Senders:
                 self._out.event(SenderEnded(s.handle, reason))
         self.maybe_forget(s)
 
-    def maybe_forget(self, s: Sender) -> None:
+    def maybe_forget(self, s: SenderRecord) -> None:
         """Forget an ended sender nobody holds and that owes no report."""
         if s.state is _GONE and s.app_dropped and not s.deferred:
             self._halves.forget_sender(s)

@@ -6,8 +6,9 @@ conn.entrypoint` over `serve(..., entrypoint=Ask)`), its `store` over `OneOf(Put
 values before they leave. What must hold (specs/DECISIONS.md, "Issue 38: typed receivers a handler can
 iterate"): the handler's loop does not end silently (it ends with the error that ended it), it closes the
 entrypoint whatever ended it, and the client learns at once: its next requests fail with a ChannelError
-(the channel was refused) instead of waiting for a reader that is gone, and a confirmed send on the refused
-channel does not report ACKED. On d2316f7 the good requests after the bad one hang (Timeout here).
+(the channel was refused) instead of waiting for a reader that is gone, and a confirmed send of the refused
+value reports NACKED (decision API-34; each `on_invalid` policy's outcome is tested below). On d2316f7 the
+good requests after the bad one hang (Timeout here).
 """
 
 from __future__ import annotations
@@ -120,9 +121,6 @@ async def test_a_documented_server_refuses_a_bad_message_and_its_client_learns_a
                 task.cancel()
 
 
-@pytest.mark.xfail(strict=True, reason="a reliable message is acked when the receiving engine queues it (intake), "
-                   "before any type check; refusing it as a nack needs the check at intake (specs/DECISIONS.md, "
-                   "Issue 38: typed receivers a handler can iterate)")
 async def test_a_confirmed_send_of_a_refused_value_does_not_report_acked(certs: DevCerts) -> None:
     async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, entrypoint=Ask) as server:
         async def serve_one() -> None:
@@ -134,6 +132,61 @@ async def test_a_confirmed_send_of_a_refused_value_does_not_report_acked(certs: 
             async with aqueduct.connect(url, ca=certs.ca) as conn:
                 reply_tx, _reply_rx = aqueduct.oneshot()
                 outcome = await guard(conn.entrypoint.send({"sym": 7, "reply": reply_tx}, confirm=True))
-                assert outcome is not aqueduct.Outcome.ACKED
+                assert outcome is aqueduct.Outcome.NACKED, outcome
+        finally:
+            acceptor.cancel()
+
+
+async def _recv_loop(conn: Connection[Receiver[Ask]], policy: str) -> None:
+    """A handler's own `recv()` loop under `on_invalid=policy` that goes on after a ValidationError (until the
+    receiver is closed)."""
+    rx = conn.entrypoint
+    rx.on_invalid = policy  # type: ignore[assignment]
+    while True:
+        try:
+            ask = await rx.recv()
+        except aqueduct.ValidationError:
+            continue
+        except aqueduct.ChannelError:
+            return
+        await ask.reply.send(Quote(ask.sym, 100.0))
+
+
+HANDLERS: dict[str, tuple[Callable[[Any], Awaitable[None]], aqueduct.Outcome]] = {
+    # how the handler reads: (the handler, what the refused value's confirmed send reports)
+    "async for": (desk, aqueduct.Outcome.NACKED),  # the loop ends and closes: nacked
+    "close": (lambda conn: _recv_loop(conn, "close"), aqueduct.Outcome.NACKED),  # closed at once: nacked
+    "drop": (lambda conn: _recv_loop(conn, "drop"), aqueduct.Outcome.ACKED),  # skipped, read on: acked
+    "raise, then recv": (lambda conn: _recv_loop(conn, "raise"), aqueduct.Outcome.ACKED),  # read on: acked
+}
+
+
+@pytest.mark.parametrize("how", sorted(HANDLERS))
+async def test_each_policy_has_its_ack_outcome(certs: DevCerts, how: str) -> None:
+    """Decision API-34: a refused message is nacked by the close that ends a reader, and acked by a reader that
+    goes on past it (the wire cannot nack one reliable message and keep the channel); a good request after it
+    is answered exactly when the reader went on."""
+    handler, expected = HANDLERS[how]
+    async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, entrypoint=Ask) as server:
+        async def serve_one() -> None:
+            await handler(await server.accept())
+
+        acceptor = asyncio.ensure_future(serve_one())
+        url = f"aqueduct://{server.address[0]}:{server.address[1]}"
+        try:
+            async with aqueduct.connect(url, ca=certs.ca) as conn:
+                reply_tx, _reply_rx = aqueduct.oneshot()
+                outcome = await guard(conn.entrypoint.send({"sym": 7, "reply": reply_tx}, confirm=True))
+                assert outcome is expected
+                good = aqueduct.request(conn.entrypoint, lambda reply: {"sym": "X", "reply": reply}, timeout=GUARD)
+                if expected is aqueduct.Outcome.ACKED:
+                    assert (await good)["sym"] == "X"
+                    later_tx, later_rx = aqueduct.oneshot()
+                    assert await guard(conn.entrypoint.send({"sym": "Y", "reply": later_tx},
+                                                            confirm=True)) is aqueduct.Outcome.ACKED
+                    assert (await guard(later_rx.recv()))["sym"] == "Y"
+                else:
+                    with pytest.raises(aqueduct.ChannelError):
+                        await good
         finally:
             acceptor.cancel()

@@ -118,7 +118,8 @@ class _Twin:
         else:
             self.c.send(tx, bytes(size), (), delivery, now)
 
-    def take(self, limit: int, now: float) -> None:
+    def take(self, limit: int, now: float, refuse: int | None = None) -> None:
+        """Take up to `limit` messages; with `refuse`, refuse those from that index on at once (ack_on_take)."""
         self.flush()
         rx = self.s.entrypoint or 0
         got: list[Delivered] = []
@@ -127,6 +128,8 @@ class _Twin:
         else:
             while len(got) < limit and (d := self.s.take_message(rx, now)) is not None:
                 got.append(d)
+        if refuse is not None and self.s.config.ack_on_take:
+            self.s.refuse(rx, got[refuse:], now)
         self.log.append(got)
 
     def tick(self, now: float) -> None:
@@ -229,16 +232,22 @@ _run_step = st.one_of(
     _step,
     st.tuples(st.just("pump"), st.sampled_from([90, 300, 1200, 1500]), st.integers(0, 3)),
     st.tuples(st.just("take"), st.integers(1, 64), st.just(0)),
+    st.tuples(st.just("refuse"), st.integers(1, 64), st.integers(0, 8)),
+    st.tuples(st.just("accept"), st.just(0), st.just(0)),
 )
 
 
 @pytest.mark.pure_python  # _NoRuns replaces methods of the engine's parts
 @settings(max_examples=200, deadline=None)
-@given(st.lists(_run_step, max_size=40), st.booleans())
-def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[object, object, int]], small: bool) -> None:
+@given(st.lists(_run_step, max_size=40), st.booleans(), st.booleans())
+def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[object, object, int]], small: bool,
+                                                         on_take: bool) -> None:
     """A chunk's run of in-order plain Messages queued at once, and plain messages queued by the short paths: the
-    same commands, events and messages as the general path, including a run cut by a full queue (small queues)."""
+    same commands, events and messages as the general path, including a run cut by a full queue (small queues),
+    and with acks owed when taken (EngineConfig.ack_on_take: takes that refuse some, reading on that accepts)."""
     config = _SMALL_QUEUE if small else None
+    if on_take:
+        config = dataclasses.replace(config or EngineConfig(), ack_on_take=True)
     twins = [_Twin(batched=True, server=_NoRuns, config=config), _Twin(batched=True, config=config)]
     now = 0.0
     for kind, arg, size in steps:
@@ -260,6 +269,12 @@ def test_runs_of_plain_messages_are_queued_as_one_by_one(steps: list[tuple[objec
             elif kind == "take":
                 assert isinstance(arg, int)
                 t.take(arg, now)
+            elif kind == "refuse":
+                assert isinstance(arg, int)
+                t.take(arg, now, refuse=size)
+            elif kind == "accept":
+                if t.s.config.ack_on_take:
+                    t.s.accept_refused(t.s.entrypoint or 0, now)
             else:
                 t.tick(now)
     for t in twins:
@@ -331,10 +346,12 @@ class _PlainChecked(Engine):
 
 
 @pytest.mark.parametrize("start", range(0, 300, 100))
-def test_random_scripts_through_the_hot_calls_keep_every_invariant(start: int) -> None:
+@pytest.mark.parametrize("on_take", [False, True], ids=["acks-queued", "acks-taken"])
+def test_random_scripts_through_the_hot_calls_keep_every_invariant(start: int, on_take: bool) -> None:
+    """(`on_take`: EngineConfig.ack_on_take, the API's engines: acks owed when the driver takes a message.)"""
     for seed in range(start, start + 100):
         net, script = draw(seed)  # as run_seed draws them
-        config = config_for(seed, ghosts=seed % 2 == 1)
+        config = dataclasses.replace(config_for(seed, ghosts=seed % 2 == 1), ack_on_take=on_take)
         if net.datagram_dup:
             config = dataclasses.replace(config, discarded_filter_size=EngineConfig.discarded_filter_size)
         engines: list[_PlainChecked] = []

@@ -1,4 +1,4 @@
-"""The engine's small parts: RangeSet, Timers, LinkTable, the ack ledgers."""
+"""The engine's small parts: RangeSet, Timers, CreationLinks, the ack ledgers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aqueduct.core.acks import ReceiveAcks, SendAcks, settle_fresh
-from aqueduct.core.links import LinkTable
+from aqueduct.core.creation import CreationLinks
 from aqueduct.core.rangeset import RangeSet
 from aqueduct.core.timers import Timers
 from aqueduct.wire.errors import CloseCode, ProtocolError
@@ -50,7 +50,7 @@ def test_timers_fire_in_order_and_can_move_or_cancel() -> None:
 
 @pytest.mark.spec("reachable", "cascading-loss")
 def test_links_reachability_and_cascade() -> None:
-    links = LinkTable()
+    links = CreationLinks()
     links.add_unreachable(2, 10, True)
     links.add_link(1, 0, (True, 0), [2])  # entrypoint's message 0 created half 2
     links.add_unreachable(3, 11, False)

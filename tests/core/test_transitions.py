@@ -10,8 +10,8 @@ from core_helpers import client_ready, feed, pair, written
 
 from aqueduct.core import receiver, sender
 from aqueduct.core.app import AttachKind, ReceiverEnded
-from aqueduct.core.receiver import Receiver, RState
-from aqueduct.core.sender import Sender, SState
+from aqueduct.core.receiver import ReceiverRecord, RState
+from aqueduct.core.sender import SenderRecord, SState
 from aqueduct.core.transitions import IllegalTransition
 from aqueduct.errors import AqueductError, EndReason
 from aqueduct.wire.channel_id import ENTRYPOINT, ChannelId
@@ -20,7 +20,7 @@ from aqueduct.wire.frames import ChannelControl, CloseReceiver
 
 @pytest.mark.parametrize(("frm", "to"), list(itertools.product(SState, SState)))
 def test_a_sender_moves_only_as_its_table_allows(frm: SState, to: SState) -> None:
-    s = Sender(1, ENTRYPOINT, reachable=True, exposed=True, state=frm)
+    s = SenderRecord(1, ENTRYPOINT, reachable=True, exposed=True, state=frm)
     if to in sender.TRANSITIONS[frm]:
         s.move(to)
         assert s.state is to
@@ -32,7 +32,7 @@ def test_a_sender_moves_only_as_its_table_allows(frm: SState, to: SState) -> Non
 
 @pytest.mark.parametrize(("frm", "to"), list(itertools.product(RState, RState)))
 def test_a_receiver_moves_only_as_its_table_allows(frm: RState, to: RState) -> None:
-    r = Receiver(1, ENTRYPOINT, exposed=True, claimed=True, state=frm)
+    r = ReceiverRecord(1, ENTRYPOINT, exposed=True, claimed=True, state=frm)
     if to in receiver.TRANSITIONS[frm]:
         r.move(to)
         assert r.state is to

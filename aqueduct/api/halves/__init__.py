@@ -13,11 +13,11 @@ networked receiver reads from a small deque its connection fills a batch at a ti
 
 Typed channels: `channel(T)` gives both halves the spec of T (validation.py). A typed Sender checks each
 value before it is queued or sent (ValidationError, nothing sent) and hands the codec its builtins; a
-typed Receiver converts what arrives from the network into T (a local pipe already holds T objects). A
-received message that does not fit is dropped (it was taken, so it is acknowledged as processed) and, by
-the receiver's `on_invalid` policy, raised from `recv` ("raise", the default), skipped ("drop"), or
-raised after closing the receiver ("close"). Oneshot halves carry one message: the channel ID's oneshot
-bit on the wire, a capacity-one pipe locally.
+typed Receiver converts what arrives from the network into T as its connection takes it (prefetch.py; a
+local pipe already holds T objects). A received message that does not fit is dropped (refused: not acked
+unless the receiver reads on past it, decision API-34) and, by the receiver's `on_invalid` policy, raised
+from `recv` ("raise", the default), skipped ("drop"), or raised after closing the receiver ("close").
+Oneshot halves carry one message: the channel ID's oneshot bit on the wire, a capacity-one pipe locally.
 
 Dropping a half (garbage collection) ends it like the engine does: an unfinished sender cancels, a
 receiver closes. That is `__del__` on the slotted halves, guarded by its binding (`drops`: false once a half

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -58,6 +58,13 @@ async def within(seconds: float | None, aw: Awaitable[R], what: str) -> R:
         raise Timeout(f"{what}: no result within {seconds} s") from None
 
 
+class Check(Protocol):
+    """A typed receiver's check (its TypeSpec, validation.py), run on each decoded message as it is taken from the
+    engine (prefetch.py): the value as a T, or ValidationError (the message is refused: decision API-34)."""
+
+    def convert(self, value: Any, where: Callable[[], str]) -> Any: ...
+
+
 class Link(Protocol):
     """What a networked half needs from its connection (implemented by api.connection)."""
 
@@ -73,7 +80,8 @@ class Link(Protocol):
     def channel_name(self, handle: int) -> str: ...
     def finish(self, handle: int) -> None: ...
     def cancel(self, handle: int) -> None: ...
-    async def fill(self, handle: int, buf: deque[Prefetched]) -> None: ...
+    async def fill(self, handle: int, buf: deque[Prefetched], check: Check | None = None,
+                   where: Callable[[], str] | None = None) -> None: ...
     async def sender_ended(self, handle: int) -> EndReason: ...
     def close_receiver(self, handle: int) -> None: ...
     def drop_sender(self, handle: int) -> None: ...

@@ -361,35 +361,26 @@ class Networked:
         buf = self.buf
         while buf:
             got = buf.popleft()
-            value = got[0]
-            spec = half._spec
-            if spec is None and type(value) is not LagNotice:
-                return got  # (the common case: an untyped message the last fill took)
-            if type(value) is LagNotice:
-                half._lag_notice(value)
-                continue
-            assert spec is not None
-            try:
-                return spec.convert(value, half._where), got[1], got[2]
-            except ValidationError as exc:
-                # taken, so acknowledged as processed: the halves it carried go with it, at once (not when collected)
-                discard_halves(value)
-                half._invalid(exc)
+            if type(got[0]) is not LagNotice:
+                return got  # (a value the last fill took: decoded, and checked if the half is typed)
+            half._lag_notice(got[0])
         pipe = self.pipe
         if pipe is not None and pipe.items:  # (what a moved sender had queued before its channel moved)
             return _take_queued(pipe)
         return None
 
     async def wait(self, half: _Half) -> None:
+        spec = half._spec
         try:
-            await self.link.fill(self.handle, self.buf)
+            await self.link.fill(self.handle, self.buf, spec, half._where)
         except StopAsyncIteration:  # (the link's word for a finished channel)
             raise ChannelFinished(f"{self.where()}: finished") from None
-        except CodecError as exc:  # the message was taken (acknowledged) and dropped; its halves ended
-            spec = half._spec
+        except CodecError as exc:  # refused (not acked unless the reader reads on: API-34); its halves ended
             if spec is None:
                 raise
             half._invalid(spec.undecodable(exc, half._where))
+        except ValidationError as exc:  # (not a T: the same)
+            half._invalid(exc)
 
     def close(self, half: _Half) -> None:
         self.link.close_receiver(self.handle)  # (which discards what was prefetched too)

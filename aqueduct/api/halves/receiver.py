@@ -33,7 +33,9 @@ class Receiver(_Half, Generic[T]):
         broadcast subscription (wiring.networked_half); otherwise a notice is an invalid message."""
         self.on_invalid: OnInvalid = "raise"
         """What a received message that does not fit the channel's type does: ValidationError from `recv`
-        ("raise"), nothing ("drop": skipped), or ValidationError after closing this receiver ("close")."""
+        ("raise"), nothing ("drop": skipped), or ValidationError after closing this receiver ("close"). Its
+        sender's confirmed send (decision API-34): NACKED if this receiver closes on it ("close", the end of
+        `async for`), ACKED if it reads on past it ("drop", or `recv` again after "raise")."""
 
     async def recv(self, *, timeout: float | None = None) -> T:
         """The next message's value (ChannelFinished once the sender finished and all was taken; Timeout after

@@ -16,7 +16,7 @@ import { ChannelIdMinter, type Side } from "../wire/channelId.js";
 import { CloseCode, ProtocolError } from "../wire/errors.js";
 import { PROTOCOL_VERSION, encodeFrame } from "../wire/frames.js";
 import type { Headers } from "../wire/headers.js";
-import { LinkTable } from "./links.js";
+import { CreationLinks } from "./links.js";
 import { type AppEvent, DEFAULT_CONFIG, type EngineConfig, type TransportCommand } from "./types.js";
 import type { Handles } from "./handles.js";
 import type { Incoming } from "./incoming.js";
@@ -70,7 +70,7 @@ export class Context {
   appEvents: AppEvent[] = [];
   readonly timers = new Map<string, number>();
   readonly minter = new ChannelIdMinter(SIDE);
-  readonly links = new LinkTable();
+  readonly links = new CreationLinks();
 
   constructor(config: Partial<EngineConfig>) {
     this.config = { ...DEFAULT_CONFIG, ...config };

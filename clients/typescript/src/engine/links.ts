@@ -1,5 +1,5 @@
 /**
- * Creation links, reachability and cascading loss (as aqueduct/core/links.py; spec: the "reachable" state and
+ * Creation links, reachability and cascading loss (as aqueduct/core/creation.py; spec: the "reachable" state and
  * "cascading loss detection").
  *
  * A node stands for a locally created half (keyed by its handle) while it is not reachable or has children
@@ -24,7 +24,7 @@ export interface LinkNode {
   acked: Set<MsgKey>;
 }
 
-export class LinkTable {
+export class CreationLinks {
   readonly nodes = new Map<number, LinkNode>();
 
   addUnreachable(id: number, channel: number, isSender: boolean): void {

@@ -38,7 +38,7 @@ class Node:
     """Keys of `children` acked while the node was unreachable."""
 
 
-class LinkTable:
+class CreationLinks:
     """All nodes of one connection."""
 
     def __init__(self) -> None:
