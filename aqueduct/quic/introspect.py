@@ -24,8 +24,8 @@ not count lost packets, so the probe wraps the one connection's
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Container
-from typing import Any
+from collections.abc import Container, Mapping
+from typing import Any, cast
 
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.quic.connection import QuicConnection
@@ -62,26 +62,33 @@ def connection_of(protocol: QuicConnectionProtocol) -> QuicConnection:
     return protocol._quic
 
 
+def _stream_table(quic: QuicConnection) -> Mapping[int, Any]:
+    """aioquic's stream table, read untyped: a WebTransport session's connection (aioquic_h3.py) stands in with a
+    Mapping view of its own, and compiled (mypyc: this module is) a read of aioquic's declared `Dict` would
+    refuse anything but a dict (tests/browser/test_webtransport_server.py)."""
+    return cast(Mapping[int, Any], cast(Any, quic)._streams)
+
+
 def stream_unacked(quic: QuicConnection, stream_id: int) -> int:
     """Bytes written to a stream and not yet acknowledged (0 for an unknown stream)."""
-    stream = quic._streams.get(stream_id)
+    stream = _stream_table(quic).get(stream_id)
     return len(stream.sender._buffer) if stream is not None else 0
 
 
 def unacked_total(quic: QuicConnection) -> int:
     """Bytes written and not yet acknowledged, over every stream aioquic keeps."""
-    return sum(len(s.sender._buffer) for s in quic._streams.values())
+    return sum(len(s.sender._buffer) for s in _stream_table(quic).values())
 
 
 def new_streams_waiting(quic: QuicConnection) -> bool:
     """Whether aioquic holds a stream we opened that the peer's MAX_STREAMS does not allow yet."""
-    return bool(quic._streams_blocked_uni)
+    return bool(cast(Any, quic)._streams_blocked_uni)  # (untyped: a WebTransport session's is a property)
 
 
 def live_streams(quic: QuicConnection) -> Container[int]:
     """The ids of the streams aioquic still keeps (a live view: a stream leaves once it is finished both ways,
     for a stream we only sent on: once its data and FIN are acknowledged)."""
-    return quic._streams
+    return _stream_table(quic)
 
 
 def datagrams_pending(quic: QuicConnection) -> deque[bytes]:
