@@ -14,7 +14,8 @@ good requests after the bad one hang (Timeout here).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -121,20 +122,28 @@ async def test_a_documented_server_refuses_a_bad_message_and_its_client_learns_a
                 task.cancel()
 
 
-async def test_a_confirmed_send_of_a_refused_value_does_not_report_acked(certs: DevCerts) -> None:
+@contextlib.asynccontextmanager
+async def _refused_send(certs: DevCerts, handler: Callable[[Any], Awaitable[None]]
+                        ) -> AsyncIterator[tuple[Connection[Any], aqueduct.Outcome]]:
+    """A server running `handler` on its one connection, and a client whose confirmed send of an ill-typed Ask
+    (`sym` an int) was answered: yields the client's connection and that send's outcome."""
     async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, entrypoint=Ask) as server:
         async def serve_one() -> None:
-            await desk(await server.accept())
+            await handler(await server.accept())
 
         acceptor = asyncio.ensure_future(serve_one())
         url = f"aqueduct://{server.address[0]}:{server.address[1]}"
         try:
             async with aqueduct.connect(url, ca=certs.ca) as conn:
                 reply_tx, _reply_rx = aqueduct.oneshot()
-                outcome = await guard(conn.entrypoint.send({"sym": 7, "reply": reply_tx}, confirm=True))
-                assert outcome is aqueduct.Outcome.NACKED, outcome
+                yield conn, await guard(conn.entrypoint.send({"sym": 7, "reply": reply_tx}, confirm=True))
         finally:
             acceptor.cancel()
+
+
+async def test_a_confirmed_send_of_a_refused_value_does_not_report_acked(certs: DevCerts) -> None:
+    async with _refused_send(certs, desk) as (_, outcome):
+        assert outcome is aqueduct.Outcome.NACKED, outcome
 
 
 async def _recv_loop(conn: Connection[Receiver[Ask]], policy: str) -> None:
@@ -167,26 +176,15 @@ async def test_each_policy_has_its_ack_outcome(certs: DevCerts, how: str) -> Non
     goes on past it (the wire cannot nack one reliable message and keep the channel); a good request after it
     is answered exactly when the reader went on."""
     handler, expected = HANDLERS[how]
-    async with aqueduct.serve("127.0.0.1", 0, cert=certs.cert, key=certs.key, entrypoint=Ask) as server:
-        async def serve_one() -> None:
-            await handler(await server.accept())
-
-        acceptor = asyncio.ensure_future(serve_one())
-        url = f"aqueduct://{server.address[0]}:{server.address[1]}"
-        try:
-            async with aqueduct.connect(url, ca=certs.ca) as conn:
-                reply_tx, _reply_rx = aqueduct.oneshot()
-                outcome = await guard(conn.entrypoint.send({"sym": 7, "reply": reply_tx}, confirm=True))
-                assert outcome is expected
-                good = aqueduct.request(conn.entrypoint, lambda reply: {"sym": "X", "reply": reply}, timeout=GUARD)
-                if expected is aqueduct.Outcome.ACKED:
-                    assert (await good)["sym"] == "X"
-                    later_tx, later_rx = aqueduct.oneshot()
-                    assert await guard(conn.entrypoint.send({"sym": "Y", "reply": later_tx},
-                                                            confirm=True)) is aqueduct.Outcome.ACKED
-                    assert (await guard(later_rx.recv()))["sym"] == "Y"
-                else:
-                    with pytest.raises(aqueduct.ChannelError):
-                        await good
-        finally:
-            acceptor.cancel()
+    async with _refused_send(certs, handler) as (conn, outcome):
+        assert outcome is expected
+        good = aqueduct.request(conn.entrypoint, lambda reply: {"sym": "X", "reply": reply}, timeout=GUARD)
+        if expected is aqueduct.Outcome.ACKED:
+            assert (await good)["sym"] == "X"
+            later_tx, later_rx = aqueduct.oneshot()
+            assert await guard(conn.entrypoint.send({"sym": "Y", "reply": later_tx},
+                                                    confirm=True)) is aqueduct.Outcome.ACKED
+            assert (await guard(later_rx.recv()))["sym"] == "Y"
+        else:
+            with pytest.raises(aqueduct.ChannelError):
+                await good
