@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 SETTLE_S = 10.0
 """How long `stop_session` lets leftover jobs finish before cancelling them."""
+KILL_S = 10.0
+"""How long `stop_session` then waits for the cancelled tasks to end (a Python worker is killed after 2 s)."""
 MIN_JAVA = 17
 INSTALL_HINT = (
     "install a Java runtime (17 or 21), e.g. `sudo apt-get install openjdk-17-jre-headless` on Debian/Ubuntu, "
@@ -212,17 +214,41 @@ def spark_session(
 
 
 def stop_session(spark: SparkSession, settle: float = SETTLE_S) -> None:
-    """Stop `spark` once the jobs still running have ended (after `settle` seconds they are cancelled).
+    """Stop `spark` once its leftover work has ended (`settle_session`)."""
+    settle_session(spark, settle)
+    spark.stop()
+
+
+def settle_session(spark: SparkSession, settle: float = SETTLE_S) -> None:
+    """Return once no job or task of `spark` runs (after `settle` seconds the jobs are cancelled).
 
     A query whose adaptive plan ends early (one side of a join turns out empty) returns its result while a stage
-    of the other side still runs; stopping under it makes the executor log rejected-task errors and stack traces,
-    which spark-submit shows on the console of a run that succeeded.
+    of the other side still runs, and a cancelled job ends for the status tracker before its tasks have ended;
+    stopping under either makes the driver log rejected-task errors and stack traces, which spark-submit shows
+    on the console of a run that succeeded. So this waits for the scheduler's running tasks too.
     """
     sc = spark.sparkContext
     tracker = sc.statusTracker()
-    deadline = time.monotonic() + settle
-    while tracker.getActiveJobsIds() and time.monotonic() < deadline:
-        time.sleep(0.05)  # polling the status tracker; the leftover stages are small and end on their own
-    if tracker.getActiveJobsIds():
+
+    def busy() -> bool:
+        return bool(tracker.getActiveJobsIds()) or running_tasks(spark) > 0
+
+    def wait(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while busy() and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the scheduler (no event reaches Python); the leftovers end on their own
+
+    wait(settle)
+    if busy():
         sc.cancelAllJobs()
-    spark.stop()
+        wait(KILL_S)
+
+
+def running_tasks(spark: SparkSession) -> int:
+    """Tasks the driver's scheduler launched and has not yet heard end, a cancelled stage's included."""
+    sc = spark.sparkContext
+    jvm, jsc = sc._jvm, sc._jsc  # (py4j's views of the driver, set while the context runs)
+    assert jvm is not None and jsc is not None, "the Spark session is stopped"
+    scheduler = jsc.sc().taskScheduler()
+    by_executor = jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(scheduler.runningTasksByExecutors())
+    return sum(int(n) for n in by_executor.asJava().values())
