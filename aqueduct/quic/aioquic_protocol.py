@@ -12,6 +12,8 @@ door modules and fails on a private name anywhere else).
   aioquic_connection.py) and the loop, as plain attributes (read on every packet).
 - `transport` / `use_transport`: the datagram transport aioquic sends on (a client's is wrapped, endpoint.py).
 - `transmit_soon`, `cancel_transmit_soon`: aioquic's one end-of-turn transmit.
+- `own_context`: the context that transmit and every loop timer of the connection run in (the adapter's
+  engine timer and keepalive too): its own, not the scheduling code's (decision SVC-12).
 - `send_packets`: aioquic's transmit without its timer churn: its deadline moves on nearly every packet
   (loss detection, ACK delay), mostly later, and aioquic cancels and makes a loop timer each time. A timer
   already armed no later than the new deadline is kept; when it fires early, `_handle_timer` arms the

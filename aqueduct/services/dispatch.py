@@ -25,7 +25,7 @@ armed before the call is made current (an abandoned call with an hour left kept 
 capability's dispatcher made during a call (`spawn`: a method's result) runs without that call in its
 context (it kept the call's arguments as long as it served); and the connection's own callbacks (its
 transmit, its timers) run in a context of its own (quic/aioquic_protocol.py `own_context`), not in that of
-the call whose send scheduled them (they carried it on from timer to timer).
+the call whose send scheduled them (they carried it on from timer to timer): decision SVC-12.
 
 What a call may be (context.py's `refusal`): its time left, metadata and depth are checked as it is read,
 before anything of it runs; a refused call is answered at once with an `InvalidCall` failure naming the limit
