@@ -112,7 +112,7 @@ async def run(certs: Path, warmup: int, calls: int, flight: int, typed: bool = T
 
         acceptor = asyncio.ensure_future(accept())
         conn = await connect(f"aqueduct://127.0.0.1:{server.address[1]}", ca=certs / "ca.pem", **ends)
-        target = conn.entrypoint
+        target: Any = conn.entrypoint  # (typed or not, by `ends`)
         three = (3).to_bytes(4, "big")
 
         async def caller(n: int) -> None:
