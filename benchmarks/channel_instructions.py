@@ -91,6 +91,11 @@ TWO = (1).to_bytes(4, "big") + (2).to_bytes(4, "big")
 """The untyped request's body: the two numbers, four bytes each."""
 
 
+def _untyped_request(reply: Any) -> Any:
+    """The untyped request: its body and its reply oneshot attached (untyped: no reply type to infer)."""
+    return RawMessage(TWO, [reply])
+
+
 async def run(certs: Path, warmup: int, calls: int, flight: int, typed: bool = True) -> None:
     """Serve, connect, make `warmup` then `calls` requests (`flight` at a time), close."""
     ends: dict[str, Any] = {"entrypoint": Add} if typed else {"codec": RawCodec()}
@@ -120,7 +125,8 @@ async def run(certs: Path, warmup: int, calls: int, flight: int, typed: bool = T
                 if typed:
                     assert await request(target, lambda r: Add(1, 2, r)) == 3
                 else:
-                    assert (await request(target, lambda r: RawMessage(TWO, [r]))).data == three
+                    answer: Any = await request(target, _untyped_request)
+                    assert answer.data == three
 
         await asyncio.gather(*(caller(warmup // flight) for _ in range(flight)))
         await asyncio.gather(*(caller(calls // flight) for _ in range(flight)))
