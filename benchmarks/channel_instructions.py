@@ -20,7 +20,10 @@ which no real run sees. `--wall-clock` runs on the real clock.
     .venv/bin/python benchmarks/channel_instructions.py --instructions [--flight 1] [--calls 100 300]
 
 runs the two callgrind runs itself (valgrind must be installed: scripts/setup-system.sh does not) and prints the
-per-call figure. PYTHONHASHSEED is fixed so that two runs hash alike.
+per-call figure. PYTHONHASHSEED is fixed so that two runs hash alike. `--untyped` runs the same exchange
+untyped: a server and client with the raw codec, the request a `RawMessage` (8 bytes and the reply oneshot),
+the reply bytes; the difference to the default is what the typed message (CBOR, msgspec's check and
+conversion, the half typed on arrival) costs a call.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 import msgspec
 
 from aqueduct import OneshotSender, serve
+from aqueduct.api.codec import RawCodec, RawMessage
 from aqueduct.api.request import request
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.services import connect
@@ -83,26 +87,46 @@ class Add(msgspec.Struct):
     reply: OneshotSender[int]
 
 
-async def run(certs: Path, warmup: int, calls: int, flight: int) -> None:
+TWO = (1).to_bytes(4, "big") + (2).to_bytes(4, "big")
+"""The untyped request's body: the two numbers, four bytes each."""
+
+
+def _untyped_request(reply: Any) -> Any:
+    """The untyped request: its body and its reply oneshot attached (untyped: no reply type to infer)."""
+    return RawMessage(TWO, [reply])
+
+
+async def run(certs: Path, warmup: int, calls: int, flight: int, typed: bool = True) -> None:
     """Serve, connect, make `warmup` then `calls` requests (`flight` at a time), close."""
-    async with serve("127.0.0.1", 0, cert=certs / "cert.pem", key=certs / "key.pem", entrypoint=Add) as server:
+    ends: dict[str, Any] = {"entrypoint": Add} if typed else {"codec": RawCodec()}
+    async with serve("127.0.0.1", 0, cert=certs / "cert.pem", key=certs / "key.pem", **ends) as server:
         answering: set[asyncio.Future[None]] = set()
 
         async def answer(conn: Any) -> None:
             async for req in conn.entrypoint:
-                await req.reply.send(req.a + req.b)
+                if typed:
+                    await req.reply.send(req.a + req.b)
+                else:
+                    data, (reply,) = req.data, req.attachments
+                    total = int.from_bytes(data[:4], "big") + int.from_bytes(data[4:], "big")
+                    await reply.send(total.to_bytes(4, "big"))
 
         async def accept() -> None:
             async for conn in server:
                 answering.add(asyncio.ensure_future(answer(conn)))
 
         acceptor = asyncio.ensure_future(accept())
-        conn = await connect(f"aqueduct://127.0.0.1:{server.address[1]}", ca=certs / "ca.pem", entrypoint=Add)
-        target = conn.entrypoint
+        conn = await connect(f"aqueduct://127.0.0.1:{server.address[1]}", ca=certs / "ca.pem", **ends)
+        target: Any = conn.entrypoint  # (typed or not, by `ends`)
+        three = (3).to_bytes(4, "big")
 
         async def caller(n: int) -> None:
             for _ in range(n):
-                assert await request(target, lambda r: Add(1, 2, r)) == 3
+                if typed:
+                    assert await request(target, lambda r: Add(1, 2, r)) == 3
+                else:
+                    answer: Any = await request(target, _untyped_request)
+                    assert answer.data == three
 
         await asyncio.gather(*(caller(warmup // flight) for _ in range(flight)))
         await asyncio.gather(*(caller(calls // flight) for _ in range(flight)))
@@ -112,7 +136,8 @@ async def run(certs: Path, warmup: int, calls: int, flight: int) -> None:
             task.cancel()
 
 
-def instructions(flight: int, counts: tuple[int, int], warmup: int, step: float, wall_clock: bool = False) -> float:
+def instructions(flight: int, counts: tuple[int, int], warmup: int, step: float, wall_clock: bool = False,
+                 typed: bool = True) -> float:
     """Instructions per call: two callgrind runs, `counts` calls each after the warm-up."""
     totals = []
     SCRATCH.mkdir(exist_ok=True)
@@ -123,7 +148,7 @@ def instructions(flight: int, counts: tuple[int, int], warmup: int, step: float,
             done = subprocess.run(
                 ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__,
                  "--calls", str(n), "--flight", str(flight), "--warmup", str(warmup), "--step", str(step),
-                 *(["--wall-clock"] if wall_clock else [])],
+                 *(["--wall-clock"] if wall_clock else []), *([] if typed else ["--untyped"])],
                 env=env, capture_output=True, text=True, check=True)
             found = re.search(r"Collected : (\d+)", done.stderr)
             assert found is not None, done.stderr[-2000:]
@@ -140,17 +165,20 @@ def main() -> None:
     ap.add_argument("--instructions", action="store_true", help="run under callgrind twice and print per call")
     ap.add_argument("--wall-clock", action="store_true", help="the loop on the real clock (see the module comment)")
     ap.add_argument("--step", type=float, default=1e-4, help="seconds of the virtual clock per loop turn")
+    ap.add_argument("--untyped", action="store_true", help="the raw codec and bytes (see the module comment)")
     args = ap.parse_args()
     if args.instructions:
-        per_call = instructions(args.flight, (args.calls[0], args.calls[-1]), args.warmup, args.step, args.wall_clock)
-        print(f"{per_call:,.0f} instructions per call (client + server), {args.flight} in flight")
+        per_call = instructions(args.flight, (args.calls[0], args.calls[-1]), args.warmup, args.step, args.wall_clock,
+                                typed=not args.untyped)
+        kind = "untyped" if args.untyped else "typed"
+        print(f"{per_call:,.0f} instructions per {kind} call (client + server), {args.flight} in flight")
         return
     SCRATCH.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=SCRATCH) as tmp:
         make_dev_certs(tmp)
         loop = asyncio.new_event_loop() if args.wall_clock else VirtualClockLoop(args.step)
         try:
-            loop.run_until_complete(run(Path(tmp), args.warmup, args.calls[0], args.flight))
+            loop.run_until_complete(run(Path(tmp), args.warmup, args.calls[0], args.flight, typed=not args.untyped))
         finally:
             loop.close()
 

@@ -45,6 +45,8 @@ ATTACHMENT_TAG = 24945
 LAGGED_TAG = 24946
 """CBOR tag whose content is how many broadcast messages a subscriber missed: a whole payload of it decodes as
 `LagNotice(n)`, which a subscriber's receiver raises as `Lagged(n)`."""
+_ATTACHMENT_HEAD = bytes((0xD9, ATTACHMENT_TAG >> 8, ATTACHMENT_TAG & 0xFF))
+"""The head of an `ATTACHMENT_TAG` tag (major type 6, a two-byte tag number): the index follows it."""
 _SHARING_TAGS = (28, 29)
 """CBOR value sharing (shareable, sharedref): refused when decoding."""
 DEFAULT_MAX_DEPTH = 100
@@ -106,7 +108,8 @@ class CborCodec:
                 raise CodecError("the same channel half appears twice in one message")
             seen.add(id(value))
             found.append(value)
-            encoder.encode(cbor2.CBORTag(ATTACHMENT_TAG, len(found) - 1))
+            encoder.write(_ATTACHMENT_HEAD)  # (the tag's head written whole: a CBORTag object costs twice as much)
+            encoder.encode(len(found) - 1)
 
         try:
             return cbor2.dumps(obj, default=default), found

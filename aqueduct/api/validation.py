@@ -175,19 +175,23 @@ def register_half_types(
         cls.__get_pydantic_core_schema__ = classmethod(_PYDANTIC_HALF)  # type: ignore[attr-defined]
 
 
-def _expected_half(tp: Any) -> tuple[type, Any]:
+@functools.lru_cache(maxsize=1024)
+def _half_field(tp: Any) -> tuple[type, Any, TypeSpec | None]:
+    """(the half class, its message type, that type's spec) of a field declared `tp`; TypeError if `tp` is no
+    half. Cached per declared type: the hooks below run for every half of every typed message."""
     origin = typing.get_origin(tp) or tp
     if origin not in _HALF_ORIGINS:
         raise TypeError(f"Expected `{type_name(tp)}`")
     args = typing.get_args(tp)
-    return origin, (args[0] if args else Any)
+    inner = args[0] if args else Any
+    return origin, inner, spec_for(inner)
 
 
-def _matching_half(tp: Any, obj: Any) -> tuple[Any, Any]:
-    origin, inner = _expected_half(tp)
+def _matching_half(tp: Any, obj: Any) -> tuple[Any, Any, TypeSpec | None]:
+    origin, inner, spec = _half_field(tp)
     if type(obj) is not origin:  # (a oneshot half is no stand-in for a multishot one, nor the reverse)
         raise TypeError(f"Expected `{_HALF_ORIGINS[origin]}`, got `{type(obj).__name__}`")
-    return obj, inner
+    return obj, inner, spec
 
 
 def _check_hook(tp: Any, obj: Any) -> Any:
@@ -195,10 +199,10 @@ def _check_hook(tp: Any, obj: Any) -> Any:
     untyped one takes it (with its local partner: the reply receiver of a request learns the reply type)."""
     if _CAPABILITY is not None and _CAPABILITY.declares(tp):
         return _CAPABILITY.check(tp, obj)
-    half, inner = _matching_half(tp, obj)
+    half, inner, declared = _matching_half(tp, obj)
     spec = _SPEC_OF(half)
     if spec is None:
-        _ADOPT(half, spec_for(inner))
+        _ADOPT(half, declared)
     elif inner is not Any and spec.tp != inner:
         raise TypeError(f"Expected `{type_name(tp)}`, got a channel of `{spec.name}`")
     return half
@@ -208,9 +212,9 @@ def _adopt_hook(tp: Any, obj: Any) -> Any:
     """Receiving: a half stands where the type wants one; it takes the declared message type."""
     if _CAPABILITY is not None and _CAPABILITY.declares(tp):
         return _CAPABILITY.arrive(tp, obj)
-    half, inner = _matching_half(tp, obj)
+    half, _, declared = _matching_half(tp, obj)
     if _SPEC_OF(half) is None:
-        _TYPE_AS(half, spec_for(inner))
+        _TYPE_AS(half, declared)
     return half
 
 

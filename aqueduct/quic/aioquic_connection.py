@@ -75,7 +75,13 @@ from typing import TYPE_CHECKING, Any
 
 from aioquic import tls
 from aioquic._buffer import Buffer
-from aioquic.quic.connection import QuicConnection, QuicConnectionAdapter, QuicConnectionId, stream_is_client_initiated
+from aioquic.quic.connection import (
+    END_STATES,
+    QuicConnection,
+    QuicConnectionAdapter,
+    QuicConnectionId,
+    stream_is_client_initiated,
+)
 from aioquic.quic.packet import QuicFrameType, QuicPacketType
 from aioquic.quic.packet_builder import QuicDeliveryState, QuicPacketBuilder, QuicPacketBuilderStop
 from aioquic.quic.stream import QuicStream
@@ -209,6 +215,14 @@ class PacedQuicConnection(QuicConnection):
         space = self._spaces.get(tls.Epoch.ONE_RTT)
         if space is not None and space.ack_at is not None:
             space.ack_at = now
+
+    def idle_expired(self, now: float) -> bool:
+        """Whether the connection's idle timeout has passed while it is still up: its loop timer has not run yet
+        (the event loop was held up past the deadline). aioquic would restart the idle timer on the next packet
+        received, or on the next ack-eliciting one sent, and so revive a connection the peer has silently closed
+        at the same deadline; the adapter ends it first (`handle_timer`): decision QUIC-34."""
+        close_at = self._close_at
+        return close_at is not None and now >= close_at and self._state not in END_STATES
 
     def receive_window(self) -> tuple[int, int]:
         """(bytes received, bytes the peer may send in total) at connection level, for tests and stats."""

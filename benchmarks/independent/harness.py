@@ -258,6 +258,16 @@ class Far:
             return dict(json.loads(await self.reader.readline()))
 
 
+async def next_round() -> bool:
+    """Wait for the orchestrator's next line (a round; none: the end) without blocking the event loop.
+
+    The other systems' rows run meanwhile, and can take longer than a connection's idle timeout (30 s) on a slow
+    or loaded machine. A blocking `sys.stdin.readline()` froze this client's loop for all that time: its
+    connections sent no keep-alive, the server closed them at their idle deadline, and the next round's first
+    request failed (Timeout until decision QUIC-34, ConnectionLost since). Read in a thread, the loop runs on."""
+    return bool(await asyncio.to_thread(sys.stdin.readline))
+
+
 async def timed_row(far: Far, name: str, work: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
     """Run one row between two readings of the server; the row's seconds, CPU (both processes) and far counts."""
     before = await far.read()
@@ -356,7 +366,7 @@ async def client_aqueduct(info: dict[str, Any], certs: Path, sizes: Sizes) -> No
                 await aqueduct.request(prime.entrypoint, lambda reply: Echo(payload, reply))
                 await tickets.arrived.wait()
 
-        while sys.stdin.readline():
+        while await next_round():
             rows = [
                 await timed_row(far, "request 1", lambda: sequential(sizes.calls, request, payload)),
                 await timed_row(far, "request 32", lambda: concurrent(sizes.calls_32, 32, request)),
@@ -383,7 +393,7 @@ async def client_grpc(info: dict[str, Any], certs: Path, sizes: Sizes) -> None:
 
         for _ in range(sizes.warmup):
             await call()
-        while sys.stdin.readline():
+        while await next_round():
             rows = [
                 await timed_row(far, "request 1", lambda: sequential(sizes.calls, call, payload)),
                 await timed_row(far, "request 32", lambda: concurrent(sizes.calls_32, 32, call)),
@@ -450,7 +460,7 @@ async def client_aioquic(info: dict[str, Any], certs: Path, sizes: Sizes) -> Non
         return {"connects": len(took), "first_reply": statistics.median(took)}
 
     await once(False)  # a first ticket
-    while sys.stdin.readline():
+    while await next_round():
         rows = [
             await timed_row(far, "connect 1-RTT", lambda: connects(False)),
             await timed_row(far, "connect 0-RTT", lambda: connects(True)),

@@ -12,6 +12,7 @@ in a checkout. Tiny sizes; no timing asserted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -118,3 +119,33 @@ def test_require_wheel_refuses_a_checkout(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "NOT AN INSTALLED WHEEL" in done.stdout and "refusing to run" in done.stderr
     assert list(tmp_path.iterdir()) == []  # nothing started, nothing written
+
+
+@pytest.mark.timeout(60)
+async def test_a_client_waits_for_its_next_round_with_its_event_loop_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between rounds a client waits for the orchestrator's line while the other systems run theirs; its event loop
+    must run meanwhile (keep-alives), or its connections idle out on a slow run (the Timeout of a round's first
+    request row, decision QUIC-34). The line here is written by a callback of this loop: a wait that blocks the
+    loop never sees it (this test then hangs until its timeout)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location("independent_harness", HARNESS)
+    assert spec is not None and spec.loader is not None
+    harness = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "independent_harness", harness)
+    spec.loader.exec_module(harness)
+    read, write = os.pipe()
+    with os.fdopen(read) as stdin, os.fdopen(write, "w") as orchestrator:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        loop = asyncio.get_running_loop()
+        def send_round() -> None:
+            orchestrator.write("round\n")
+            orchestrator.flush()
+
+        loop.call_soon(send_round)
+        assert await harness.next_round() is True
+        loop.call_soon(orchestrator.close)
+        assert await harness.next_round() is False  # (the end of its input: the client ends)
