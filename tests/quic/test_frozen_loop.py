@@ -135,46 +135,57 @@ async def test_a_request_after_the_loop_was_frozen_past_the_idle_timeout_raises_
                 proxy.close()
 
 
-async def test_an_overdue_keepalive_does_not_revive_an_idle_connection(certs: DevCerts) -> None:
-    """No request at all: the loop frozen past the idle timeout, then it runs its overdue timers (the keep-alive
-    PING among them) until the client's connection has ended: it ends by its idle timeout with nothing sent."""
-    loop = asyncio.get_running_loop()
+@dataclass
+class Frozen:
+    """A client connected to an echo server (one request answered), on a loop whose clock the test moves."""
+
+    conn: aqueduct.Connection[aqueduct.Sender[Echo]]
+    server_adapters: list[AqueductProtocol]
+    offset: list[float]
+    settings: TransportSettings
+
+
+@asynccontextmanager
+async def answered_once(certs: DevCerts) -> AsyncIterator[Frozen]:
+    """A client whose first request was answered, on a movable clock (default transport settings)."""
     settings = TransportSettings()
-    with movable_clock(loop) as offset:
-        async with echo_server(certs) as (address, _), \
+    with movable_clock(asyncio.get_running_loop()) as offset:
+        async with echo_server(certs) as (address, adapters), \
                 aqueduct.connect(f"aqueduct://127.0.0.1:{address[1]}", ca=certs.ca, entrypoint=Echo,
                                  settings=settings) as conn:
             assert await aqueduct.request(conn.entrypoint, lambda r: Echo(b"x", r), timeout=GUARD) == b"x"
-            protocol = link_of(conn).protocol
-            counting = CountingTransport(protocol.transport)
-            protocol.use_transport(counting)
-            offset[0] += 2 * settings.idle_timeout
-            ended = await asyncio.wait_for(asyncio.shield(protocol.terminated), GUARD)
-            assert ended.reason == "Idle timeout"
-            assert counting.sent == 0
+            yield Frozen(conn, adapters, offset, settings)
+
+
+async def test_an_overdue_keepalive_does_not_revive_an_idle_connection(certs: DevCerts) -> None:
+    """No request at all: the loop frozen past the idle timeout, then it runs its overdue timers (the keep-alive
+    PING among them) until the client's connection has ended: it ends by its idle timeout with nothing sent."""
+    async with answered_once(certs) as frozen:
+        protocol = link_of(frozen.conn).protocol
+        counting = CountingTransport(protocol.transport)
+        protocol.use_transport(counting)
+        frozen.offset[0] += 2 * frozen.settings.idle_timeout
+        ended = await asyncio.wait_for(asyncio.shield(protocol.terminated), GUARD)
+        assert ended.reason == "Idle timeout"
+        assert counting.sent == 0
 
 
 async def test_a_packet_after_the_idle_deadline_does_not_revive_the_connection(certs: DevCerts) -> None:
     """The receiving side of the same rule: a datagram handed to a connection whose idle deadline has passed (its
     loop was held up) is dropped and the connection ends by its idle timeout, rather than the packet restarting
     the idle timer of a connection its peer may have forgotten."""
-    loop = asyncio.get_running_loop()
-    settings = TransportSettings()
-    with movable_clock(loop) as offset:
-        async with echo_server(certs) as (address, adapters), \
-                aqueduct.connect(f"aqueduct://127.0.0.1:{address[1]}", ca=certs.ca, entrypoint=Echo,
-                                 settings=settings) as conn:
-            assert await aqueduct.request(conn.entrypoint, lambda r: Echo(b"x", r), timeout=GUARD) == b"x"
-            client = link_of(conn).protocol
-            (server,) = adapters
-            offset[0] += 2 * settings.idle_timeout
-            # (a PING the client would send: any short-header packet for the server's connection does)
-            client.quic.send_ping(0)
-            datagrams = client.quic.datagrams_to_send(now=loop.time() - 2 * settings.idle_timeout)
-            assert datagrams
-            transport = client.transport
-            assert transport is not None
-            for data, _ in datagrams:
-                server.datagram_received(data, transport.get_extra_info("sockname"))
-            assert server.terminated.done()
-            assert server.terminated.result().reason == "Idle timeout"
+    async with answered_once(certs) as frozen:
+        loop, idle = asyncio.get_running_loop(), frozen.settings.idle_timeout
+        client = link_of(frozen.conn).protocol
+        (server,) = frozen.server_adapters
+        frozen.offset[0] += 2 * idle
+        # (a PING the client would send: any short-header packet for the server's connection does)
+        client.quic.send_ping(0)
+        datagrams = client.quic.datagrams_to_send(now=loop.time() - 2 * idle)
+        assert datagrams
+        transport = client.transport
+        assert transport is not None
+        for data, _ in datagrams:
+            server.datagram_received(data, transport.get_extra_info("sockname"))
+        assert server.terminated.done()
+        assert server.terminated.result().reason == "Idle timeout"
