@@ -12,6 +12,8 @@ door modules and fails on a private name anywhere else).
   aioquic_connection.py) and the loop, as plain attributes (read on every packet).
 - `transport` / `use_transport`: the datagram transport aioquic sends on (a client's is wrapped, endpoint.py).
 - `transmit_soon`, `cancel_transmit_soon`: aioquic's one end-of-turn transmit.
+- `own_context`: the context that transmit and every loop timer of the connection run in (the adapter's
+  engine timer and keepalive too): its own, not the scheduling code's (decision SVC-12).
 - `send_packets`: aioquic's transmit without its timer churn: its deadline moves on nearly every packet
   (loss detection, ACK delay), mostly later, and aioquic cancels and makes a loop timer each time. A timer
   already armed no later than the new deadline is kept; when it fires early, `_handle_timer` arms the
@@ -32,6 +34,7 @@ door modules and fails on a private name anywhere else).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections import deque
 from typing import Any
 
@@ -58,6 +61,12 @@ class AioquicProtocol(QuicConnectionProtocol):
         """The connection's queue of events not yet dispatched (a live view)."""
         self._timer_armed = 0.0
         """The deadline aioquic's loop timer was armed for (`send_packets`)."""
+        self.own_context = contextvars.Context()
+        """The context the connection's own callbacks run in (its end-of-turn transmit, its timers): an empty one
+        of its own, never that of the code whose write scheduled them. A served call's was carried on (the
+        transmit it scheduled armed the timer, which re-armed itself, and a timer cancelled for an earlier
+        deadline stays in the loop's heap with its context until its own), and with it the call's
+        `current_call()`, arguments included: a capability passed to the call outlived it."""
 
     # ---- the transport ----
     @property
@@ -73,7 +82,7 @@ class AioquicProtocol(QuicConnectionProtocol):
     def transmit_soon(self) -> None:
         """Transmit at the end of this loop turn (once, however often asked)."""
         if self._transmit_task is None:
-            self._transmit_task = self._loop.call_soon(self.transmit)
+            self._transmit_task = self._loop.call_soon(self.transmit, context=self.own_context)
 
     def cancel_transmit_soon(self) -> None:
         """Drop the end-of-turn transmit (one now replaces it)."""
@@ -102,7 +111,7 @@ class AioquicProtocol(QuicConnectionProtocol):
             handle.cancel()
             self._timer = None
         if timer_at is not None:
-            self._timer = self._loop.call_at(timer_at, self._handle_timer)
+            self._timer = self._loop.call_at(timer_at, self._handle_timer, context=self.own_context)
             self._timer_armed = timer_at  # (uvloop's handle for a past deadline has no `when()`)
         self._timer_at = timer_at
 
@@ -123,7 +132,7 @@ class AioquicProtocol(QuicConnectionProtocol):
         """aioquic's timer fired: run it, or, fired for a deadline since moved later, arm that one instead."""
         timer_at = self._timer_at
         if self._timer is not None and timer_at is not None and self._timer_armed < timer_at:
-            self._timer = self._loop.call_at(timer_at, self._handle_timer)
+            self._timer = self._loop.call_at(timer_at, self._handle_timer, context=self.own_context)
             self._timer_armed = timer_at
             return
         super()._handle_timer()

@@ -408,7 +408,7 @@ class AqueductProtocol(Endings, AioquicProtocol):
             self._engine_timer = None
         self._engine_timer_at = deadline
         if deadline is not None and not self.terminated.done():
-            self._engine_timer = self.loop.call_at(deadline, self._on_engine_timer)
+            self._engine_timer = self.loop.call_at(deadline, self._on_engine_timer, context=self.own_context)
 
     def _on_engine_timer(self) -> None:
         self._engine_timer = None
@@ -423,7 +423,7 @@ class AqueductProtocol(Endings, AioquicProtocol):
     def _arm_keepalive(self) -> None:  # the client's job: its PINGs reset both ends' idle timers
         interval = self.settings.keepalive
         if interval is not None and self.side is Side.CLIENT:
-            self._keepalive = self.loop.call_later(interval, self._on_keepalive)
+            self._keepalive = self.loop.call_later(interval, self._on_keepalive, context=self.own_context)
 
     def _on_keepalive(self) -> None:
         if self.terminated.done():

@@ -10,10 +10,11 @@ Receiving: the Sender that arrives becomes a stub of the declared interface (stu
 
 Lifetime (Cap'n Proto's release on the last reference): the only reference to the channel's far end is
 the stub; when it is dropped the Sender is collected, the channel is cancelled, and the dispatcher here ends
-with it, releasing the implementation. A stub passed on is served like an implementation: its dispatcher
-forwards each call through the stub, so the stub stays usable and may go to another connection (calls then
-pass through this process while both connections live); one whose connection is already gone cannot be
-passed (ConnectionLost, naming it).
+with it, releasing the implementation (by reference counting alone: nothing of a call that ended, its
+context included, holds a stub it was passed; dispatch.py). A stub passed on is served like an
+implementation: its dispatcher forwards each call through the stub, so the stub stays usable and may go to
+another connection (calls then pass through this process while both connections live); one whose
+connection is already gone cannot be passed (ConnectionLost, naming it).
 """
 
 from __future__ import annotations

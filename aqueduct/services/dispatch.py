@@ -18,6 +18,15 @@ reply receiver closed: timeout, cancellation, or its connection gone), so nothin
 on. The receiving ends with the channel (the caller's sender finished or dropped, or the connection lost);
 the calls still running finish on their own.
 
+Nothing of an ended call stays held, whatever ended it: its arguments (the capabilities among them) are held
+by its frames and by its context (`current_call()`), and a loop callback keeps the context it was scheduled
+in; a timer cancelled early keeps it, in the loop's heap, until its time. So the call's deadline timer is
+armed before the call is made current (an abandoned call with an hour left kept its arguments that hour); a
+capability's dispatcher made during a call (`spawn`: a method's result) runs without that call in its
+context (it kept the call's arguments as long as it served); and the connection's own callbacks (its
+transmit, its timers) run in a context of its own (quic/aioquic_protocol.py `own_context`), not in that of
+the call whose send scheduled them (they carried it on from timer to timer): decision SVC-12.
+
 What a call may be (context.py's `refusal`): its time left, metadata and depth are checked as it is read,
 before anything of it runs; a refused call is answered at once with an `InvalidCall` failure naming the limit
 (`asyncio.timeout(NaN)` used to put a NaN into the loop's timer heap and stall every connection). A call read
@@ -70,10 +79,14 @@ _PROCESS = os.urandom(3).hex()
 
 
 def spawn(coro: Any) -> asyncio.Task[None]:
-    """Run a dispatcher that nothing else holds (a capability's)."""
-    task = asyncio.get_running_loop().create_task(coro)
+    """Run a dispatcher that nothing else holds (a capability's), in the context it is made in but for the call
+    being served there, if any: a capability made in a call (a method's result, a listener passed on) held that
+    call's `current_call()`, arguments included, for as long as it was served."""
+    context = contextvars.copy_context()
+    context.run(CURRENT.set, None)
+    task = asyncio.get_running_loop().create_task(coro, context=context)
     _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
+    task.add_done_callback(_RUNNING.discard, context=context)
     return task
 
 
@@ -249,7 +262,6 @@ async def _run(impl: Service, iface: Interface, method: Method, call: Any, link:
     info = CallInfo(iface.name, method.name, fields, dict(meta.metadata) if meta is not None else {}, "server",
                     link, None if timeout is None else loop_time + timeout, meta.depth if meta is not None else 0)
     del call, meta  # (the reply sender is held here alone: a cancelled call lets it go)
-    CURRENT.set(info)
     fn = getattr(impl, method.name)
     settings = settings_of(link)
     interceptors = settings.interceptors
@@ -263,9 +275,11 @@ async def _run(impl: Service, iface: Interface, method: Method, call: Any, link:
     try:
         try:
             if timeout is not None:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(timeout):  # (armed before the call is current: see the module comment)
+                    CURRENT.set(info)
                     value = await (intercepted(interceptors, info, last) if interceptors else last())
             else:
+                CURRENT.set(info)
                 value = await (intercepted(interceptors, info, last) if interceptors else last())
             out = method.reply(value=value)
         except Exception as exc:

@@ -10,9 +10,11 @@ would put there; the stub itself refuses such values before anything is sent (te
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -310,6 +312,124 @@ async def test_dropped_capabilities_are_released_without_the_cyclic_collector(ce
                 await guard(released())
             except TimeoutError:
                 raise AssertionError(f"dispatchers {dispatchers()}, before {before}") from None
+        finally:
+            gc.enable()
+
+
+class Later(Calc):
+    async def subscribe(self, listener: Listener) -> None:
+        await asyncio.sleep(0)  # (resumed by the loop, not by a packet: its send finds no transmit pending)
+        await listener.notify("later")
+
+
+@contextlib.contextmanager
+def scheduled_by(owners: list[Any]) -> Iterator[list[Any]]:
+    """The `current_call()` each callback that one of `owners` schedules on the loop (call_soon, call_at) will
+    run with, recorded while in the block (the loop's methods wrapped: what it schedules is observed, not
+    changed)."""
+    loop: Any = asyncio.get_running_loop()
+    seen: list[Any] = []
+    wrapped = {name: getattr(loop, name) for name in ("call_soon", "call_at")}
+
+    def recording(schedule: Any) -> Any:
+        def schedule_and_record(*args: Any, context: Any = None) -> Any:
+            callback = args[0] if schedule is wrapped["call_soon"] else args[1]
+            if any(getattr(callback, "__self__", None) is owner for owner in owners):
+                seen.append(CURRENT.get() if context is None else context.get(CURRENT))
+            return schedule(*args, context=context)
+        return schedule_and_record
+
+    for name, schedule in wrapped.items():
+        setattr(loop, name, recording(schedule))
+    try:
+        yield seen
+    finally:
+        for name in wrapped:
+            delattr(loop, name)
+
+
+async def test_a_connections_own_callbacks_never_run_in_a_served_calls_context(certs: DevCerts) -> None:
+    """The end-of-turn transmit and the timers a connection schedules are its own: they run in its context, not
+    in that of the call whose send scheduled them. They did: a call that sent in a turn with no transmit pending
+    (resumed by the loop, or cancelled because its caller gave up) scheduled the transmit in its context; the
+    transmit armed the QUIC timer there, that timer re-armed itself there, and a timer cancelled for an earlier
+    deadline stays in the loop's heap, its context with it, until its own (the idle timeout): the call's
+    `current_call()`, its arguments and so the capabilities it was passed, outlived it for as long as that,
+    keeping the capability's dispatcher and its implementation on the caller's side alive (the two tests above
+    failed so under load)."""
+    async with served(certs, Later()) as (_, conn, server):
+        (server_conn,) = server.connections
+        with scheduled_by([link_of(server_conn).protocol, link_of(conn).protocol]) as seen:
+            await guard(conn.service.subscribe(Collect()))
+        assert seen, "no callback of the connections was scheduled: the test saw nothing"
+        assert not [info for info in seen if info is not None], seen
+
+
+async def test_an_abandoned_calls_deadline_does_not_keep_its_arguments_until_it_passes(certs: DevCerts) -> None:
+    """A call's deadline (`meta.timeout`) is a loop timer, cancelled when the call ends early; a cancelled timer
+    stays in the loop's heap (its context with it) until its time. Armed in the call's context, it kept the
+    call's `current_call()`, arguments included, for as long as the caller had allowed: a capability passed to
+    an abandoned call with an hour to run was released an hour later."""
+
+    notified = asyncio.Event()
+
+    class Stuck(Listener):
+        async def notify(self, text: str) -> None:
+            notified.set()
+            await asyncio.Event().wait()
+
+    async with served(certs, Forgetful()) as (_, conn, _server):
+        assert await guard(conn.service.add(0, 0)) == 0
+        gc.collect()
+        before = dispatchers()
+        gc.disable()
+        try:
+            with aqueduct.call_options(timeout=3600.0):
+                call = asyncio.ensure_future(conn.service.subscribe(Stuck()))
+            await guard(notified.wait())  # (the server runs the call, its deadline armed: it called back)
+            call.cancel()
+
+            async def released() -> None:
+                while dispatchers() != before:
+                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
+
+            try:
+                await guard(released())
+            except TimeoutError:
+                raise AssertionError(f"dispatchers {dispatchers()}, before {before}") from None
+        finally:
+            gc.enable()
+
+
+async def test_a_capability_made_in_a_call_does_not_keep_the_calls_arguments(certs: DevCerts) -> None:
+    """A capability's dispatcher is a task made where the capability is first sent: for a method's result, in
+    the call serving it. It ran in (and its done callback kept) a copy of that call's context, so the call's
+    `current_call()`, its arguments with it, lived as long as the capability: the caller's listener passed to
+    the call stayed served while the caller held the result."""
+
+    class Fresh(Calc):
+        async def echo_listener(self, listener: Listener) -> Listener:
+            return Collect()  # (a capability of its own: its dispatcher is made while this call is current)
+
+    async with served(certs, Fresh()) as (_, conn, _server):
+        assert await guard(conn.service.add(0, 0)) == 0
+        gc.collect()
+        before = dispatchers()
+        gc.disable()
+        try:
+            back = await guard(conn.service.echo_listener(Collect()))
+
+            async def running(n: int) -> None:
+                while dispatchers() != n:
+                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
+
+            try:
+                await guard(running(before + 1))  # the argument's dispatcher ended; the result's serves
+            except TimeoutError:
+                raise AssertionError(f"dispatchers {dispatchers()}, before {before} (+1: the result's)") from None
+            await guard(back.notify("still served"))
+            del back
+            await guard(running(before))
         finally:
             gc.enable()
 
