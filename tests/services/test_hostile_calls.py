@@ -198,10 +198,10 @@ async def test_a_caller_that_gives_up_on_calls_that_call_back_leaves_both_sides_
             from aqueduct.services.dispatch import _RUNNING
             live = [(t.get_coro().cr_frame.f_locals.get("impl"), t.get_coro().cr_frame.f_locals.get("rx"))  # type: ignore[union-attr]
                     for t in _RUNNING]
-            print("LIVE", live, [sizes(c) for c in (conn, *_server.connections)])
-            extra = [t for t in asyncio.all_tasks()]
+            extra = list(asyncio.all_tasks())
             raise AssertionError(f"{len(extra)} tasks (baseline {tasks}), dispatchers {dispatchers()} / {before}: "
-                                 f"{[repr(t.get_coro())[:120] for t in extra][:20]}") from None
+                                 f"{[repr(t.get_coro())[:120] for t in extra][:20]}; dispatchers' (impl, rx): {live}; "
+                                 f"state sizes: {[sizes(c) for c in (conn, *_server.connections)]}") from None
         assert await guard(conn.service.add(1, 1)) == 2
 
 
