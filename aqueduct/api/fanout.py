@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections import deque
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -79,7 +80,9 @@ class _Fanout(Generic[T]):
         tx, rx = channel(self.message_type, capacity=1) if self.message_type is not None else channel(capacity=1)
         sub = _Subscriber(tx)
         self._first(sub)
-        sub.pump = asyncio.get_running_loop().create_task(self._pump(sub))
+        # (in a context of its own: made in a served call's, the pump kept that call's arguments as long as the
+        # subscription lived, decision SVC-12)
+        sub.pump = asyncio.get_running_loop().create_task(self._pump(sub), context=contextvars.Context())
         self._subs.append(sub)
         return rx
 

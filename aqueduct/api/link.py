@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -399,7 +400,9 @@ class ConnectionLink(Generic[A]):
             await self._wait(handle)
 
     def _spawn(self, coro: Any) -> None:
-        task = self._loop.create_task(coro)
+        """A relay of this link's (a half forwarded to another connection), in a context of its own: made in the
+        sender's, a served call's for one, it kept that call's arguments as long as it relayed (SVC-12)."""
+        task = self._loop.create_task(coro, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+from typing import Any
 
 import pytest
 
@@ -165,6 +167,47 @@ async def test_a_received_half_can_be_sent_on_to_another_connection(certs: DevCe
                 await peer.send("from b")
                 await peer.send("to a")
             assert [m async for m in a_rx] == ["from b", "to a"]
+
+
+async def test_a_relay_runs_in_a_context_of_its_own(certs: DevCerts) -> None:
+    """The relay a forwarded half needs is a task of the link's, not of the code that sent the half: made in
+    that code's context (a served call's, for one), it kept that context's values, the call's arguments among
+    them, for as long as it relayed (decision SVC-12). Observed as the loop is asked to make the task."""
+    probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe")
+    waiting: asyncio.Queue[aqueduct.Sender] = asyncio.Queue()
+    relays: list[str | None] = []
+    loop: Any = asyncio.get_running_loop()
+    create_task = loop.create_task
+
+    def recording(coro: Any, *, name: Any = None, context: contextvars.Context | None = None) -> Any:
+        if getattr(coro, "__name__", "") == "relay":
+            relays.append(probe.get(None) if context is None else context.get(probe))
+        return create_task(coro, name=name, context=context)
+
+    async def handler(conn: aqueduct.Connection) -> None:
+        probe.set("the sending code's")
+        async for req in conn.entrypoint:
+            if "offer" in req:
+                waiting.put_nowait(req["offer"])
+            else:
+                async with req["reply"] as reply:
+                    await reply.send({"peer": await waiting.get()})
+
+    loop.create_task = recording
+    try:
+        async with running(certs, handler) as (url, _):
+            async with aqueduct.connect(url, ca=certs.ca) as a, aqueduct.connect(url, ca=certs.ca) as b:
+                a_tx, a_rx = aqueduct.channel()
+                await a.entrypoint.send({"offer": a_tx})
+                reply_tx, reply_rx = aqueduct.channel()
+                await b.entrypoint.send({"want": True, "reply": reply_tx})
+                peer: aqueduct.Sender = (await guard(reply_rx.recv()))["peer"]
+                async with peer:
+                    await peer.send("relayed")
+                assert [m async for m in a_rx] == ["relayed"]
+    finally:
+        del loop.create_task
+    assert relays == [None]
 
 
 async def test_local_queue_carries_over_when_a_half_goes_networked(certs: DevCerts) -> None:

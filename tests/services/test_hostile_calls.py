@@ -538,3 +538,40 @@ async def test_the_caller_refuses_a_call_nested_deeper_than_max_call_depth() -> 
             CURRENT.reset(token)
     assert local.value.limit == "max_call_depth"
     await tx.finish()
+
+
+async def test_a_subscription_made_in_a_call_does_not_keep_the_calls_arguments(certs: DevCerts) -> None:
+    """A broadcast's subscriber is served by a pump task made where `subscribe()` is called: in a method, in the
+    call serving it. Made in that call's context, the pump kept the call's `current_call()`, its arguments with
+    it, for as long as the subscription lived: a listener passed to the call stayed served (its dispatcher on the
+    caller's side open) while the server kept the subscription."""
+
+    class Subscribes(Calc):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ticks: aqueduct.Broadcast[int] = aqueduct.Broadcast(int)
+            self.kept: list[aqueduct.Receiver[int]] = []
+
+        async def subscribe(self, listener: Listener) -> None:
+            self.kept.append(self.ticks.subscribe())  # (a subscription that outlives the call)
+
+    impl = Subscribes()
+    async with served(certs, impl) as (_, conn, _server):
+        assert await guard(conn.service.add(0, 0)) == 0
+        gc.collect()
+        before = dispatchers()
+        gc.disable()
+        try:
+            await guard(conn.service.subscribe(Collect()))
+            assert impl.kept and impl.ticks.subscribers == 1
+
+            async def released() -> None:
+                while dispatchers() != before:
+                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
+
+            try:
+                await guard(released())
+            except TimeoutError:
+                raise AssertionError(f"dispatchers {dispatchers()}, before {before}") from None
+        finally:
+            gc.enable()
