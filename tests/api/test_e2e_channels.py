@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -144,11 +145,13 @@ async def test_closing_the_connection_reaches_every_handle(certs: DevCerts) -> N
                 await tx.send("after close")
 
 
-async def test_a_received_half_can_be_sent_on_to_another_connection(certs: DevCerts) -> None:
-    """The server forwards client A's Sender to client B (a relay); B's messages and finish reach A."""
+async def forwarded(certs: DevCerts, in_handler: Callable[[], object] = lambda: None) -> list[object]:
+    """The server forwards client A's Sender to client B (a relay); B sends two messages on it and finishes:
+    what A received. `in_handler` runs first in the server's handler task."""
     waiting: asyncio.Queue[aqueduct.Sender] = asyncio.Queue()
 
     async def handler(conn: aqueduct.Connection) -> None:
+        in_handler()
         async for req in conn.entrypoint:
             if "offer" in req:
                 waiting.put_nowait(req["offer"])
@@ -166,7 +169,12 @@ async def test_a_received_half_can_be_sent_on_to_another_connection(certs: DevCe
             async with peer:
                 await peer.send("from b")
                 await peer.send("to a")
-            assert [m async for m in a_rx] == ["from b", "to a"]
+            return [m async for m in a_rx]
+
+
+async def test_a_received_half_can_be_sent_on_to_another_connection(certs: DevCerts) -> None:
+    """The server forwards client A's Sender to client B (a relay); B's messages and finish reach A."""
+    assert await forwarded(certs) == ["from b", "to a"]
 
 
 async def test_a_relay_runs_in_a_context_of_its_own(certs: DevCerts) -> None:
@@ -174,7 +182,6 @@ async def test_a_relay_runs_in_a_context_of_its_own(certs: DevCerts) -> None:
     that code's context (a served call's, for one), it kept that context's values, the call's arguments among
     them, for as long as it relayed (decision SVC-12). Observed as the loop is asked to make the task."""
     probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe")
-    waiting: asyncio.Queue[aqueduct.Sender] = asyncio.Queue()
     relays: list[str | None] = []
     loop: Any = asyncio.get_running_loop()
     create_task = loop.create_task
@@ -184,27 +191,9 @@ async def test_a_relay_runs_in_a_context_of_its_own(certs: DevCerts) -> None:
             relays.append(probe.get(None) if context is None else context.get(probe))
         return create_task(coro, name=name, context=context)
 
-    async def handler(conn: aqueduct.Connection) -> None:
-        probe.set("the sending code's")
-        async for req in conn.entrypoint:
-            if "offer" in req:
-                waiting.put_nowait(req["offer"])
-            else:
-                async with req["reply"] as reply:
-                    await reply.send({"peer": await waiting.get()})
-
     loop.create_task = recording
     try:
-        async with running(certs, handler) as (url, _):
-            async with aqueduct.connect(url, ca=certs.ca) as a, aqueduct.connect(url, ca=certs.ca) as b:
-                a_tx, a_rx = aqueduct.channel()
-                await a.entrypoint.send({"offer": a_tx})
-                reply_tx, reply_rx = aqueduct.channel()
-                await b.entrypoint.send({"want": True, "reply": reply_tx})
-                peer: aqueduct.Sender = (await guard(reply_rx.recv()))["peer"]
-                async with peer:
-                    await peer.send("relayed")
-                assert [m async for m in a_rx] == ["relayed"]
+        assert await forwarded(certs, lambda: probe.set("the sending code's")) == ["from b", "to a"]
     finally:
         del loop.create_task
     assert relays == [None]

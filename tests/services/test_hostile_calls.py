@@ -14,7 +14,7 @@ import contextlib
 import gc
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -279,6 +279,35 @@ async def test_calls_queued_for_a_connection_that_closed_are_never_started(certs
         assert Counting.added == 0
 
 
+@contextlib.asynccontextmanager
+async def without_collector(certs: DevCerts, impl: Calculator) -> AsyncIterator[tuple[Any, int]]:
+    """A client served by `impl` (one call made), the count of dispatchers then, and the cyclic collector off
+    while in the block: what is released is released by reference counting alone."""
+    async with served(certs, impl) as (_, conn, _server):
+        assert await guard(conn.service.add(0, 0)) == 0
+        gc.collect()
+        before = dispatchers()
+        gc.disable()
+        try:
+            yield conn, before
+        finally:
+            gc.enable()
+
+
+async def dispatchers_become(n: int) -> None:
+    """Wait (bounded by `guard`) until exactly `n` capability dispatchers run; AssertionError naming the count if
+    not. A poll of a condition; no collection runs meanwhile (the tests count with the cyclic collector off)."""
+
+    async def reached() -> None:
+        while dispatchers() != n:
+            await asyncio.sleep(0.01)
+
+    try:
+        await guard(reached())
+    except TimeoutError:
+        raise AssertionError(f"dispatchers {dispatchers()}, expected {n}") from None
+
+
 async def test_dropped_capabilities_are_released_without_the_cyclic_collector(certs: DevCerts) -> None:
     """Forwarders (a stub passed on) and origin dispatchers end when the last stub is dropped, by reference
     counting alone: counted with the cyclic collector off. Also when the call that carried the capability was
@@ -289,31 +318,17 @@ async def test_dropped_capabilities_are_released_without_the_cyclic_collector(ce
         async def notify(self, text: str) -> None:
             await asyncio.Event().wait()
 
-    async with served(certs, Forgetful()) as (_, conn, _server):
-        assert await guard(conn.service.add(0, 0)) == 0
-        gc.collect()
-        before = dispatchers()
-        gc.disable()
-        try:
-            for _ in range(200):
-                back = await guard(conn.service.echo_listener(Collect()))  # (a forwarder on the server)
-                del back
-                await guard(conn.service.drop(Collect()))
-            with aqueduct.call_options(timeout=0.2):
-                gave_up = await guard(asyncio.gather(*(conn.service.subscribe(Stuck()) for _ in range(50)),
-                                                     return_exceptions=True))
-            assert all(isinstance(e, aqueduct.Timeout) for e in gave_up)
+    async with without_collector(certs, Forgetful()) as (conn, before):
+        for _ in range(200):
+            back = await guard(conn.service.echo_listener(Collect()))  # (a forwarder on the server)
+            del back
+            await guard(conn.service.drop(Collect()))
+        with aqueduct.call_options(timeout=0.2):
+            gave_up = await guard(asyncio.gather(*(conn.service.subscribe(Stuck()) for _ in range(50)),
+                                                 return_exceptions=True))
+        assert all(isinstance(e, aqueduct.Timeout) for e in gave_up)
 
-            async def released() -> None:
-                while dispatchers() != before:
-                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
-
-            try:
-                await guard(released())
-            except TimeoutError:
-                raise AssertionError(f"dispatchers {dispatchers()}, before {before}") from None
-        finally:
-            gc.enable()
+        await dispatchers_become(before)
 
 
 class Later(Calc):
@@ -378,27 +393,13 @@ async def test_an_abandoned_calls_deadline_does_not_keep_its_arguments_until_it_
             notified.set()
             await asyncio.Event().wait()
 
-    async with served(certs, Forgetful()) as (_, conn, _server):
-        assert await guard(conn.service.add(0, 0)) == 0
-        gc.collect()
-        before = dispatchers()
-        gc.disable()
-        try:
-            with aqueduct.call_options(timeout=3600.0):
-                call = asyncio.ensure_future(conn.service.subscribe(Stuck()))
-            await guard(notified.wait())  # (the server runs the call, its deadline armed: it called back)
-            call.cancel()
+    async with without_collector(certs, Forgetful()) as (conn, before):
+        with aqueduct.call_options(timeout=3600.0):
+            call = asyncio.ensure_future(conn.service.subscribe(Stuck()))
+        await guard(notified.wait())  # (the server runs the call, its deadline armed: it called back)
+        call.cancel()
 
-            async def released() -> None:
-                while dispatchers() != before:
-                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
-
-            try:
-                await guard(released())
-            except TimeoutError:
-                raise AssertionError(f"dispatchers {dispatchers()}, before {before}") from None
-        finally:
-            gc.enable()
+        await dispatchers_become(before)
 
 
 async def test_a_capability_made_in_a_call_does_not_keep_the_calls_arguments(certs: DevCerts) -> None:
@@ -411,27 +412,13 @@ async def test_a_capability_made_in_a_call_does_not_keep_the_calls_arguments(cer
         async def echo_listener(self, listener: Listener) -> Listener:
             return Collect()  # (a capability of its own: its dispatcher is made while this call is current)
 
-    async with served(certs, Fresh()) as (_, conn, _server):
-        assert await guard(conn.service.add(0, 0)) == 0
-        gc.collect()
-        before = dispatchers()
-        gc.disable()
-        try:
-            back = await guard(conn.service.echo_listener(Collect()))
+    async with without_collector(certs, Fresh()) as (conn, before):
+        back = await guard(conn.service.echo_listener(Collect()))
 
-            async def running(n: int) -> None:
-                while dispatchers() != n:
-                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
-
-            try:
-                await guard(running(before + 1))  # the argument's dispatcher ended; the result's serves
-            except TimeoutError:
-                raise AssertionError(f"dispatchers {dispatchers()}, before {before} (+1: the result's)") from None
-            await guard(back.notify("still served"))
-            del back
-            await guard(running(before))
-        finally:
-            gc.enable()
+        await dispatchers_become(before + 1)  # the argument's dispatcher ended; the result's serves
+        await guard(back.notify("still served"))
+        del back
+        await dispatchers_become(before)
 
 
 async def test_the_dispatcher_refuses_every_call_whose_numbers_it_cannot_use() -> None:
@@ -556,22 +543,8 @@ async def test_a_subscription_made_in_a_call_does_not_keep_the_calls_arguments(c
             self.kept.append(self.ticks.subscribe())  # (a subscription that outlives the call)
 
     impl = Subscribes()
-    async with served(certs, impl) as (_, conn, _server):
-        assert await guard(conn.service.add(0, 0)) == 0
-        gc.collect()
-        before = dispatchers()
-        gc.disable()
-        try:
-            await guard(conn.service.subscribe(Collect()))
-            assert impl.kept and impl.ticks.subscribers == 1
+    async with without_collector(certs, impl) as (conn, before):
+        await guard(conn.service.subscribe(Collect()))
+        assert impl.kept and impl.ticks.subscribers == 1
 
-            async def released() -> None:
-                while dispatchers() != before:
-                    await asyncio.sleep(0.01)  # (a poll of a condition; no collection runs meanwhile)
-
-            try:
-                await guard(released())
-            except TimeoutError:
-                raise AssertionError(f"dispatchers {dispatchers()}, before {before}") from None
-        finally:
-            gc.enable()
+        await dispatchers_become(before)
