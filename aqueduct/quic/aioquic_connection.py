@@ -220,7 +220,7 @@ class PacedQuicConnection(QuicConnection):
         """Whether the connection's idle timeout has passed while it is still up: its loop timer has not run yet
         (the event loop was held up past the deadline). aioquic would restart the idle timer on the next packet
         received, or on the next ack-eliciting one sent, and so revive a connection the peer has silently closed
-        at the same deadline; the adapter ends it first (`handle_timer`): decision QUIC-34."""
+        at the same deadline; the adapter ends it first (`AioquicProtocol.end_if_idle`): decision QUIC-34."""
         close_at = self._close_at
         return close_at is not None and now >= close_at and self._state not in END_STATES
 

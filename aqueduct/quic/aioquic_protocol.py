@@ -18,7 +18,7 @@ door modules and fails on a private name anywhere else).
   (loss detection, ACK delay), mostly later, and aioquic cancels and makes a loop timer each time. A timer
   already armed no later than the new deadline is kept; when it fires early, `_handle_timer` arms the
   current deadline instead.
-- `end_idle`: aioquic looks at its idle deadline only when its timer runs, and restarts the idle timer on
+- `end_if_idle`: aioquic looks at its idle deadline only when its timer runs, and restarts the idle timer on
   every packet received and on the first ack-eliciting one sent after a receipt. When the event loop was held
   up past the deadline (a blocking call, a frozen process), whatever runs first after it (an overdue keep-alive
   PING, an application's send, a packet read) would revive a connection the peer has silently closed at that
@@ -93,11 +93,10 @@ class AioquicProtocol(QuicConnectionProtocol):
 
     def send_packets(self) -> None:
         """Send what aioquic has ready, re-arm its timer (lazily, see the module comment); the end-of-turn
-        transmit, if any, is done. A connection whose idle timeout passed sends nothing: it ends (`end_idle`)."""
+        transmit, if any, is done. A connection whose idle timeout passed sends nothing: it ends (`end_if_idle`)."""
         self._transmit_task = None
         quic, now = self.quic, self._loop.time()
-        if quic.idle_expired(now):
-            self.end_idle(now)
+        if self.end_if_idle(now):
             return
         send = self._transport.sendto  # type: ignore[union-attr]
         for data, addr in quic.datagrams_to_send(now=now):
@@ -115,11 +114,13 @@ class AioquicProtocol(QuicConnectionProtocol):
             self._timer_armed = timer_at  # (uvloop's handle for a past deadline has no `when()`)
         self._timer_at = timer_at
 
-    def end_idle(self, now: float) -> None:
-        """The connection's idle timeout has passed (`quic.idle_expired(now)`) and its timer has not run (the loop
-        was held up past it): end the connection now, as that timer would have, before anything is sent or
-        received on it (a packet either way restarts aioquic's idle timer, reviving a connection the peer has
-        silently closed): decision QUIC-34."""
+    def end_if_idle(self, now: float) -> bool:
+        """Whether the connection's idle timeout has passed with its timer not yet run (`quic.idle_expired(now)`:
+        the loop was held up past it); if so the connection ends now, as that timer would have, before anything
+        is sent or received on it (a packet either way restarts aioquic's idle timer, reviving a connection the
+        peer has silently closed): decision QUIC-34."""
+        if not self.quic.idle_expired(now):
+            return False
         handle = self._timer
         if handle is not None:
             handle.cancel()
@@ -127,6 +128,7 @@ class AioquicProtocol(QuicConnectionProtocol):
         self._timer_at = None
         self.quic.handle_timer(now=now)  # (aioquic's idle timeout: ConnectionTerminated queued, nothing sent)
         self._process_events()
+        return True
 
     def _handle_timer(self) -> None:
         """aioquic's timer fired: run it, or, fired for a deadline since moved later, arm that one instead."""

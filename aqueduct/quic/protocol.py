@@ -319,13 +319,11 @@ class AqueductProtocol(Endings, AioquicProtocol):
     def datagram_received(self, data: bytes | str, addr: Any) -> None:
         """A packet: process it now (in a server's burst: when it ends, burst.py), transmit at the end of the turn,
         after the tasks it woke, so their answers share packets with aioquic's ACKs (no extra packet or wake-up).
-        A connection whose idle timeout passed drops it and ends (`end_idle`, decision QUIC-34)."""
+        A connection whose idle timeout passed drops it and ends (`end_if_idle`, decision QUIC-34)."""
         now = self.loop.time()
-        quic = self.quic
-        if quic.idle_expired(now):
-            self.end_idle(now)
+        if self.end_if_idle(now):
             return
-        quic.receive_datagram(data, addr, now=now)  # type: ignore[arg-type]
+        self.quic.receive_datagram(data, addr, now=now)  # type: ignore[arg-type]
         self._unreachable = 0
         if (burst := self.burst) is not None and burst.open:
             burst.joined[self] = None
