@@ -19,7 +19,7 @@ only writers of their fields, and collects what they emit in one Outbox:
   receiving.py  Receivers: the receivers' life (control stream, acks, close)
   sending.py    Senders: the senders' life (writes, finish, cancel, reports)
   loss.py       Loss: what reachability and cascading loss do to halves
-  creation.py      CreationLinks: the creation links (reachability and cascade walks)
+  creation.py   CreationLinks: the creation links (reachability and cascade walks)
   flow.py       Flow: stream credit, partial frames, stalled streams
   halves.py     Halves: the halves by handle and by channel, ghost filters
   streams.py    StreamTable: the stream records and our stream writes

@@ -80,7 +80,7 @@ class Halves:
         """A new live receiver for `channel` (pending until claimed, if not `claimed`)."""
         h = self._handle()
         r = self.receivers[h] = ReceiverRecord(h, channel, exposed=exposed, claimed=claimed,
-                                         ack_on_take=self._config.ack_on_take)
+                                               ack_on_take=self._config.ack_on_take)
         self.rx_of[channel] = r
         if not claimed:
             self.unclaimed[channel] = r

@@ -8,7 +8,7 @@ minter (`mint`) and the copy replaces it only once the message is sure to
 be written (`commit`), so a send that fails (too large, too many channels)
 uses no ID. The half we keep of each new channel is not reachable and has
 no control stream until the peer opens it; the link from the message to
-the halves it created is recorded in the link table (creation.py), where an
+the halves it created is recorded in the creation links (creation.py), where an
 ack of the message makes them reachable and a nack loses them.
 
 Minting owns the minter; halves.py and creation.py own what it adds.
