@@ -23,7 +23,8 @@ runs the two callgrind runs itself (valgrind must be installed: scripts/setup-sy
 per-call figure. PYTHONHASHSEED is fixed so that two runs hash alike. `--untyped` runs the same exchange
 untyped: a server and client with the raw codec, the request a `RawMessage` (8 bytes and the reply oneshot),
 the reply bytes; the difference to the default is what the typed message (CBOR, msgspec's check and
-conversion, the half typed on arrival) costs a call.
+conversion, the half typed on arrival) costs a call. tests/bench/test_channel_instructions.py proves, counting
+on the server's side, that in both variants every call is a request with a new reply channel, answered.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import msgspec
 from aqueduct import OneshotSender, serve
 from aqueduct.api.codec import RawCodec, RawMessage
 from aqueduct.api.request import request
+from aqueduct.bench.tally import Tally
 from aqueduct.quic.certs import make_dev_certs
 from aqueduct.services import connect
 
@@ -96,20 +98,28 @@ def _untyped_request(reply: Any) -> Any:
     return RawMessage(TWO, [reply])
 
 
-async def run(certs: Path, warmup: int, calls: int, flight: int, typed: bool = True) -> None:
-    """Serve, connect, make `warmup` then `calls` requests (`flight` at a time), close."""
+async def run(certs: Path, warmup: int, calls: int, flight: int, typed: bool = True,
+              tally: Tally | None = None) -> None:
+    """Serve, connect, make `warmup` then `calls` requests (`flight` at a time), close. `tally` (the test's)
+    counts on the server's side: the connection, each request's reply half as it arrives, each call answered."""
     ends: dict[str, Any] = {"entrypoint": Add} if typed else {"codec": RawCodec()}
     async with serve("127.0.0.1", 0, cert=certs / "cert.pem", key=certs / "key.pem", **ends) as server:
         answering: set[asyncio.Future[None]] = set()
 
         async def answer(conn: Any) -> None:
+            if tally is not None:
+                tally.connected(conn)
             async for req in conn.entrypoint:
+                if tally is not None:  # (each half a new channel the client opened: typed, the `reply` field)
+                    tally.channels += 1 if typed else len(req.attachments)
                 if typed:
                     await req.reply.send(req.a + req.b)
                 else:
                     data, (reply,) = req.data, req.attachments
                     total = int.from_bytes(data[:4], "big") + int.from_bytes(data[4:], "big")
                     await reply.send(total.to_bytes(4, "big"))
+                if tally is not None:
+                    tally.calls += 1
 
         async def accept() -> None:
             async for conn in server:
