@@ -4,8 +4,8 @@
 # run `aqueduct --version` (it must say compiled), a real loopback connection and message (scripts/wheel_smoke.py)
 # and the differential oracle (tests/core/native_oracle.py: the same digest of the engine's and the wire's
 # behaviour compiled and with AQUEDUCT_PURE=1, the compiled modules loaded from the venv). Everything, the build's
-# own temporary files too, stays under one temporary directory, removed on exit; the checkout gets only what any
-# build writes there (build/, *.egg-info).
+# own temporary files too, stays under one temporary directory, removed on exit; the checkout gets only the
+# .egg-info setuptools writes there (the wheel is built from the sdist, unpacked in the temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"

@@ -9,19 +9,27 @@ compiler on PATH (pip's cache off: the wheels built here must not land in the us
 for mypy (the backend adds it only where it will compile), so both stay quick. The compiled wheel itself is
 built, installed and checked by scripts/check-wheel.sh (.ci/run). A failed compile (a compiler that is there but
 fails) takes the same pure path: tests/scripts/test_build_compiled.py.
+
+A wheel built twice in one checkout (`pip install .` or `python -m build --wheel`, before and after a pull) holds
+the tree as it is at the second build: a module renamed or removed in between is not packed from the first build's
+leftovers, the compiled folder carries exactly the files its manifest names, and the checkout keeps no build
+directory (decision PERF-52). These builds run in a copy of the project too, without a compiler (quick).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from aqueduct import native
 from aqueduct.native import DISTRIBUTION, PURE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,3 +90,69 @@ def test_without_a_compiler_the_sdist_installs_pure_and_says_why(sdist: Path, tm
     assert where.startswith(str(env_dir))
     assert said.startswith(f"pure Python (compiled modules not built when this was installed: {expected}"), said
     assert f"--no-binary {DISTRIBUTION} {DISTRIBUTION}` builds them" in said and "setup.sh" not in said
+
+
+def _build_wheel(project: Path, tmp: Path, out: str) -> Path:
+    """`python -m build --wheel` in the checkout (what `pip install .` does), with no compiler: the one wheel."""
+    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
+    env.update(CC="/nonexistent/cc", TMPDIR=str(tmp))
+    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp / out), str(project)],
+                          capture_output=True, text=True, timeout=540, env=env)  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    (wheel,) = (tmp / out).glob("*.whl")
+    return wheel
+
+
+def _packed(wheel: Path) -> set[str]:
+    """The wheel's files of the packages (its .dist-info aside)."""
+    with zipfile.ZipFile(wheel) as z:
+        return {name for name in z.namelist() if not name.split("/")[0].endswith(".dist-info")}
+
+
+def _tree(project: Path) -> set[str]:
+    """What the wheel must pack of the tree now: every module and py.typed of the two packages."""
+    return {str(p.relative_to(project)) for package in ("aqueduct", "aeron_compat")
+            for pattern in ("*.py", "py.typed") for p in (project / package).rglob(pattern)
+            if "__pycache__" not in p.parts and native.DIRNAME not in p.parts}
+
+
+def test_a_second_wheel_packs_the_tree_as_it_is_then(tmp_path: Path) -> None:
+    project = _copy_project(tmp_path / "project")
+    old, new = project / "aqueduct" / "_probe_old.py", project / "aqueduct" / "_probe_new.py"
+    old.write_text("X = 1\n")
+    first = _build_wheel(project, tmp_path, "first")
+    assert _packed(first) == _tree(project) | {f"aqueduct/{native.DIRNAME}/{native.MANIFEST}"}
+    old.rename(new)  # (a pull that renames a module)
+    (project / "aeron_compat" / "py.typed").unlink()  # (and one that removes a file)
+    second = _build_wheel(project, tmp_path, "second")
+    packed = _packed(second)
+    assert "aqueduct/_probe_old.py" not in packed and "aeron_compat/py.typed" not in packed
+    assert packed == _tree(project) | {f"aqueduct/{native.DIRNAME}/{native.MANIFEST}"}
+    assert not (project / "build").exists()  # each wheel built in a directory of its own, removed after
+
+
+def test_a_compiled_wheel_packs_exactly_the_files_its_manifest_names(tmp_path: Path) -> None:
+    project = _copy_project(tmp_path / "project")
+    package = project / "aqueduct"
+    compiled = package / native.DIRNAME
+    # A build that is current for the tree (stand-in extension files: the wheel is listed, never imported), and
+    # beside it an extension of a module an older build compiled and this one no longer does.
+    manifest = native.current_manifest(package)
+    manifest["files"] = {m: m.replace(".", "/") + native.ext_suffix() for m in native.MODULES}
+    for rel in [*manifest["files"].values(), "aqueduct/core/retired" + native.ext_suffix()]:
+        (compiled / rel).parent.mkdir(parents=True, exist_ok=True)
+        (compiled / rel).write_bytes(b"")
+    (compiled / native.MANIFEST).write_text(json.dumps(manifest))
+    assert native.stale_reason(package) is None
+    first = _build_wheel(project, tmp_path, "first")
+    assert not first.name.endswith("-py3-none-any.whl")  # a compiled wheel: tagged for this interpreter
+    prefix = f"aqueduct/{native.DIRNAME}/"
+    assert {n for n in _packed(first) if n.startswith(prefix)} == \
+        {prefix + native.MANIFEST, *(prefix + rel for rel in manifest["files"].values())}
+    # The wire edited since (the build no longer current) and no compiler: a pure wheel, with no extension left.
+    (package / "wire" / "varint.py").write_text((package / "wire" / "varint.py").read_text() + "\n")
+    second = _build_wheel(project, tmp_path, "second")
+    assert second.name.endswith("-py3-none-any.whl")
+    assert {n for n in _packed(second) if n.startswith(prefix)} == {prefix + native.MANIFEST}
+    with zipfile.ZipFile(second) as z:
+        assert "not_built" in json.loads(z.read(prefix + native.MANIFEST))
