@@ -173,8 +173,7 @@ class PacedQuicConnection(QuicConnection):
     cid_tag: int | None = None
     """A server worker's index (workers.py): every connection ID this end issues starts with it."""
     _one_rtt_space: QuicPacketSpace | None = None
-    """aioquic's 1-RTT packet space, `_spaces[tls.Epoch.ONE_RTT]`, held once `_initialize` made it (see
-    `_initialize`)."""
+    """aioquic's 1-RTT packet space, `_spaces[tls.Epoch.ONE_RTT]`, once `_initialize` made it (`_hold_one_rtt`)."""
     _one_rtt_crypto: CryptoPair
     _zero_rtt_crypto: CryptoPair
     _one_rtt_crypto_stream: QuicStream
@@ -193,23 +192,28 @@ class PacedQuicConnection(QuicConnection):
         quic._limits_due = set()
         _share_frame_epochs(quic)
         quic._logger = DebugCheckedAdapter(quic._logger.logger, quic._logger.extra)
+        if quic._spaces:  # (already initialized: aioquic's server adopts before the first packet, but if not)
+            quic._hold_one_rtt()
         return quic
 
     def _initialize(self, peer_cid: bytes) -> None:
         """aioquic builds the TLS context here (a server: at the first Initial); mTLS replaces its class; a
         client offers the one key share (CLIENT_KEY_SHARE_GROUPS)."""
         super()._initialize(peer_cid)
-        # aioquic keys its packet spaces, crypto pairs and crypto streams by `tls.Epoch`, whose `__hash__` is a
-        # Python call, and looks the 1-RTT ones up several times for every packet; they are made here, once,
-        # and never replaced (only the Initial pair is, on a version change), so the writer holds them.
-        self._one_rtt_space = self._spaces[tls.Epoch.ONE_RTT]
-        self._one_rtt_crypto = self._cryptos[tls.Epoch.ONE_RTT]
-        self._zero_rtt_crypto = self._cryptos[tls.Epoch.ZERO_RTT]
-        self._one_rtt_crypto_stream = self._crypto_streams[tls.Epoch.ONE_RTT]
+        self._hold_one_rtt()
         if self._is_client:
             self.tls._supported_groups = list(CLIENT_KEY_SHARE_GROUPS)
         if self.client_auth is not None:
             require_client_certificates(self.tls, self.client_auth)
+
+    def _hold_one_rtt(self) -> None:
+        """aioquic keys its packet spaces, crypto pairs and crypto streams by `tls.Epoch`, whose `__hash__` is a
+        Python call, and looks the 1-RTT ones up several times for every packet; `_initialize` makes them, once,
+        and they are never replaced (only the Initial pair is, on a version change), so the writer holds them."""
+        self._one_rtt_space = self._spaces[tls.Epoch.ONE_RTT]
+        self._one_rtt_crypto = self._cryptos[tls.Epoch.ONE_RTT]
+        self._zero_rtt_crypto = self._cryptos[tls.Epoch.ZERO_RTT]
+        self._one_rtt_crypto_stream = self._crypto_streams[tls.Epoch.ONE_RTT]
 
     def grant(self, stream_id: int, nbytes: int) -> None:
         """The application consumed `nbytes` of `stream_id`: extend the stream and connection windows."""
@@ -515,7 +519,7 @@ class PacedQuicConnection(QuicConnection):
     # aioquic's stream lookups, for every stream frame received and every write: the same answers, with the
     # stream ID's bits tested in place of its module functions (`stream_is_client_initiated`: not bit 0,
     # `stream_is_unidirectional`: bit 1), and a stream still in the table returned at once (aioquic asks first
-    # whether it was discarded, which a stream in the table never is). tests/quic/test_stream_lookups.py.
+    # whether it was discarded, which a stream in the table never is). tests/quic/test_aioquic_lookups.py.
     def _get_or_create_stream(self, frame_type: int, stream_id: int) -> QuicStream:
         stream = self._streams.get(stream_id)
         if stream is not None:

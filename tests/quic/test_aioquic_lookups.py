@@ -1,5 +1,6 @@
-"""PacedQuicConnection's stream lookups and frame-level checks (quic/aioquic_connection.py, decision QUIC-35) give
-aioquic's answers: the same result, the same exception, the same state after.
+"""PacedQuicConnection's lookups (quic/aioquic_connection.py, decision QUIC-35) give aioquic's answers: its stream
+lookups the same result, the same exception, the same state after; its frame-level checks the same levels; the
+1-RTT objects its writer holds are aioquic's own.
 
 Differential: hypothesis draws a connection's stream state (which streams this end opened, how many the peer
 opened and may open, which are still in the table, how many this end may open) and a stream ID; two connections
@@ -24,7 +25,7 @@ from aqueduct.quic.aioquic_connection import FRAME_HANDLERS, PacedQuicConnection
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings, client_configuration, server_configuration
 
-from .test_write_application import Stock  # (aioquic's own lookups: the reference)
+from .test_write_application import ADDR, Pair, Stock  # (Stock: aioquic's own lookups, the reference)
 
 SETTINGS = TransportSettings()
 IDS = st.integers(0, 4 * 12 - 1)
@@ -118,3 +119,39 @@ def test_frame_levels_answer_as_aioquics_sets(certs: DevCerts) -> None:
         assert isinstance(shared, tuple)
         for epoch in tls.Epoch:
             assert (epoch in shared) == (epoch in levels), (frame_type, epoch)
+
+
+def _held(conn: QuicConnection) -> list[bool]:
+    """Whether each 1-RTT object the writer holds is aioquic's own (its table's, by identity)."""
+    assert isinstance(conn, PacedQuicConnection)
+    return [conn._one_rtt_space is conn._spaces[tls.Epoch.ONE_RTT],
+            conn._one_rtt_crypto is conn._cryptos[tls.Epoch.ONE_RTT],
+            conn._zero_rtt_crypto is conn._cryptos[tls.Epoch.ZERO_RTT],
+            conn._one_rtt_crypto_stream is conn._crypto_streams[tls.Epoch.ONE_RTT]]
+
+
+@pytest.mark.parametrize("adopt", ["paced", "adopted before its first packet", "adopted after it"])
+def test_the_held_one_rtt_objects_are_aioquics_through_the_handshake(certs: DevCerts, adopt: str) -> None:
+    """The writer's 1-RTT space, crypto pairs and crypto stream (held, not looked up by `tls.Epoch`) are the
+    objects in aioquic's tables once the handshake is confirmed and data went both ways, for a client, a server,
+    and a server adopted from aioquic's plain connection before or after its first packet (aioquic's server adopts
+    before; the other order holds them too)."""
+    pair = Pair(PacedQuicConnection, certs, 0)
+    if adopt != "paced":
+        sconf = server_configuration(SETTINGS, cert=certs.cert, key=certs.key)
+        pair.server = QuicConnection(configuration=sconf,
+                                     original_destination_connection_id=pair.client.original_destination_connection_id)
+        if adopt == "adopted before its first packet":
+            PacedQuicConnection.adopt(pair.server)
+        else:
+            for data, _addr in pair.client.datagrams_to_send(now=pair.now):
+                pair.server.receive_datagram(data, ADDR, now=pair.now)
+            PacedQuicConnection.adopt(pair.server)
+    pair.exchange(20, 0.0)
+    for conn in (pair.client, pair.server):
+        conn.send_stream_data(conn.get_next_available_stream_id(is_unidirectional=True), bytes(100), True)
+    pair.exchange(20, 0.0)
+    assert pair.client._handshake_confirmed and pair.server._handshake_confirmed
+    data = [(side, ev[2]) for side, ev in pair.received if isinstance(ev, tuple) and ev[0] == "data"]
+    assert sorted(data) == [("client", 100), ("server", 100)]
+    assert _held(pair.client) == _held(pair.server) == [True] * 4
