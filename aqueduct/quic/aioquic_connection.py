@@ -39,15 +39,16 @@ client's Finished was handled, before that; QUIC's TLS has no KeyUpdate
 message and aioquic no post-handshake authentication. 48 KiB less per idle
 connection at each end.
 
-`_write_application` (what builds the 1-RTT packets) is aioquic 1.7's, copied with three changes, each
-behaviour-neutral (tests/quic/test_write_application.py sends the same seeded schedules through aioquic's and
-ours and compares every packet's frames): it does not visit every stream for its MAX_STREAM_DATA on every packet
-(see above: a call per live stream per packet, to a method that does nothing); a stream whose data and FIN all
-went into a frame is marked empty at once, where aioquic finds out at the next packet by asking it for a frame;
-and once a packet leaves nothing behind (no stream with data it may send, no datagram, no CRYPTO data, no stream
-discarded) no next packet is begun: aioquic begins one, finds it empty and stops there, after a full pass of its
-writers, so every call that sends paid one empty packet (the pacer is asked first, as it would be). The copy is
-pinned with aioquic (pyproject.toml: <1.8); a new aioquic runs the differential against its own method first.
+`_write_application` (what builds the 1-RTT packets) is aioquic 1.7's, copied with three changes (and the per-packet
+Python calls of decision QUIC-35 taken out), each behaviour-neutral (tests/quic/test_write_application.py sends the
+same seeded schedules through aioquic's and ours and compares every packet's frames): it does not visit every stream
+for its MAX_STREAM_DATA on every packet (see above: a call per live stream per packet, to a method that does
+nothing); a stream whose data and FIN all went into a frame is marked empty at once, where aioquic finds out at the
+next packet by asking it for a frame; and once a packet leaves nothing behind (no stream with data it may send, no
+datagram, no CRYPTO data, no stream discarded) no next packet is begun: aioquic begins one, finds it empty and stops
+there, after a full pass of its writers, so every call that sends paid one empty packet (the pacer is asked first,
+as it would be). The copy is pinned with aioquic (pyproject.toml: <1.8); a new aioquic runs the differential against
+its own method first.
 
 aioquic also offers every stream with unsent data a place in every packet,
 full or not; with hundreds of one-message streams queued (unordered sends)
@@ -59,7 +60,18 @@ Python calls to find DEBUG off; `DebugCheckedAdapter` asks the logger first (two
 
 aioquic also builds, per connection, a table of ~35 frame handlers, each with a new frozenset of the packet
 types that may carry it: ~7 KiB per connection at each end for ~10 distinct sets. The sets are replaced by
-shared ones (`_share_frame_epochs`), so they cost nothing per connection.
+shared tuples of the same levels (`_share_frame_epochs`), so they cost nothing per connection.
+
+A channel per call makes and drops QUIC streams at the rate of calls, and aioquic pays Python calls for what
+is arithmetic or a held object (decision QUIC-35, each change behaviour-neutral, each with a differential test
+against aioquic's own code): its stream lookups (`_get_or_create_stream*`, `_stream_is_discarded`,
+`_stream_can_*`, `_stream_limit`) call a module function per bit of the stream ID tested, and ask whether a
+stream still in the table was discarded; they test the bits in place and return a stream in the table at once.
+Its `tls.Epoch` is a plain Enum whose `__hash__` is a Python call, and it looks up the 1-RTT packet space,
+crypto pair and crypto stream by epoch several times per packet and checks each frame's epoch against a
+frozenset: the writer holds the 1-RTT objects (made once, in `_initialize`), and the frame handlers' levels are
+tuples, whose `in` compares identities in C. The writer reads `stream.is_finished` (a property) as its two
+fields, and keeps its stream order list when no stream sent or was discarded.
 
 A client offers one TLS key share, secp256r1 (`CLIENT_KEY_SHARE_GROUPS`): aioquic offers four (secp256r1,
 secp384r1, X25519, X448) and so generates four key pairs for every ClientHello, ~1 ms of CPU on this machine,
@@ -77,13 +89,15 @@ from aioquic import tls
 from aioquic._buffer import Buffer
 from aioquic.quic.connection import (
     END_STATES,
+    Limit,
     QuicConnection,
     QuicConnectionAdapter,
     QuicConnectionId,
-    stream_is_client_initiated,
 )
+from aioquic.quic.crypto import CryptoPair
 from aioquic.quic.packet import QuicFrameType, QuicPacketType
 from aioquic.quic.packet_builder import QuicDeliveryState, QuicPacketBuilder, QuicPacketBuilderStop
+from aioquic.quic.recovery import QuicPacketSpace
 from aioquic.quic.stream import QuicStream
 from aioquic.tls import Group
 
@@ -105,8 +119,11 @@ MIN_STREAM_FRAME_HEADER = 4
 a packet its `_write_stream_frame` sends nothing, not even a FIN."""
 
 
-_EPOCH_SETS: dict[frozenset[tls.Epoch], frozenset[tls.Epoch]] = {}
-"""The frame handlers' sets of encryption levels, one shared object per distinct set."""
+_EPOCH_SETS: dict[frozenset[tls.Epoch], tuple[tls.Epoch, ...]] = {}
+"""The frame handlers' sets of encryption levels, one shared tuple per distinct set (see `_share_frame_epochs`)."""
+
+EPOCH_ORDER = (tls.Epoch.ONE_RTT, tls.Epoch.ZERO_RTT, tls.Epoch.HANDSHAKE, tls.Epoch.INITIAL)
+"""The order of a shared tuple's levels: the one nearly every packet is at first."""
 
 
 FRAME_HANDLERS = "_QuicConnection__frame_handlers"
@@ -114,10 +131,18 @@ FRAME_HANDLERS = "_QuicConnection__frame_handlers"
 
 
 def _share_frame_epochs(quic: QuicConnection) -> None:
-    """Point every entry of aioquic's per-connection frame handler table at the shared set of its levels."""
-    handlers: dict[int, tuple[Any, frozenset[tls.Epoch]]] = getattr(quic, FRAME_HANDLERS)
+    """Point every entry of aioquic's per-connection frame handler table at the shared tuple of its levels.
+
+    aioquic asks `context.epoch not in frame_epochs` for every frame it receives; in a frozenset that hashes the
+    `tls.Epoch`, a plain Enum whose `__hash__` is a Python call; a tuple's `in` compares by identity first, in C,
+    and a tuple holds the same levels, so the answer is the same (decision QUIC-35)."""
+    handlers: dict[int, tuple[Any, Any]] = getattr(quic, FRAME_HANDLERS)
     for frame_type, (handler, epochs) in handlers.items():
-        handlers[frame_type] = (handler, _EPOCH_SETS.setdefault(epochs, epochs))
+        if isinstance(epochs, frozenset):
+            shared = _EPOCH_SETS.get(epochs)
+            if shared is None:
+                shared = _EPOCH_SETS[epochs] = tuple(e for e in EPOCH_ORDER if e in epochs)
+            handlers[frame_type] = (handler, shared)
 
 
 class DebugCheckedAdapter(QuicConnectionAdapter):
@@ -134,12 +159,6 @@ CLIENT_KEY_SHARE_GROUPS = (Group.SECP256R1,)
 """The TLS groups a client offers key shares for (see the module comment)."""
 
 
-def _hold(pending: int, peer_left: int, window: int) -> bool:
-    """Whether to keep `pending` granted bytes unannounced: below a quarter window, and the peer still has more
-    credit left than the update would add (so a peer that ran out always hears of any grant at once)."""
-    return pending <= 0 or (pending < window // UPDATE_FRACTION and peer_left > pending)
-
-
 class PacedQuicConnection(QuicConnection):
     """A QuicConnection whose receive windows follow what the application has consumed."""
 
@@ -153,6 +172,11 @@ class PacedQuicConnection(QuicConnection):
     """This end began the close (aioquic's own TLS or protocol checks included), not the peer."""
     cid_tag: int | None = None
     """A server worker's index (workers.py): every connection ID this end issues starts with it."""
+    _one_rtt_space: QuicPacketSpace | None = None
+    """aioquic's 1-RTT packet space, `_spaces[tls.Epoch.ONE_RTT]`, once `_initialize` made it (`_hold_one_rtt`)."""
+    _one_rtt_crypto: CryptoPair
+    _zero_rtt_crypto: CryptoPair
+    _one_rtt_crypto_stream: QuicStream
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -168,16 +192,28 @@ class PacedQuicConnection(QuicConnection):
         quic._limits_due = set()
         _share_frame_epochs(quic)
         quic._logger = DebugCheckedAdapter(quic._logger.logger, quic._logger.extra)
+        if quic._spaces:  # (already initialized: aioquic's server adopts before the first packet, but if not)
+            quic._hold_one_rtt()
         return quic
 
     def _initialize(self, peer_cid: bytes) -> None:
         """aioquic builds the TLS context here (a server: at the first Initial); mTLS replaces its class; a
         client offers the one key share (CLIENT_KEY_SHARE_GROUPS)."""
         super()._initialize(peer_cid)
+        self._hold_one_rtt()
         if self._is_client:
             self.tls._supported_groups = list(CLIENT_KEY_SHARE_GROUPS)
         if self.client_auth is not None:
             require_client_certificates(self.tls, self.client_auth)
+
+    def _hold_one_rtt(self) -> None:
+        """aioquic keys its packet spaces, crypto pairs and crypto streams by `tls.Epoch`, whose `__hash__` is a
+        Python call, and looks the 1-RTT ones up several times for every packet; `_initialize` makes them, once,
+        and they are never replaced (only the Initial pair is, on a version change), so the writer holds them."""
+        self._one_rtt_space = self._spaces[tls.Epoch.ONE_RTT]
+        self._one_rtt_crypto = self._cryptos[tls.Epoch.ONE_RTT]
+        self._zero_rtt_crypto = self._cryptos[tls.Epoch.ZERO_RTT]
+        self._one_rtt_crypto_stream = self._crypto_streams[tls.Epoch.ONE_RTT]
 
     def grant(self, stream_id: int, nbytes: int) -> None:
         """The application consumed `nbytes` of `stream_id`: extend the stream and connection windows."""
@@ -212,7 +248,7 @@ class PacedQuicConnection(QuicConnection):
 
     def ack_now(self, now: float) -> None:
         """Send any ACK held back for its delay with the next 1-RTT packet, rather than after the delay."""
-        space = self._spaces.get(tls.Epoch.ONE_RTT)
+        space = self._one_rtt_space
         if space is not None and space.ack_at is not None:
             space.ack_at = now
 
@@ -260,8 +296,10 @@ class PacedQuicConnection(QuicConnection):
         if limit.value != limit.sent or bidi.value != bidi.sent or uni.value != uni.sent:
             used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
             value = limit.value
-            if _hold(value - limit.sent, limit.sent - used, self._configuration.max_data):
-                limit.value = limit.sent  # not worth announcing yet (MAX_STREAMS updates still go out)
+            pending = value - limit.sent
+            if pending <= 0 or (pending < self._configuration.max_data // UPDATE_FRACTION
+                                and limit.sent - used > pending):  # (the hold rule: see `_write_due_stream_limits`)
+                limit.value = limit.sent  # (MAX_STREAMS updates still go out)
             try:
                 super()._write_connection_limits(builder=builder, space=space)
             finally:
@@ -285,7 +323,11 @@ class PacedQuicConnection(QuicConnection):
                 continue
             receiver = stream.receiver
             pending, peer_left = stream.max_stream_data_local - sent, sent - receiver.highest_offset
-            if _hold(pending, peer_left, self._configuration.max_stream_data):
+            # The hold rule (written out in both places: this runs per due stream per packet): keep `pending`
+            # granted bytes unannounced while below a quarter window and the peer still has more credit left
+            # than the update would add (so a peer that ran out always hears of any grant at once).
+            if pending <= 0 or (pending < self._configuration.max_stream_data // UPDATE_FRACTION
+                                and peer_left > pending):
                 continue  # not worth announcing yet: it stays due
             highest, receiver.highest_offset = receiver.highest_offset, 0
             try:
@@ -302,16 +344,18 @@ class PacedQuicConnection(QuicConnection):
         `(ours)` (see the module comment): no per-packet visit of every stream for its MAX_STREAM_DATA, a stream
         whose data all went out is marked empty at once, and no packet is begun once nothing is left to send."""
         crypto_stream: QuicStream | None = None
-        if self._cryptos[tls.Epoch.ONE_RTT].send.is_valid():
-            crypto = self._cryptos[tls.Epoch.ONE_RTT]
-            crypto_stream = self._crypto_streams[tls.Epoch.ONE_RTT]
+        # (ours) the 1-RTT objects held since `_initialize`, not looked up by `tls.Epoch` (see there)
+        if self._one_rtt_crypto.send.is_valid():
+            crypto = self._one_rtt_crypto
+            crypto_stream = self._one_rtt_crypto_stream
             packet_type = QuicPacketType.ONE_RTT
-        elif self._cryptos[tls.Epoch.ZERO_RTT].send.is_valid():
-            crypto = self._cryptos[tls.Epoch.ZERO_RTT]
+        elif self._zero_rtt_crypto.send.is_valid():
+            crypto = self._zero_rtt_crypto
             packet_type = QuicPacketType.ZERO_RTT
         else:
             return
-        space = self._spaces[tls.Epoch.ONE_RTT]
+        space = self._one_rtt_space
+        assert space is not None
 
         while True:
             # apply pacing, except if we have ACKs to send
@@ -405,13 +449,15 @@ class PacedQuicConnection(QuicConnection):
             try:
                 for stream in self._streams_queue:
                     # if the stream is finished, discard it
-                    if stream.is_finished:
-                        self._logger.debug("Stream %d discarded", stream.stream_id)
-                        self._streams.pop(stream.stream_id)  # type: ignore[arg-type]
-                        if stream_is_client_initiated(stream.stream_id) != self._is_client:  # type: ignore[arg-type]
+                    # (ours) `QuicStream.is_finished` and the stream ID tests written out: per stream, per packet
+                    if stream.receiver.is_finished and stream.sender.is_finished:
+                        stream_id: int = stream.stream_id  # type: ignore[assignment]
+                        self._logger.debug("Stream %d discarded", stream_id)
+                        self._streams.pop(stream_id)
+                        if (not stream_id & 1) != self._is_client:
                             # Let the peer open a new stream for each one that
                             # closes (RFC 9000 section 4.6).
-                            self._stream_limit(stream.stream_id).value += 1  # type: ignore[arg-type]
+                            (self._local_max_streams_uni if stream_id & 2 else self._local_max_streams_bidi).value += 1
                         discarded.add(stream)
                         continue
 
@@ -449,10 +495,11 @@ class PacedQuicConnection(QuicConnection):
                 # This method of updating the streams queue ensures that discarded
                 # streams are removed and ones which sent are moved to the end even
                 # if an exception occurs in the loop.
-                self._streams_queue = [
-                    stream for stream in self._streams_queue if not (stream in discarded or stream in sent)
-                ]
-                self._streams_queue.extend(sent)
+                if discarded or sent:  # (ours) else the order stays as it is: no new list
+                    self._streams_queue = [
+                        stream for stream in self._streams_queue if not (stream in discarded or stream in sent)
+                    ]
+                    self._streams_queue.extend(sent)
 
             if builder.packet_is_empty:
                 # Discarded streams may let the peer open new ones, which the next
@@ -468,6 +515,41 @@ class PacedQuicConnection(QuicConnection):
                     if space.ack_at is None or space.ack_at >= now:
                         self._pacing_at = self._loss._pacer.next_send_time(now=now)
                     break
+
+    # aioquic's stream lookups, for every stream frame received and every write: the same answers, with the
+    # stream ID's bits tested in place of its module functions (`stream_is_client_initiated`: not bit 0,
+    # `stream_is_unidirectional`: bit 1), and a stream still in the table returned at once (aioquic asks first
+    # whether it was discarded, which a stream in the table never is). tests/quic/test_aioquic_lookups.py.
+    def _get_or_create_stream(self, frame_type: int, stream_id: int) -> QuicStream:
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            return stream
+        return super()._get_or_create_stream(frame_type, stream_id)
+
+    def _get_or_create_stream_for_send(self, stream_id: int) -> QuicStream:
+        stream = self._streams.get(stream_id)
+        if stream is not None and (not stream_id & 2 or (not stream_id & 1) == self._is_client):  # (can send)
+            return stream
+        return super()._get_or_create_stream_for_send(stream_id)
+
+    def _stream_can_receive(self, stream_id: int) -> bool:
+        return (not stream_id & 1) != self._is_client or not stream_id & 2
+
+    def _stream_can_send(self, stream_id: int) -> bool:
+        return (not stream_id & 1) == self._is_client or not stream_id & 2
+
+    def _stream_is_discarded(self, stream_id: int) -> bool:
+        if (not stream_id & 1) != self._is_client:
+            limit = self._local_max_streams_uni if stream_id & 2 else self._local_max_streams_bidi
+            is_opened = stream_id // 4 < limit.used
+        elif stream_id & 2:
+            is_opened = stream_id < self._local_next_stream_id_uni
+        else:
+            is_opened = stream_id < self._local_next_stream_id_bidi
+        return is_opened and stream_id not in self._streams
+
+    def _stream_limit(self, stream_id: int) -> Limit:
+        return self._local_max_streams_uni if stream_id & 2 else self._local_max_streams_bidi
 
     def _write_stream_frame(self, builder: Any, space: Any, stream: Any, max_offset: int) -> int:
         packet = builder._packet

@@ -1,10 +1,12 @@
 """PacedQuicConnection's `_write_application` (quic/aioquic_connection.py) sends what aioquic's own does: the same
-packets with the same frames, in the same order, for the same schedule.
+packets with the same frames, in the same order, for the same schedule; and so do its stream lookups and frame
+checks on the receiving side (decision QUIC-35).
 
 Differential: two in-memory client/server pairs with one fake clock run the same seeded schedule (streams opened
 in both directions, writes of random sizes, FINs, resets, STOP_SENDING, datagrams, credit granted as the reader
 would, the clock moving, datagrams dropped by a seeded pattern so that loss recovery resends); one pair's
-connections use aioquic's `QuicConnection._write_application`, the other's ours. Each side's qlog (aioquic's
+connections use aioquic's `QuicConnection._write_application`, stream lookups and frame-level sets, the other's
+ours. Each side's qlog (aioquic's
 QuicLogger) of every packet sent, its type, size and frames, must match, what is random by design aside:
 connection IDs, tokens, path challenge data, and the sizes of the handshake's packets (an ECDSA signature's DER
 length varies by a byte). aioquic moves the streams that sent in a packet to the end of its service order in the
@@ -25,7 +27,7 @@ from aioquic.quic.logger import QuicLogger
 from aioquic.quic.packet_builder import QuicPacketBuilder
 from aioquic.quic.stream import QuicStream
 
-from aqueduct.quic.aioquic_connection import PacedQuicConnection
+from aqueduct.quic.aioquic_connection import FRAME_HANDLERS, PacedQuicConnection
 from aqueduct.quic.certs import DevCerts
 from aqueduct.quic.settings import TransportSettings, client_configuration, server_configuration
 from aqueduct.quic.tickets import ServerTicketStore
@@ -35,10 +37,23 @@ ADDR = ("127.0.0.1", 4433)
 RANDOM_FIELDS = frozenset({"connection_id", "stateless_reset_token", "reset_token", "data", "token", "scid", "dcid"})
 
 
-class StockWrites(PacedQuicConnection):
-    """The adapter's connection with aioquic's own `_write_application` (the reference)."""
+class Stock(PacedQuicConnection):
+    """The adapter's connection with aioquic's own `_write_application`, stream lookups and frame handlers' sets of
+    levels (the reference)."""
 
     _write_application = QuicConnection._write_application  # type: ignore[assignment]
+    _get_or_create_stream = QuicConnection._get_or_create_stream  # type: ignore[assignment]
+    _get_or_create_stream_for_send = QuicConnection._get_or_create_stream_for_send  # type: ignore[assignment]
+    _stream_can_receive = QuicConnection._stream_can_receive  # type: ignore[assignment]
+    _stream_can_send = QuicConnection._stream_can_send  # type: ignore[assignment]
+    _stream_is_discarded = QuicConnection._stream_is_discarded  # type: ignore[assignment]
+    _stream_limit = QuicConnection._stream_limit  # type: ignore[assignment]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        handlers = getattr(self, FRAME_HANDLERS)
+        for frame_type, (handler, levels) in handlers.items():
+            handlers[frame_type] = (handler, frozenset(levels))
 
 
 def _scrub(value: Any, handshake: bool = False) -> Any:
@@ -153,7 +168,7 @@ def _run(cls: type[PacedQuicConnection], certs: DevCerts, seed: int) -> Pair:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_our_write_application_sends_what_aioquics_does(certs: DevCerts, seed: int) -> None:
-    stock, ours = _run(StockWrites, certs, seed), _run(PacedQuicConnection, certs, seed)
+    stock, ours = _run(Stock, certs, seed), _run(PacedQuicConnection, certs, seed)
     assert ours.received == stock.received
     stock_packets, our_packets = stock.packets_sent(), ours.packets_sent()
     assert sum(map(len, stock_packets)) > 100
@@ -173,7 +188,7 @@ def _ping_pong(cls: type[PacedQuicConnection], certs: DevCerts, seed: int) -> Pa
 
 
 def test_ping_pong_sends_the_same_packets(certs: DevCerts) -> None:
-    stock, ours = _ping_pong(StockWrites, certs, 0), _ping_pong(PacedQuicConnection, certs, 0)
+    stock, ours = _ping_pong(Stock, certs, 0), _ping_pong(PacedQuicConnection, certs, 0)
     assert ours.received == stock.received
     assert ours.packets_sent() == stock.packets_sent()
 
@@ -185,7 +200,7 @@ def test_ours_begins_fewer_packets(certs: DevCerts, schedule: Any, at_most: floa
     that finds nothing to send, which this harness makes often: it asks both ends every round.)"""
     begun = {}
     start = QuicPacketBuilder.start_packet
-    for cls in (StockWrites, PacedQuicConnection):
+    for cls in (Stock, PacedQuicConnection):
         count = 0
 
         def counting(builder: QuicPacketBuilder, *args: Any, **kwargs: Any) -> None:
@@ -199,7 +214,7 @@ def test_ours_begins_fewer_packets(certs: DevCerts, schedule: Any, at_most: floa
         finally:
             QuicPacketBuilder.start_packet = start  # type: ignore[method-assign]
         begun[cls] = count
-    assert begun[PacedQuicConnection] < at_most * begun[StockWrites]
+    assert begun[PacedQuicConnection] < at_most * begun[Stock]
 
 
 def test_aioquics_debug_records_still_come(certs: DevCerts, caplog: pytest.LogCaptureFixture) -> None:
