@@ -13,9 +13,11 @@ The loop runs on a virtual clock (`VirtualClockLoop`): each loop turn takes `--s
 a turn of this exchange costs in CPU, ~8 turns and ~0.7 ms per call on this machine), and a loop with nothing
 ready jumps to its next timer. Under callgrind a program runs ~50 times slower, on a loaded machine unevenly, and
 what the adapter and aioquic do depends on time (the pacer, delayed ACKs, loss timers): on the wall clock two runs
-of the same code differed by 5%. On the virtual clock the same code counts the same instructions (to a few
-hundred per call). The step matters: with 1 us turns aioquic's pacer holds back nearly every second packet,
-which no real run sees. `--wall-clock` runs on the real clock.
+of the same code differed by 5%. On the virtual clock the same code takes the same loop turns and counts
+nearly the same instructions. (Until 2026-11-29 the loop turned while `serve()`'s address lookup ran in the
+executor's thread, a number of turns that depended on that thread, and same-code runs differed by up to 5%
+at 1 in flight; it now waits for the thread.) The step matters: with 1 us turns aioquic's pacer holds back
+nearly every second packet, which no real run sees. `--wall-clock` runs on the real clock.
 
     .venv/bin/python benchmarks/channel_instructions.py --instructions [--flight 1] [--calls 100 300]
 
@@ -54,19 +56,27 @@ SCRATCH = Path(__file__).resolve().parents[1] / ".cache"
 
 class VirtualClockLoop(asyncio.SelectorEventLoop):
     """An event loop whose clock moves `step` seconds per turn and jumps to the next timer when nothing is ready
-    (its selector never blocks)."""
+    (its selector never blocks, but where asyncio's would block for good: with no timer and nothing ready, only
+    another thread can wake it, such as the executor's address lookup of `serve()`, and it waits for that as
+    asyncio does; a loop that turned meanwhile would count a number of turns that depends on the thread)."""
 
     def __init__(self, step: float = 1e-4) -> None:
         super().__init__()
         self.now = 0.0
         self.step = step
+        self.turns = 0
+        """Loop turns run so far (the same run takes the same number: tests/bench/test_channel_instructions.py)."""
         selector: Any = self._selector  # type: ignore[attr-defined]
         poll = selector.select
 
         def select(timeout: float | None = None) -> Any:
             ready = poll(0)
+            if ready:
+                return ready
+            if timeout is None:  # (nothing ready, no timer: only another thread can wake the loop, e.g. the
+                return poll(None)  # executor's address lookup of serve(); wait for it as asyncio does, not spin)
             scheduled: Any = self._scheduled  # type: ignore[attr-defined]
-            if not ready and scheduled and not self._ready:  # type: ignore[attr-defined]
+            if scheduled and not self._ready:  # type: ignore[attr-defined]
                 self.now = max(self.now, scheduled[0].when())
             return ready
 
@@ -78,6 +88,7 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
 
     def _run_once(self) -> None:
         self.now += self.step
+        self.turns += 1
         super()._run_once()  # type: ignore[misc]
 
 
