@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from aqueduct.spark.session import running_tasks, settle_session
 
 GROUP = "aqueduct-settle-test"
+SLEEP_MS = 8000
+"""How long each task runs once started: a JVM task that a cancellation does not interrupt (a job group's default,
+`interruptOnCancel=False`) runs on until its row is done, whatever the machine's load, so the test sees its
+tasks outlive their cancelled job (a Python task is killed by its monitor thread after
+`spark.python.task.killTimeout`, 2 s: under load the test could miss that window)."""
 WAIT_S = 60.0
-
-
-def _slow(rows: Iterator[int]) -> Iterator[int]:
-    time.sleep(WAIT_S)  # (a task that runs until it is killed)
-    yield sum(1 for _ in rows)
 
 
 def _wait_for(condition: Any) -> None:
@@ -36,9 +35,10 @@ def test_settling_waits_for_the_tasks_of_a_cancelled_job(spark: Any) -> None:
     ended: list[BaseException] = []
 
     def job() -> None:
-        sc.setJobGroup(GROUP, "tasks that sleep until cancelled")
+        sc.setJobGroup(GROUP, "tasks that sleep through their cancellation")
         try:
-            sc.parallelize(range(10), 2).mapPartitions(_slow).collect()
+            sleep = f"reflect('java.lang.Thread', 'sleep', cast({SLEEP_MS} as bigint))"
+            spark.range(0, 2, 1, 2).selectExpr(sleep).collect()
         except Exception as exc:  # (the cancellation, as py4j reports it)
             ended.append(exc)
 
@@ -51,5 +51,5 @@ def test_settling_waits_for_the_tasks_of_a_cancelled_job(spark: Any) -> None:
     assert not sc.statusTracker().getActiveJobsIds()  # the job is over for the status tracker...
     assert running_tasks(spark) > 0  # ...while its tasks still run: what stopping raced with
 
-    settle_session(spark)
+    settle_session(spark, settle=WAIT_S)
     assert running_tasks(spark) == 0
