@@ -159,6 +159,12 @@ CLIENT_KEY_SHARE_GROUPS = (Group.SECP256R1,)
 """The TLS groups a client offers key shares for (see the module comment)."""
 
 
+def _hold(pending: int, peer_left: int, window: int) -> bool:
+    """Whether to keep `pending` granted bytes unannounced: below a quarter window, and the peer still has more
+    credit left than the update would add (so a peer that ran out always hears of any grant at once)."""
+    return pending <= 0 or (pending < window // UPDATE_FRACTION and peer_left > pending)
+
+
 class PacedQuicConnection(QuicConnection):
     """A QuicConnection whose receive windows follow what the application has consumed."""
 
@@ -296,10 +302,8 @@ class PacedQuicConnection(QuicConnection):
         if limit.value != limit.sent or bidi.value != bidi.sent or uni.value != uni.sent:
             used, limit.used = limit.used, 0  # never trips aioquic's "half used: double it" rule
             value = limit.value
-            pending = value - limit.sent
-            if pending <= 0 or (pending < self._configuration.max_data // UPDATE_FRACTION
-                                and limit.sent - used > pending):  # (the hold rule: see `_write_due_stream_limits`)
-                limit.value = limit.sent  # (MAX_STREAMS updates still go out)
+            if _hold(value - limit.sent, limit.sent - used, self._configuration.max_data):
+                limit.value = limit.sent  # not worth announcing yet (MAX_STREAMS updates still go out)
             try:
                 super()._write_connection_limits(builder=builder, space=space)
             finally:
@@ -323,11 +327,7 @@ class PacedQuicConnection(QuicConnection):
                 continue
             receiver = stream.receiver
             pending, peer_left = stream.max_stream_data_local - sent, sent - receiver.highest_offset
-            # The hold rule (written out in both places: this runs per due stream per packet): keep `pending`
-            # granted bytes unannounced while below a quarter window and the peer still has more credit left
-            # than the update would add (so a peer that ran out always hears of any grant at once).
-            if pending <= 0 or (pending < self._configuration.max_stream_data // UPDATE_FRACTION
-                                and peer_left > pending):
+            if _hold(pending, peer_left, self._configuration.max_stream_data):
                 continue  # not worth announcing yet: it stays due
             highest, receiver.highest_offset = receiver.highest_offset, 0
             try:
@@ -457,7 +457,7 @@ class PacedQuicConnection(QuicConnection):
                         if (not stream_id & 1) != self._is_client:
                             # Let the peer open a new stream for each one that
                             # closes (RFC 9000 section 4.6).
-                            (self._local_max_streams_uni if stream_id & 2 else self._local_max_streams_bidi).value += 1
+                            self._stream_limit(stream_id).value += 1
                         discarded.add(stream)
                         continue
 
