@@ -99,12 +99,16 @@ class RealPeer:
         self._reader.start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                self.events.put({"event": "noise", "line": line})
+        """Queue the peer's lines until EOF; this thread alone closes stdout (a close from another thread while
+        it iterates raised `ValueError: I/O operation on closed file` here)."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        with stdout:
+            for line in stdout:
+                try:
+                    self.events.put(json.loads(line))
+                except ValueError:
+                    self.events.put({"event": "noise", "line": line})
         self.events.put({"event": "eof"})
 
     def expect(self, event: str, timeout: float = 20.0) -> dict[str, Any]:
@@ -131,14 +135,16 @@ class RealPeer:
                 pass
 
     def close(self, timeout: float = 5.0) -> None:
-        """Ask it to exit; kill it if it does not."""
+        """Ask it to exit; kill it if it does not. Its stdout is the reader's to close, once read to EOF: this
+        waits up to `timeout` for that, and past it leaves the reader (a daemon) to end when the pipe does."""
         self.send("exit")
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=timeout)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        self._reader.join(timeout)
+        for stream in (self.proc.stdin, self.proc.stderr):
             if stream is not None:
                 try:
                     stream.close()
