@@ -11,6 +11,7 @@ import signal
 import sys
 
 import pytest
+from harness.signals import terminal_sigint
 
 import aqueduct
 from aqueduct import CloseCode, RawCodec, RawMessage
@@ -100,16 +101,10 @@ async def test_serve_drains_on_sigterm(certs: DevCerts) -> None:
             await proc.wait()
 
 
-def _terminal_sigint() -> None:
-    """In the child: SIGINT as a terminal gives it. A suite started in the background (`cmd &` in a script)
-    runs with SIGINT ignored, which its children inherit, and Python then never raises KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 async def test_serve_exits_quietly_on_ctrl_c(certs: DevCerts) -> None:
     proc = await asyncio.create_subprocess_exec(
         *CLI, "serve", "--echo", "--port", "0", "--cert", str(certs.cert), "--key", str(certs.key),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=_terminal_sigint,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=terminal_sigint,
     )
     try:
         assert proc.stdout is not None

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness.signals import terminal_sigint
 
 from aqueduct.quic.certs import DevCerts
 
@@ -31,7 +32,7 @@ aqueduct.run(main())
 def test_a_server_stopped_by_a_signal_ends_with_one_line(certs: DevCerts, tmp_path: Path, sig: int, line: str,
                                                          status: int) -> None:
     proc = subprocess.Popen([sys.executable, "-c", SERVER, str(certs.cert), str(certs.key)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "listening\n"
         proc.send_signal(sig)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness.signals import terminal_sigint
 from mypy import api
 
 from aqueduct.quic.certs import DevCerts
@@ -82,7 +83,7 @@ def test_readme_client_and_server_example_runs(certs: DevCerts, tmp_path: Path) 
         example.replace("4433", str(port)).replace("certs/ca.pem", str(certs.ca))
         .replace("certs/cert.pem", str(certs.cert)).replace("certs/key.pem", str(certs.key)))
     server = subprocess.Popen([sys.executable, "example.py", "server"], cwd=tmp_path, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True,
+                              stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})  # (its print goes to a pipe here)
     try:
         assert server.stdout is not None
