@@ -69,8 +69,9 @@ def test_close_while_the_reader_is_between_lines(tmp_path: Path, monkeypatch: py
 
     peer = HeldPeer(held, Path(sys.executable), role="stand-in")
     assert held.entered.wait(60)  # the reader has read the first line and is held before reading the next
-    peer.close(timeout=0.2)  # the peer exits; the reader, still held, cannot reach EOF within the timeout
-    assert peer.proc.returncode == 0
+    peer.send("exit")
+    assert peer.proc.wait(60) == 0  # the peer has exited (so close's own wait cannot time out and kill it)...
+    peer.close(timeout=0.2)  # ...and the reader, still held, cannot reach EOF within close's wait for it
     held.release.set()
     peer._reader.join(60)
     assert not peer._reader.is_alive()
