@@ -28,6 +28,8 @@ import aqueduct.spark.session as session
 from aqueduct.spark.session import running_tasks, settle_session
 
 GROUP = "aqueduct-settle-test"
+TASKS = 2
+"""The job's tasks: one row each, as many as the shared session's cores (local[2]), so all run at once."""
 MARK = "aqueduct.settle-test.sleeping."
 """A task sets `MARK + <its row>` in the JVM's system properties as it starts to sleep."""
 SLEEP_MS = 120_000
@@ -46,7 +48,7 @@ def _wait_for(condition: Any) -> None:
 
 def _sleeping(spark: Any) -> int:
     system = spark.sparkContext._jvm.java.lang.System
-    return sum(system.getProperty(f"{MARK}{row}") is not None for row in range(2))
+    return sum(system.getProperty(f"{MARK}{row}") is not None for row in range(TASKS))
 
 
 def _interrupt_running_tasks(spark: Any) -> int:
@@ -68,32 +70,32 @@ def test_settling_waits_for_the_tasks_of_a_cancelled_job(spark: Any, monkeypatch
             mark = f"reflect('java.lang.System', 'setProperty', concat('{MARK}', cast(id as string)), 'yes')"
             duration = f"{SLEEP_MS} + coalesce(length({mark}), 0) * 0"  # (evaluated first: marks, then sleeps)
             sleep = f"reflect('java.lang.Thread', 'sleep', cast({duration} as bigint))"
-            spark.range(0, 2, 1, 2).selectExpr(sleep).collect()
+            spark.range(0, TASKS, 1, TASKS).selectExpr(sleep).collect()
         except Exception as exc:  # (the cancellation, as py4j reports it)
             ended.append(exc)
 
     thread = threading.Thread(target=job)
     thread.start()
     try:
-        _wait_for(lambda: _sleeping(spark) == 2)
+        _wait_for(lambda: _sleeping(spark) == TASKS)
         sc.cancelJobGroup(GROUP)
         thread.join()
         assert ended and "cancel" in str(ended[0]).lower()
         assert not sc.statusTracker().getActiveJobsIds()  # the job is over for the status tracker...
-        assert running_tasks(spark) == 2  # ...while its tasks still run: what stopping raced with
+        assert running_tasks(spark) == TASKS  # ...while its tasks still run: what stopping raced with
 
         seen: list[int] = []
 
         def observed(spark: Any) -> int:  # settle_session's view of the tasks; the first sighting ends them
             count = running_tasks(spark)
             if count and not seen:
-                assert _interrupt_running_tasks(spark) == 2
+                assert _interrupt_running_tasks(spark) == TASKS
             seen.append(count)
             return count
 
         monkeypatch.setattr(session, "running_tasks", observed)
         settle_session(spark, settle=WAIT_S)
-        assert seen and seen[0] == 2  # it saw the cancelled job's tasks and did not return...
+        assert seen and seen[0] == TASKS  # it saw the cancelled job's tasks and did not return...
         assert seen[-1] == 0  # ...until they had ended
         assert running_tasks(spark) == 0
     finally:
@@ -102,5 +104,5 @@ def test_settling_waits_for_the_tasks_of_a_cancelled_job(spark: Any, monkeypatch
             with contextlib.suppress(Py4JError):  # (the failure that brought us here is the one to see)
                 _interrupt_running_tasks(spark)
         thread.join()
-        for row in range(2):
+        for row in range(TASKS):
             sc._jvm.java.lang.System.clearProperty(f"{MARK}{row}")
